@@ -1,0 +1,433 @@
+#include "harness/worker/worker.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "harness/stats/stats.hpp"
+#include "harness/worker/cupti_timer.hpp"
+#include "harness/worker/driver.hpp"
+
+namespace ktune::worker {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::size_t elem_size(const std::string& e) {
+    if (e == "f32" || e == "i32") return 4;
+    if (e == "f16" || e == "bf16") return 2;
+    if (e == "i64") return 8;
+    if (e == "i8" || e == "u8") return 1;
+    throw std::invalid_argument("unknown element type '" + e + "'");
+}
+
+// Grid for the grid-stride utility kernels: enough blocks to fill any current GPU, few enough to stay cheap.
+constexpr unsigned kUtilityBlocks = 1024, kUtilityThreads = 256;
+constexpr unsigned long long kSpinTimeoutNs = 2'000'000'000ull;  // the blocking kernel gives up after 2 s
+constexpr int kSamplesPerBatch = 8;
+
+}  // namespace
+
+Worker::Worker() { KTUNE_CU(cuInit(0)); }
+
+Worker::~Worker() {
+    if (!m_open) return;
+    // Best effort: the process is ending; errors here change nothing.
+    free_problem();
+    for (auto& [path, m] : m_modules) cuModuleUnload(m);
+    if (m_utility_module) cuModuleUnload(m_utility_module);
+    if (m_flush) cuMemFree(m_flush);
+    if (m_compare_result) cuMemFree(m_compare_result);
+    if (m_spin_flag) cuMemFreeHost(const_cast<int*>(m_spin_flag));
+    if (m_stream) cuStreamDestroy(m_stream);
+    cuDevicePrimaryCtxRelease(m_device);
+}
+
+static wire::DeviceProps read_props(int ordinal) {
+    CUdevice d;
+    KTUNE_CU(cuDeviceGet(&d, ordinal));
+    wire::DeviceProps p;
+    p.ordinal = ordinal;
+    char name[256] = {};
+    KTUNE_CU(cuDeviceGetName(name, sizeof name, d));
+    p.name = name;
+    auto attr = [&](CUdevice_attribute a) {
+        int v = 0;
+        KTUNE_CU(cuDeviceGetAttribute(&v, a, d));
+        return v;
+    };
+    p.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    p.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    p.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+    p.memory_clock_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    p.memory_bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    p.sm_clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    p.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    size_t mem = 0;
+    KTUNE_CU(cuDeviceTotalMem(&mem, d));
+    p.memory_bytes = static_cast<std::int64_t>(mem);
+    CUuuid uuid;
+    if (cuDeviceGetUuid(&uuid, d) == CUDA_SUCCESS) {
+        static const char* hex = "0123456789abcdef";
+        for (int i = 0; i < 16; ++i) {
+            const auto b = static_cast<unsigned char>(uuid.bytes[i]);
+            p.uuid += hex[b >> 4];
+            p.uuid += hex[b & 15];
+            if (i == 3 || i == 5 || i == 7 || i == 9) p.uuid += '-';
+        }
+    }
+    char bus[64] = {};
+    if (cuDeviceGetPCIBusId(bus, sizeof bus, d) == CUDA_SUCCESS) p.pci_bus_id = bus;
+    KTUNE_CU(cuDriverGetVersion(&p.driver_version));
+    return p;
+}
+
+json Worker::hello() {
+    int count = 0;
+    KTUNE_CU(cuDeviceGetCount(&count));
+    json devices = json::array();
+    for (int i = 0; i < count; ++i) devices.push_back(read_props(i));
+    int driver = 0;
+    KTUNE_CU(cuDriverGetVersion(&driver));
+    return {{"devices", devices}, {"driver_version", driver}};
+}
+
+json Worker::open(int ordinal) {
+    if (m_open) throw std::runtime_error("a device is already open in this worker");
+    m_props = read_props(ordinal);
+    KTUNE_CU(cuDeviceGet(&m_device, ordinal));
+    KTUNE_CU(cuDevicePrimaryCtxRetain(&m_context, m_device));
+    KTUNE_CU(cuCtxSetCurrent(m_context));
+    KTUNE_CU(cuStreamCreate(&m_stream, CU_STREAM_NON_BLOCKING));
+    m_flush_bytes = std::max<std::size_t>(2 * static_cast<std::size_t>(m_props.l2_bytes), 16u << 20);
+    KTUNE_CU(cuMemAlloc(&m_flush, m_flush_bytes));
+    void* flag = nullptr;
+    KTUNE_CU(cuMemHostAlloc(&flag, sizeof(int), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    m_spin_flag = static_cast<volatile int*>(flag);
+    *m_spin_flag = 1;
+    KTUNE_CU(cuMemHostGetDevicePointer(&m_spin_flag_device, flag, 0));
+    KTUNE_CU(cuMemAlloc(&m_compare_result, 3 * sizeof(std::uint64_t)));
+    m_open = true;
+    return {{"device", m_props}};
+}
+
+json Worker::load_utility(const std::string& cubin, const std::map<std::string, std::string>& names) {
+    KTUNE_CU(cuModuleLoad(&m_utility_module, cubin.c_str()));
+    for (const auto& [what, lowered] : names) {
+        CUfunction f;
+        KTUNE_CU(cuModuleGetFunction(&f, m_utility_module, lowered.c_str()));
+        m_utility[what] = f;
+    }
+    return json::object();
+}
+
+CUfunction Worker::utility(const std::string& what) {
+    auto it = m_utility.find(what);
+    if (it == m_utility.end()) throw std::runtime_error("utility kernel '" + what + "' was not loaded");
+    return it->second;
+}
+
+CUfunction Worker::function(const std::string& cubin, const std::string& lowered) {
+    auto it = m_modules.find(cubin);
+    if (it == m_modules.end()) {
+        CUmodule m;
+        KTUNE_CU(cuModuleLoad(&m, cubin.c_str()));
+        it = m_modules.emplace(cubin, m).first;
+    }
+    CUfunction f;
+    KTUNE_CU(cuModuleGetFunction(&f, it->second, lowered.c_str()));
+    return f;
+}
+
+void Worker::launch(CUfunction f, const wire::Launch& l, std::vector<void*>& params) {
+    if (l.shared_bytes > 48 * 1024)
+        KTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(l.shared_bytes)));
+    KTUNE_CU(cuLaunchKernel(f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes,
+                            m_stream, params.data(), nullptr));
+}
+
+void Worker::run_utility_grid(const std::string& what, std::vector<void*> params) {
+    KTUNE_CU(cuLaunchKernel(utility(what), kUtilityBlocks, 1, 1, kUtilityThreads, 1, 1, 0, m_stream, params.data(),
+                            nullptr));
+}
+
+float Worker::elapsed_ms(CUevent a, CUevent b) {
+    float ms = 0;
+    KTUNE_CU(cuEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+json Worker::ceilings(std::size_t copy_bytes) {
+    // Copy ceiling: device-to-device copy, counting bytes read plus written, median of 20 timed copies.
+    CUdeviceptr a = 0, b = 0;
+    KTUNE_CU(cuMemAlloc(&a, copy_bytes));
+    KTUNE_CU(cuMemAlloc(&b, copy_bytes));
+    CUevent e0, e1;
+    KTUNE_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    KTUNE_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    KTUNE_CU(cuMemsetD32Async(a, 0x3f800000u, copy_bytes / 4, m_stream));
+    std::vector<double> copy_us;
+    for (int i = 0; i < 23; ++i) {
+        KTUNE_CU(cuEventRecord(e0, m_stream));
+        KTUNE_CU(cuMemcpyDtoDAsync(b, a, copy_bytes, m_stream));
+        KTUNE_CU(cuEventRecord(e1, m_stream));
+        KTUNE_CU(cuEventSynchronize(e1));
+        if (i >= 3) copy_us.push_back(1000.0 * elapsed_ms(e0, e1));
+    }
+    const SampleStats copy = summarize(copy_us);
+    cuMemFree(a);
+    cuMemFree(b);
+
+    // Launch floor: an empty kernel timed like every kernel (launch latency hidden behind the blocking kernel).
+    wire::Launch empty_launch;
+    empty_launch.grid = {1, 1, 1};
+    empty_launch.block = {32, 1, 1};
+    wire::TimingOptions t;
+    t.cold_l2 = false;
+    t.min_samples = 100;
+    t.max_samples = 100;
+    t.cupti_samples = 20;
+    wire::EvaluateResult r;
+    std::vector<void*> no_params;
+    m_args.clear();
+    time_events(utility("empty"), empty_launch, t, r);
+    const SampleStats floor = summarize(r.samples_us);
+    wire::EvaluateResult cupti;
+    time_cupti(utility("empty"), empty_launch, t, cupti);
+    cuEventDestroy(e0);
+    cuEventDestroy(e1);
+    return {{"copy_gbps", 2.0 * double(copy_bytes) / (copy.p50 * 1e-6) / 1e9},
+            {"copy_bytes", copy_bytes},
+            {"copy_p50_us", copy.p50},
+            {"launch_floor_us", floor.p50},
+            {"launch_floor_cupti_us", cupti.cupti_p50_us}};
+}
+
+void Worker::free_problem() {
+    for (auto& b : m_buffers) {
+        if (b.ptr) cuMemFree(b.ptr);
+        if (b.reference) cuMemFree(b.reference);
+        if (b.pristine) cuMemFree(b.pristine);
+    }
+    m_buffers.clear();
+    m_args.clear();
+}
+
+std::vector<void*> Worker::build_params(bool reference_outputs) {
+    m_arg_storage.assign(m_args.size(), 0);
+    std::vector<void*> params(m_args.size());
+    for (std::size_t i = 0; i < m_args.size(); ++i) {
+        const wire::Arg& a = m_args[i];
+        void* slot = &m_arg_storage[i];
+        if (a.kind == "buffer") {
+            auto it = std::find_if(m_buffers.begin(), m_buffers.end(),
+                                   [&](const DeviceBuffer& b) { return b.spec.name == a.buffer; });
+            if (it == m_buffers.end()) throw std::invalid_argument("argument names unknown buffer '" + a.buffer + "'");
+            const CUdeviceptr p = (reference_outputs && it->reference) ? it->reference : it->ptr;
+            std::memcpy(slot, &p, sizeof p);
+        } else if (a.kind == "i32") {
+            const auto v = static_cast<std::int32_t>(a.integer);
+            std::memcpy(slot, &v, sizeof v);
+        } else if (a.kind == "i64") {
+            const auto v = static_cast<std::int64_t>(a.integer);
+            std::memcpy(slot, &v, sizeof v);
+        } else if (a.kind == "f32") {
+            const auto v = static_cast<float>(a.real);
+            std::memcpy(slot, &v, sizeof v);
+        } else {
+            throw std::invalid_argument("unknown argument kind '" + a.kind + "'");
+        }
+        params[i] = slot;
+    }
+    return params;
+}
+
+json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<wire::Arg>& args,
+                   const wire::Launch& reference) {
+    free_problem();
+    for (const wire::Buffer& spec : buffers) {
+        DeviceBuffer b;
+        b.spec = spec;
+        b.bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.elements) * elem_size(spec.elem));
+        KTUNE_CU(cuMemAlloc(&b.ptr, b.bytes));
+        if (spec.role != "input") KTUNE_CU(cuMemAlloc(&b.reference, b.bytes));
+        if (spec.role == "inout") KTUNE_CU(cuMemAlloc(&b.pristine, b.bytes));
+        m_buffers.push_back(b);
+        // Inputs (and inouts) from the seeded generator, never zeros; outputs poisoned.
+        long long n = spec.elements;
+        unsigned long long seed = spec.seed;
+        float lo = static_cast<float>(spec.lo), hi = static_cast<float>(spec.hi);
+        CUdeviceptr target = spec.role == "inout" ? b.pristine : b.ptr;
+        if (spec.role == "output") {
+            run_utility_grid("poison." + spec.elem, {&target, &n});
+            run_utility_grid("poison." + spec.elem, {&m_buffers.back().reference, &n});
+        } else {
+            run_utility_grid("fill." + spec.elem, {&target, &n, &seed, &lo, &hi});
+        }
+    }
+    m_args = args;
+    restore_inouts();
+    // The reference writes into the `reference` copies of the outputs (and of the inouts, restored first).
+    for (auto& b : m_buffers)
+        if (b.spec.role == "inout") KTUNE_CU(cuMemcpyDtoDAsync(b.reference, b.pristine, b.bytes, m_stream));
+    CUfunction ref = function(reference.cubin, reference.lowered);
+    std::vector<void*> params = build_params(true);
+    CUevent e0, e1;
+    KTUNE_CU(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    KTUNE_CU(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    KTUNE_CU(cuEventRecord(e0, m_stream));
+    launch(ref, reference, params);
+    KTUNE_CU(cuEventRecord(e1, m_stream));
+    KTUNE_CU(cuStreamSynchronize(m_stream));
+    const float ms = elapsed_ms(e0, e1);
+    cuEventDestroy(e0);
+    cuEventDestroy(e1);
+    return {{"reference_ms", ms}};
+}
+
+void Worker::poison_outputs() {
+    for (auto& b : m_buffers) {
+        if (b.spec.role != "output") continue;
+        long long n = b.spec.elements;
+        run_utility_grid("poison." + b.spec.elem, {&b.ptr, &n});
+    }
+}
+
+void Worker::restore_inouts() {
+    for (auto& b : m_buffers)
+        if (b.spec.role == "inout") KTUNE_CU(cuMemcpyDtoDAsync(b.ptr, b.pristine, b.bytes, m_stream));
+}
+
+void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r) {
+    poison_outputs();
+    restore_inouts();
+    std::vector<void*> params = build_params(false);
+    launch(f, l, params);
+    KTUNE_CU(cuStreamSynchronize(m_stream));
+    std::vector<std::string> failures;
+    for (auto& b : m_buffers) {
+        if (b.spec.role == "input") continue;
+        const std::uint64_t init[3] = {0, ~0ull, 0};
+        KTUNE_CU(cuMemcpyHtoDAsync(m_compare_result, init, sizeof init, m_stream));
+        long long n = b.spec.elements;
+        float rtol = static_cast<float>(tol.rtol), atol = static_cast<float>(tol.atol);
+        run_utility_grid("compare." + b.spec.elem, {&b.ptr, &b.reference, &n, &rtol, &atol, &m_compare_result});
+        std::uint64_t res[3];
+        KTUNE_CU(cuMemcpyDtoHAsync(res, m_compare_result, sizeof res, m_stream));
+        KTUNE_CU(cuStreamSynchronize(m_stream));
+        float max_err;
+        const auto bits = static_cast<std::uint32_t>(res[2]);
+        std::memcpy(&max_err, &bits, sizeof max_err);
+        r.max_abs_error = std::max<double>(r.max_abs_error, max_err);
+        if (res[0] != 0) {
+            r.mismatches += static_cast<std::int64_t>(res[0]);
+            failures.push_back(b.spec.name + ": " + std::to_string(res[0]) + " of " + std::to_string(n) +
+                               " elements differ (first at index " + std::to_string(res[1]) +
+                               ", max |out - ref| = " + std::to_string(max_err) + ")");
+        }
+    }
+    if (!failures.empty()) {
+        r.status = "invalid_result";
+        for (const auto& s : failures) r.message += (r.message.empty() ? "" : "; ") + s;
+    }
+}
+
+void Worker::flush_l2() {
+    // A different value each time so nothing can skip the writes.
+    KTUNE_CU(cuMemsetD32Async(m_flush, ++m_flush_counter, m_flush_bytes / 4, m_stream));
+}
+
+void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+    std::vector<void*> params = build_params(false);
+    for (int i = 0; i < t.warmup; ++i) launch(f, l, params);
+    KTUNE_CU(cuStreamSynchronize(m_stream));
+
+    CUevent start[kSamplesPerBatch], stop[kSamplesPerBatch];
+    for (int i = 0; i < kSamplesPerBatch; ++i) {
+        KTUNE_CU(cuEventCreate(&start[i], CU_EVENT_DEFAULT));
+        KTUNE_CU(cuEventCreate(&stop[i], CU_EVENT_DEFAULT));
+    }
+    StoppingRule rule;
+    rule.min_samples = t.min_samples;
+    rule.max_samples = t.max_samples;
+    rule.target_rel = t.target_rel;
+    rule.time_cap_seconds = t.time_cap_s;
+    CUfunction spin = utility("spin");
+    CUdeviceptr flag = m_spin_flag_device;
+    unsigned long long timeout = kSpinTimeoutNs;
+    std::vector<void*> spin_params{&flag, &timeout};
+    const auto begin = Clock::now();
+    auto verdict = StoppingRule::Verdict::more;
+    while (verdict == StoppingRule::Verdict::more) {
+        const int batch = std::min<int>(kSamplesPerBatch, t.max_samples - int(r.samples_us.size()));
+        // The blocking kernel holds the stream while the host enqueues the batch, so host launch latency never
+        // lands between a start event and its kernel (NVBench's method).
+        *m_spin_flag = 0;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        KTUNE_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, m_stream, spin_params.data(), nullptr));
+        for (int i = 0; i < batch; ++i) {
+            if (t.cold_l2) flush_l2();
+            KTUNE_CU(cuEventRecord(start[i], m_stream));
+            launch(f, l, params);
+            KTUNE_CU(cuEventRecord(stop[i], m_stream));
+        }
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        *m_spin_flag = 1;
+        KTUNE_CU(cuEventSynchronize(stop[batch - 1]));
+        for (int i = 0; i < batch; ++i) r.samples_us.push_back(1000.0 * elapsed_ms(start[i], stop[i]));
+        verdict = rule.check(r.samples_us, std::chrono::duration<double>(Clock::now() - begin).count());
+    }
+    r.time_cap_hit = verdict == StoppingRule::Verdict::time_cap;
+    for (int i = 0; i < kSamplesPerBatch; ++i) {
+        cuEventDestroy(start[i]);
+        cuEventDestroy(stop[i]);
+    }
+}
+
+void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+    if (t.cupti_samples <= 0) return;
+    CuptiKernelTimer timer;
+    if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
+    std::vector<void*> params = build_params(false);
+    for (int i = 0; i < t.cupti_samples; ++i) {
+        if (t.cold_l2) flush_l2();
+        launch(f, l, params);
+    }
+    KTUNE_CU(cuStreamSynchronize(m_stream));
+    const char* name = nullptr;
+    KTUNE_CU(cuFuncGetName(&name, f));
+    std::vector<double> us = timer.stop(name ? name : "");
+    if (!us.empty()) r.cupti_p50_us = summarize(us).p50;
+}
+
+wire::EvaluateResult Worker::evaluate(const wire::Launch& l, const Tolerance& tol, const wire::TimingOptions& timing) {
+    wire::EvaluateResult r;
+    CUfunction f;
+    try {
+        f = function(l.cubin, l.lowered);
+    } catch (const DriverError& e) {
+        r.status = "launch_error";
+        r.message = std::string("loading the kernel: ") + e.what();
+        return r;
+    }
+    try {
+        validate(f, l, tol, r);
+        if (r.status != "ok") return r;
+        time_events(f, l, timing, r);
+        time_cupti(f, l, timing, r);
+    } catch (const DriverError& e) {
+        r.status = "launch_error";
+        r.message = e.what();
+        // The context is gone: the host records this result, sees `fatal` and restarts the worker.
+        if (e.sticky()) m_poisoned = true;
+    }
+    return r;
+}
+
+}  // namespace ktune::worker

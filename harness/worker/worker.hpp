@@ -1,0 +1,79 @@
+#pragma once
+// The GPU worker's state: one device context, the loaded modules, the current problem's buffers, and the
+// measurement loop. Each public method serves one protocol command (harness/protocol/protocol.hpp).
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/protocol/protocol.hpp"
+
+namespace ktune::worker {
+
+class Worker {
+public:
+    Worker();
+    ~Worker();
+
+    nlohmann::json hello();
+    nlohmann::json open(int ordinal);
+    nlohmann::json load_utility(const std::string& cubin, const std::map<std::string, std::string>& names);
+    nlohmann::json ceilings(std::size_t copy_bytes);
+    nlohmann::json setup(const std::vector<wire::Buffer>& buffers, const std::vector<wire::Arg>& args,
+                         const wire::Launch& reference);
+    wire::EvaluateResult evaluate(const wire::Launch& launch, const Tolerance& tol,
+                                  const wire::TimingOptions& timing);
+
+    // True once a kernel fault poisoned the CUDA context: nothing more can run in this process.
+    bool poisoned() const { return m_poisoned; }
+
+private:
+    struct DeviceBuffer {
+        wire::Buffer spec;
+        CUdeviceptr ptr = 0;
+        CUdeviceptr reference = 0;  // outputs/inouts: the reference kernel's result
+        CUdeviceptr pristine = 0;   // inouts: the generated input, restored before each validation run
+        std::size_t bytes = 0;
+    };
+
+    CUfunction function(const std::string& cubin, const std::string& lowered);
+    CUfunction utility(const std::string& what);
+    void launch(CUfunction f, const wire::Launch& l, std::vector<void*>& params);
+    std::vector<void*> build_params(bool reference_outputs);
+    void free_problem();
+    void run_utility_grid(const std::string& what, std::vector<void*> params);
+    void poison_outputs();
+    void restore_inouts();
+    void validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r);
+    void time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
+    void time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
+    void flush_l2();
+    float elapsed_ms(CUevent a, CUevent b);
+
+    CUdevice m_device = 0;
+    CUcontext m_context = nullptr;
+    CUstream m_stream = nullptr;
+    bool m_open = false;
+    bool m_poisoned = false;
+    wire::DeviceProps m_props;
+
+    std::map<std::string, CUmodule> m_modules;  // by cubin path
+    CUmodule m_utility_module = nullptr;
+    std::map<std::string, CUfunction> m_utility;  // "empty", "spin", "fill.bf16", "poison.f32", "compare.f16", ...
+
+    CUdeviceptr m_flush = 0;  // twice the L2 size, written before each cold sample
+    std::size_t m_flush_bytes = 0;
+    unsigned m_flush_counter = 0;
+    volatile int* m_spin_flag = nullptr;  // host-mapped: the blocking kernel spins until the host sets it
+    CUdeviceptr m_spin_flag_device = 0;
+    CUdeviceptr m_compare_result = 0;  // 3 x u64 for ktune_compare
+
+    std::vector<DeviceBuffer> m_buffers;
+    std::vector<wire::Arg> m_args;
+    // Argument values must outlive the launch: one 8-byte slot per argument.
+    std::vector<std::uint64_t> m_arg_storage;
+};
+
+}  // namespace ktune::worker
