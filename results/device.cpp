@@ -1,0 +1,38 @@
+// Device identity: the readable keys that results are filed under (design.md, "Device identity").
+#include <fmt/format.h>
+
+#include "results/store.hpp"
+
+namespace ktune {
+namespace {
+
+constexpr std::int64_t k_mib = 1024 * 1024;
+constexpr std::int64_t k_gib = 1024 * k_mib;
+
+// DeviceInfo has no memory-type field; the bus width tells HBM (thousands of bits) from GDDR (at most 512).
+const char* memory_kind(int bus_bits) {
+    if (bus_bits >= 1024) return "HBM";
+    if (bus_bits > 0) return "GDDR";
+    return "mem";
+}
+
+std::string l2_size(std::int64_t bytes) {
+    if (bytes % k_mib == 0) return fmt::format("{}MiB", bytes / k_mib);
+    return fmt::format("{}KiB", bytes / 1024);
+}
+
+}  // namespace
+
+std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
+
+std::string DeviceInfo::chip_key() const { return fmt::format("{}|{}|{}SM", name, arch(), sm_count); }
+
+// Whole GiB rounded down, as the driver reports a little less than the marketing size ("80GB" -> 79GiB); the memory
+// clock in MHz. Every field is in the key, so a driver or toolkit upgrade files results under a new device.
+std::string make_device_key(const DeviceInfo& d) {
+    return fmt::format("{}|L2 {}|{} {}GiB@{}MHz|drv {}|cuda {}|nvrtc {}", d.chip_key(), l2_size(d.l2_bytes),
+                       memory_kind(d.memory_bus_bits), d.memory_bytes / k_gib, (d.memory_clock_khz + 500) / 1000,
+                       d.driver_version, d.cuda_version, d.nvrtc_version);
+}
+
+}  // namespace ktune

@@ -1,0 +1,118 @@
+#pragma once
+// The results store: one SQLite database (WAL, busy timeout, one transaction per result) holding devices, runs,
+// kernels, problems, configurations and measurements. Only this module includes sqlite3.h.
+//
+// A measurement's identity is (kernel source hash, configuration key, problem key, device key): re-running a tuning
+// finds what was measured already and skips it (resume), unless forced.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/core/measurement.hpp"
+#include "tuner/core/types.hpp"
+
+namespace ktune {
+
+// What identifies a GPU for tuning results (see design.md, "Device identity").
+struct DeviceInfo {
+    std::string key;            // derived by make_device_key(); the primary identity
+    std::string name;           // "NVIDIA H100 80GB HBM3"
+    int cc_major = 0, cc_minor = 0;
+    int sm_count = 0;
+    std::int64_t l2_bytes = 0;
+    std::int64_t memory_bytes = 0;
+    int memory_clock_khz = 0;
+    int memory_bus_bits = 0;
+    int sm_clock_khz = 0;
+    std::string driver_version;  // "13.0" (from cuDriverGetVersion) plus the kernel-module version when known
+    std::string cuda_version;    // toolkit the worker was built against
+    std::string nvrtc_version;
+    std::string uuid;
+    std::string pci_bus_id;
+    // Ceilings measured by `ktune devices` (0 when never measured).
+    double copy_gbps = 0;        // device-to-device copy, bytes read + written per second / 1e9
+    double launch_floor_us = 0;  // an empty kernel's event-timed duration with launch latency hidden
+    std::string measured_at;     // ISO-8601 UTC of the ceiling measurement
+
+    std::string arch() const;         // "sm_90"
+    std::string chip_key() const;     // name + arch + SM count: the "same chip" fallback level
+};
+
+std::string make_device_key(const DeviceInfo& d);
+
+struct RunInfo {
+    std::int64_t id = 0;
+    std::string started_at;   // ISO-8601 UTC
+    std::string finished_at;
+    std::string git_revision;
+    std::string command_line;
+    std::string environment_json;  // versions, clocks, hostname, other GPU processes...
+    std::string device_key;
+    std::string status;       // "running", "finished", "interrupted", "failed"
+};
+
+struct KernelInfo {
+    std::string op, variant;
+    std::string source_path;
+    std::string source_hash;  // hash of the kernel source and every header it includes
+};
+
+// One row of results: identity plus what was measured.
+struct ResultRecord {
+    KernelInfo kernel;
+    std::string config_key;    // Config::key()
+    Problem problem;
+    std::string device_key;
+    std::int64_t run_id = 0;
+    std::string measured_at;
+    Measurement measurement;
+};
+
+struct ResultFilter {
+    std::optional<std::string> op, variant, device_key, source_hash;
+    std::optional<Status> status;
+};
+
+class Store {
+public:
+    enum class Mode { read_write, read_only };
+    // Creates the file and schema when missing (read_write). Throws Error(store) with the path on failure, including
+    // a database written by a newer ktune schema.
+    static Store open(const std::string& path, Mode mode = Mode::read_write);
+    ~Store();
+    Store(Store&&) noexcept;
+    Store& operator=(Store&&) noexcept;
+
+    const std::string& path() const;
+    int schema_version() const;
+
+    void upsert_device(const DeviceInfo& d);  // by key; keeps measured ceilings unless the new ones are non-zero
+    std::optional<DeviceInfo> device(const std::string& key) const;
+    std::vector<DeviceInfo> devices() const;
+
+    std::int64_t begin_run(const RunInfo& r);
+    void finish_run(std::int64_t run_id, const std::string& status);
+    std::optional<RunInfo> run(std::int64_t run_id) const;
+
+    // True when a result exists for this identity (any status: a compile error or a fault is a result too).
+    bool has_result(const std::string& source_hash, const std::string& config_key, const std::string& problem_key,
+                    const std::string& device_key) const;
+    // Inserts or, with replace=true (--force), replaces; one transaction.
+    void record(const ResultRecord& r, bool replace = false);
+    std::vector<ResultRecord> results(const ResultFilter& f) const;
+    std::int64_t count_results(const ResultFilter& f) const;
+
+    // The ok result with the smallest p50 per problem for (op, variant, device, source hash when given; otherwise the
+    // kernel source with the latest result on that device), ordered by dtype then shape values numerically.
+    std::vector<ResultRecord> best(const std::string& op, const std::string& variant, const std::string& device_key,
+                                   const std::optional<std::string>& source_hash = std::nullopt) const;
+
+private:
+    struct Impl;
+    explicit Store(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace ktune

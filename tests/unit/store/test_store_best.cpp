@@ -1,0 +1,134 @@
+#include "tests/unit/store/store_test_util.hpp"
+
+namespace ktune::test {
+namespace {
+
+std::vector<std::string> problem_keys(const std::vector<ResultRecord>& rs) {
+    std::vector<std::string> keys;
+    for (const auto& r : rs) keys.push_back(r.problem.key());
+    return keys;
+}
+
+using StoreBest = StoreTest;
+
+TEST_F(StoreBest, PicksTheSmallestP50AmongOkResults) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    store.record(make_record("B=1", p, 3.0));
+    store.record(make_record("B=2", p, 2.0));
+    store.record(make_record("B=3", p, 4.0));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].config_key, "B=2");
+    EXPECT_EQ(best[0].measurement.stats.p50, 2.0);
+}
+
+TEST_F(StoreBest, IgnoresFailedResultsEvenWithASmallerP50) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    store.record(make_record("B=1", p, 3.0));
+    store.record(make_record("B=2", p, 0.5, Status::invalid_result));
+    store.record(make_record("B=3", p, 0.25, Status::timeout));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].config_key, "B=1");
+}
+
+TEST_F(StoreBest, LeavesOutAProblemWithNoOkResult) {
+    Store store = Store::open(db_path());
+    store.record(make_record("B=1", problem({{"M", 16}}), 3.0));
+    store.record(make_record("B=1", problem({{"M", 32}}), 1.0, Status::compile_error));
+
+    EXPECT_EQ(problem_keys(store.best("rmsnorm", "fwd", "dev-A")), std::vector<std::string>{"bf16:M=16"});
+}
+
+TEST_F(StoreBest, OrdersProblemsNumericallyAxisByAxisNotAsText) {
+    Store store = Store::open(db_path());
+    for (std::int64_t m : {256, 16, 1024, 32})
+        for (std::int64_t h : {8192, 768}) store.record(make_record("B=1", problem({{"M", m}, {"H", h}}), 1.0));
+
+    EXPECT_EQ(problem_keys(store.best("rmsnorm", "fwd", "dev-A")),
+              (std::vector<std::string>{"bf16:M=16,H=768", "bf16:M=16,H=8192", "bf16:M=32,H=768", "bf16:M=32,H=8192",
+                                        "bf16:M=256,H=768", "bf16:M=256,H=8192", "bf16:M=1024,H=768",
+                                        "bf16:M=1024,H=8192"}));
+}
+
+TEST_F(StoreBest, OrdersByDtypeBeforeShape) {
+    Store store = Store::open(db_path());
+    store.record(make_record("B=1", problem({{"M", 16}}, Dtype::bf16), 1.0));
+    store.record(make_record("B=1", problem({{"M", 32}}, Dtype::fp32), 1.0));
+    store.record(make_record("B=1", problem({{"M", 16}}, Dtype::fp32), 1.0));
+
+    EXPECT_EQ(problem_keys(store.best("rmsnorm", "fwd", "dev-A")),
+              (std::vector<std::string>{"fp32:M=16", "fp32:M=32", "bf16:M=16"}));
+}
+
+TEST_F(StoreBest, IsRestrictedToTheDeviceKey) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    store.record(make_record("B=1", p, 3.0, Status::ok, "dev-A"));
+    store.record(make_record("B=2", p, 1.0, Status::ok, "dev-B"));
+
+    const auto on_a = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(on_a.size(), 1u);
+    EXPECT_EQ(on_a[0].config_key, "B=1");
+    EXPECT_EQ(on_a[0].device_key, "dev-A");
+    EXPECT_TRUE(store.best("rmsnorm", "fwd", "dev-C").empty());
+}
+
+TEST_F(StoreBest, IsRestrictedToTheOpAndVariant) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    store.record(make_record("B=1", p, 3.0, Status::ok, "dev-A", "h", "rmsnorm", "fwd"));
+    store.record(make_record("B=2", p, 1.0, Status::ok, "dev-A", "h", "rmsnorm", "bwd"));
+    store.record(make_record("B=3", p, 0.5, Status::ok, "dev-A", "h", "softmax", "fwd"));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].config_key, "B=1");
+}
+
+TEST_F(StoreBest, WithoutASourceHashUsesOnlyTheMostRecentlyMeasuredKernelSource) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    ResultRecord old_fast = make_record("B=1", p, 1.0, Status::ok, "dev-A", "old");
+    old_fast.measured_at = "2025-01-01T00:00:00Z";
+    ResultRecord old_other = make_record("B=1", problem({{"M", 32}}), 1.0, Status::ok, "dev-A", "old");
+    old_other.measured_at = "2025-01-01T00:00:00Z";
+    ResultRecord new_slow = make_record("B=1", p, 5.0, Status::ok, "dev-A", "new");
+    new_slow.measured_at = "2025-02-01T00:00:00Z";
+    store.record(old_fast);
+    store.record(old_other);
+    store.record(new_slow);
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);  // M=32 was only measured with the old source: it does not mix in
+    EXPECT_EQ(best[0].kernel.source_hash, "new");
+    EXPECT_EQ(best[0].measurement.stats.p50, 5.0);
+}
+
+TEST_F(StoreBest, WithASourceHashUsesThatSource) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    ResultRecord old_fast = make_record("B=1", p, 1.0, Status::ok, "dev-A", "old");
+    old_fast.measured_at = "2025-01-01T00:00:00Z";
+    ResultRecord new_slow = make_record("B=1", p, 5.0, Status::ok, "dev-A", "new");
+    new_slow.measured_at = "2025-02-01T00:00:00Z";
+    store.record(old_fast);
+    store.record(new_slow);
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A", std::string("old"));
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].kernel.source_hash, "old");
+    EXPECT_EQ(best[0].measurement.stats.p50, 1.0);
+}
+
+TEST_F(StoreBest, IsEmptyWhenNothingWasMeasured) {
+    Store store = Store::open(db_path());
+    EXPECT_TRUE(store.best("rmsnorm", "fwd", "dev-A").empty());
+}
+
+}  // namespace
+}  // namespace ktune::test

@@ -1,0 +1,45 @@
+#pragma once
+// One entry of the on-disk compile cache: <key>.cubin plus the <key>.json sidecar (lowered names, the resource report
+// per kernel, the log, the options), so a hit needs no NVRTC. Files are written under a temporary name in the same
+// folder and renamed into place, the sidecar last: a crash or a concurrent ktune process never leaves a torn entry,
+// and a sidecar that is present means its cubin is complete.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/jit/compile_service.hpp"
+
+namespace ktune::detail {
+
+inline constexpr const char* k_cache_format = "ktune-jit-cache-v1";
+
+struct CacheEntry {
+    std::string key;
+    std::string arch;
+    std::string nvrtc_version;
+    std::string source_path;
+    std::string options;
+    std::string log;
+    double compile_seconds = 0;  // what the original compilation took, for the record
+    std::vector<CompiledKernel> kernels;
+};
+
+std::filesystem::path cubin_path(const std::filesystem::path& cache_dir, const std::string& key);
+std::filesystem::path sidecar_path(const std::filesystem::path& cache_dir, const std::string& key);
+
+// Writes the cubin, then the sidecar. Throws Error(store) naming the path when the cache cannot be written.
+void write_cache_entry(const std::filesystem::path& cache_dir, const CacheEntry& entry, const std::string& cubin);
+
+// The entry for this key, or nothing when it is absent, unreadable, of another format, or its cubin is missing or not
+// an ELF file: any of those is a miss, and the recompilation overwrites it.
+std::optional<CacheEntry> read_cache_entry(const std::filesystem::path& cache_dir, const std::string& key);
+
+// Writes bytes to path through a temporary file in the same folder and a rename. Throws Error(store).
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
+
+// The JSON text of an entry, and back (nothing when the text is not a valid entry).
+std::string entry_to_json(const CacheEntry& entry);
+std::optional<CacheEntry> entry_from_json(const std::string& json);
+
+}  // namespace ktune::detail

@@ -1,0 +1,575 @@
+#include "tuner/space/search_space.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tuner/core/error.hpp"
+#include "tuner/space/located_yaml.hpp"
+
+namespace ktune {
+namespace {
+
+using detail::find_field;
+using detail::Located;
+
+constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a C++ int template argument
+constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
+constexpr std::int64_t max_values_per_parameter = 65536;
+constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 40;
+constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
+
+// Names that would shadow something in an expression or in kernel.name.
+const std::set<std::string>& reserved_names() {
+    static const std::set<std::string> names{"T", dtype_bytes_variable, "min", "max", "ceil_div", "log2", "is_pow2",
+                                             "align_up"};
+    return names;
+}
+
+bool is_upper_snake(const std::string& s) {
+    if (s.empty() || !(s[0] >= 'A' && s[0] <= 'Z')) return false;
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+bool is_identifier(const std::string& s, bool allow_dash = false) {
+    auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+    if (s.empty() || !alpha(s[0])) return false;
+    return std::all_of(s.begin(), s.end(),
+                       [&](char c) { return alpha(c) || (c >= '0' && c <= '9') || (allow_dash && c == '-'); });
+}
+
+bool is_pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += fmt::format("{}{}", out.empty() ? "" : ", ", n);
+    return out.empty() ? "none" : out;
+}
+
+// A kernel-name template split into literal text and {NAME} placeholders.
+struct Piece {
+    bool placeholder;
+    std::string text;
+};
+
+// Returns an error message, or "" on success.
+std::string split_template(const std::string& s, std::vector<Piece>& pieces) {
+    pieces.clear();
+    std::string literal;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '}') return fmt::format("'}}' at offset {} has no matching '{{'", i);
+        if (s[i] != '{') {
+            literal += s[i];
+            continue;
+        }
+        std::size_t close = s.find('}', i);
+        if (close == std::string::npos) return fmt::format("'{{' at offset {} is never closed", i);
+        std::string name = s.substr(i + 1, close - i - 1);
+        if (name.find('{') != std::string::npos) return fmt::format("'{{' at offset {} is never closed", i);
+        if (name.empty()) return fmt::format("empty placeholder '{{}}' at offset {}", i);
+        if (!literal.empty()) pieces.push_back({false, std::move(literal)});
+        literal.clear();
+        pieces.push_back({true, std::move(name)});
+        i = close;
+    }
+    if (!literal.empty()) pieces.push_back({false, std::move(literal)});
+    return {};
+}
+
+// What a file holds, validated; SearchSpace::load_string moves it into place.
+struct Parsed {
+    std::string op, variant = "default";
+    std::string kernel_source, kernel_name, reference_source, reference_name;
+    std::vector<ParameterSpec> parameters;
+    std::vector<Expression> constraints;
+    LaunchSpec launch, reference_launch;
+    std::vector<ProblemAxis> axes;
+    std::vector<Dtype> dtypes;
+    std::vector<std::pair<Dtype, Tolerance>> tolerances;
+};
+
+// Validates one file. Parameters and axes are read first: everything else refers to them.
+class Loader {
+public:
+    explicit Loader(const std::string& file) : m_file(file) {}
+    Parsed load(const std::string& yaml);
+
+private:
+    std::vector<ParameterSpec> read_parameters(const Located& node) const;
+    ParameterSpec read_parameter(const std::string& name, const Located& node) const;
+    std::vector<ProblemAxis> read_axes(const Located& node) const;
+    std::vector<Dtype> read_dtypes(const Located& node) const;
+    void check_kernel_name(const Located& node) const;
+    void check_reference_name(const Located& node) const;
+    Expression read_expression(const Located& node) const;
+    LaunchSpec read_launch(const Located& node, bool parameters_allowed) const;
+    void check_variables(const Expression& e, bool parameters_allowed) const;
+    std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
+                                                             const std::vector<Dtype>& dtypes) const;
+
+    const std::string& m_file;
+    std::vector<std::string> m_parameter_names;
+    std::vector<std::string> m_axis_names;
+};
+
+Parsed Loader::load(const std::string& yaml) {
+    Parsed out;
+    Located root = Located::parse(yaml, &m_file);
+    if (root.is_null()) root.fail("the search space file is empty");
+    auto top = root.fields({"op", "variant", "kernel", "parameters", "constraints", "launch", "reference_launch",
+                            "problems", "tolerances"},
+                           {"op", "kernel", "parameters", "launch", "problems", "tolerances"});
+
+    const Located& op = *find_field(top, "op");
+    out.op = op.text();
+    if (!is_identifier(out.op))
+        op.fail(fmt::format("op '{}' is not an identifier like rmsnorm or layer_norm", out.op));
+    if (const Located* v = find_field(top, "variant")) {
+        out.variant = v->text();
+        if (!is_identifier(out.variant, true))
+            v->fail(fmt::format("variant '{}' is not an identifier like fwd", out.variant));
+    }
+
+    out.parameters = read_parameters(*find_field(top, "parameters"));
+    for (const auto& p : out.parameters) m_parameter_names.push_back(p.name);
+
+    auto problems = find_field(top, "problems")->fields({"axes", "dtypes"}, {"axes", "dtypes"});
+    out.axes = read_axes(*find_field(problems, "axes"));
+    for (const auto& a : out.axes) m_axis_names.push_back(a.name);
+    out.dtypes = read_dtypes(*find_field(problems, "dtypes"));
+
+    auto kernel = find_field(top, "kernel")->fields({"source", "name", "reference", "reference_source"},
+                                                    {"source", "name", "reference"});
+    out.kernel_source = find_field(kernel, "source")->text();
+    out.kernel_name = find_field(kernel, "name")->text();
+    check_kernel_name(*find_field(kernel, "name"));
+    out.reference_name = find_field(kernel, "reference")->text();
+    check_reference_name(*find_field(kernel, "reference"));
+    const Located* reference_source = find_field(kernel, "reference_source");
+    out.reference_source = reference_source ? reference_source->text() : out.kernel_source;
+
+    if (const Located* c = find_field(top, "constraints"); c && !c->is_null()) {
+        for (const Located& item : c->items()) {
+            out.constraints.push_back(read_expression(item));
+            check_variables(out.constraints.back(), true);
+        }
+    }
+
+    out.launch = read_launch(*find_field(top, "launch"), true);
+    if (const Located* r = find_field(top, "reference_launch")) {
+        out.reference_launch = read_launch(*r, false);
+    } else {
+        // The reference kernel has no configuration, so launch stands in for it only if it needs none.
+        auto copy = [&](const Expression& e) {
+            for (const auto& v : e.variables())
+                if (std::find(m_parameter_names.begin(), m_parameter_names.end(), v) != m_parameter_names.end())
+                    throw Error(ErrorCategory::bad_input,
+                                fmt::format("launch expression '{}' uses parameter {}, so a reference_launch section "
+                                            "is required (the reference kernel has no parameters)",
+                                            e.text(), v),
+                                e.where());
+            return Expression(e.text(), e.where());
+        };
+        for (const auto& e : out.launch.grid) out.reference_launch.grid.push_back(copy(e));
+        for (const auto& e : out.launch.block) out.reference_launch.block.push_back(copy(e));
+        out.reference_launch.shared_bytes = copy(out.launch.shared_bytes);
+    }
+
+    out.tolerances = read_tolerances(*find_field(top, "tolerances"), out.dtypes);
+
+    std::uint64_t size = 1;
+    for (const auto& p : out.parameters) {
+        size *= p.values.size();
+        if (size > max_cartesian_size)
+            find_field(top, "parameters")
+                ->fail("the parameters' cartesian product has more than 2^40 configurations");
+    }
+    return out;
+}
+
+std::vector<ParameterSpec> Loader::read_parameters(const Located& node) const {
+    std::vector<ParameterSpec> out;
+    for (const auto& [name, value] : node.entries("parameter")) out.push_back(read_parameter(name, value));
+    if (out.empty()) node.fail("at least one parameter is required");
+    return out;
+}
+
+ParameterSpec Loader::read_parameter(const std::string& name, const Located& node) const {
+    if (!is_upper_snake(name))
+        node.fail(fmt::format("parameter name '{}' must be UPPER_SNAKE, like BLOCK or ROWS_PER_BLOCK: it is the "
+                              "kernel's template parameter",
+                              name));
+    if (reserved_names().count(name)) node.fail(fmt::format("parameter name '{}' is reserved", name));
+
+    ParameterSpec spec;
+    spec.name = name;
+    spec.where = fmt::format("{}:{}: {}", m_file, node.key_line(), node.field());
+    auto f = node.fields({"values", "range", "pow2", "doc"}, {});
+    if (const Located* doc = find_field(f, "doc")) spec.doc = doc->scalar();
+
+    std::vector<const Located*> kinds;
+    for (const char* k : {"values", "range", "pow2"})
+        if (const Located* l = find_field(f, k)) kinds.push_back(l);
+    if (kinds.empty()) node.fail(fmt::format("parameter {} needs exactly one of 'values', 'range' or 'pow2'", name));
+    if (kinds.size() > 1)
+        kinds[1]->fail(fmt::format("parameter {} has more than one of 'values', 'range' and 'pow2'; give exactly one",
+                                   name));
+    const Located& kind = *kinds.front();
+    const std::string what = "parameter value";
+
+    if (const Located* values = find_field(f, "values")) {
+        auto items = values->items();
+        if (items.empty()) values->fail(fmt::format("parameter {} has an empty list of values", name));
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            std::int64_t v = items[i].integer(1, max_parameter_value, what);
+            auto seen = std::find(spec.values.begin(), spec.values.end(), v);
+            if (seen != spec.values.end())
+                items[i].fail(fmt::format("duplicate value {} in parameter {} (also values[{}])", v, name,
+                                          seen - spec.values.begin()));
+            spec.values.push_back(v);
+        }
+        return spec;
+    }
+
+    auto items = kind.items();
+    const bool range = find_field(f, "range") != nullptr;
+    if (range && items.size() != 2 && items.size() != 3)
+        kind.fail(fmt::format("range takes [lo, hi] or [lo, hi, step], got {} element{}", items.size(),
+                              items.size() == 1 ? "" : "s"));
+    if (!range && items.size() != 2) kind.fail(fmt::format("pow2 takes [lo, hi], got {} elements", items.size()));
+    std::int64_t lo = items[0].integer(1, max_parameter_value, what);
+    std::int64_t hi = items[1].integer(1, max_parameter_value, what);
+    if (range) {
+        std::int64_t step = items.size() == 3 ? items[2].integer(1, max_parameter_value, "range step") : 1;
+        if (lo > hi) kind.fail(fmt::format("range lower bound {} is greater than upper bound {}", lo, hi));
+        if ((hi - lo) / step + 1 > max_values_per_parameter)
+            kind.fail(fmt::format("range [{}, {}] has more than {} values", lo, hi, max_values_per_parameter));
+        for (std::int64_t v = lo; v <= hi; v += step) spec.values.push_back(v);
+    } else {
+        for (std::size_t i = 0; i < 2; ++i)
+            if (!is_pow2(i == 0 ? lo : hi))
+                items[i].fail(fmt::format("pow2 bound {} is not a power of two", i == 0 ? lo : hi));
+        if (lo > hi) kind.fail(fmt::format("pow2 lower bound {} is greater than upper bound {}", lo, hi));
+        for (std::int64_t v = lo; v <= hi; v *= 2) spec.values.push_back(v);
+    }
+    return spec;
+}
+
+std::vector<ProblemAxis> Loader::read_axes(const Located& node) const {
+    std::vector<ProblemAxis> out;
+    for (const auto& [name, value] : node.entries("axis")) {
+        if (!is_identifier(name)) value.fail(fmt::format("axis name '{}' is not an identifier", name));
+        if (reserved_names().count(name)) value.fail(fmt::format("axis name '{}' is reserved", name));
+        if (std::find(m_parameter_names.begin(), m_parameter_names.end(), name) != m_parameter_names.end())
+            value.fail(fmt::format("axis '{}' has the same name as a parameter", name));
+        ProblemAxis axis{name, {}};
+        auto items = value.items();
+        if (items.empty()) value.fail(fmt::format("axis {} has an empty list of values", name));
+        for (const Located& item : items) {
+            std::int64_t v = item.integer(1, max_axis_value, "axis value");
+            if (std::find(axis.values.begin(), axis.values.end(), v) != axis.values.end())
+                item.fail(fmt::format("duplicate value {} in axis {}", v, name));
+            axis.values.push_back(v);
+        }
+        out.push_back(std::move(axis));
+    }
+    if (out.empty()) node.fail("at least one problem axis is required");
+    return out;
+}
+
+std::vector<Dtype> Loader::read_dtypes(const Located& node) const {
+    std::vector<Dtype> out;
+    auto items = node.items();
+    if (items.empty()) node.fail("at least one dtype is required");
+    for (const Located& item : items) {
+        std::string name = item.text();
+        auto d = parse_dtype(name);
+        if (!d) item.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", name));
+        if (std::find(out.begin(), out.end(), *d) != out.end())
+            item.fail(fmt::format("dtype {} is listed twice", dtype_name(*d)));
+        out.push_back(*d);
+    }
+    return out;
+}
+
+void Loader::check_kernel_name(const Located& node) const {
+    std::vector<Piece> pieces;
+    if (auto err = split_template(node.scalar(), pieces); !err.empty()) node.fail("kernel name: " + err);
+    std::set<std::string> used;
+    for (const auto& p : pieces) {
+        if (!p.placeholder) continue;
+        if (p.text != "T" &&
+            std::find(m_parameter_names.begin(), m_parameter_names.end(), p.text) == m_parameter_names.end())
+            node.fail(fmt::format("placeholder {{{}}} in the kernel name is neither T nor a parameter (parameters: {})",
+                                  p.text, join(m_parameter_names)));
+        used.insert(p.text);
+    }
+    // A parameter that never reaches the kernel multiplies the work for nothing.
+    for (const auto& name : m_parameter_names)
+        if (!used.count(name))
+            node.fail(fmt::format("parameter {} does not appear in the kernel name; add {{{}}} to it", name, name));
+}
+
+void Loader::check_reference_name(const Located& node) const {
+    std::vector<Piece> pieces;
+    if (auto err = split_template(node.scalar(), pieces); !err.empty()) node.fail("reference name: " + err);
+    for (const auto& p : pieces)
+        if (p.placeholder && p.text != "T")
+            node.fail(fmt::format("placeholder {{{}}} in the reference name is not allowed: only {{T}} is, the "
+                                  "reference kernel has no parameters",
+                                  p.text));
+}
+
+Expression Loader::read_expression(const Located& node) const { return Expression(node.text(), node.where()); }
+
+void Loader::check_variables(const Expression& e, bool parameters_allowed) const {
+    for (const auto& v : e.variables()) {
+        bool parameter = std::find(m_parameter_names.begin(), m_parameter_names.end(), v) != m_parameter_names.end();
+        bool axis = std::find(m_axis_names.begin(), m_axis_names.end(), v) != m_axis_names.end();
+        if (axis || v == dtype_bytes_variable || (parameter && parameters_allowed)) continue;
+        if (parameter)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("reference_launch expression '{}' uses parameter {}: the reference kernel has no "
+                                    "parameters, only problem axes and DTYPE_BYTES",
+                                    e.text(), v),
+                        e.where());
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("unknown variable '{}' in expression '{}' (known: {}{}; problem axes: {}; {})", v,
+                                e.text(), parameters_allowed ? "parameters: " : "",
+                                parameters_allowed ? join(m_parameter_names) : "no parameters", join(m_axis_names),
+                                dtype_bytes_variable),
+                    e.where());
+    }
+}
+
+LaunchSpec Loader::read_launch(const Located& node, bool parameters_allowed) const {
+    LaunchSpec spec;
+    auto f = node.fields({"grid", "block", "shared_bytes"}, {"grid", "block"});
+    for (const char* key : {"grid", "block"}) {
+        const Located& list = *find_field(f, key);
+        auto items = list.items();
+        if (items.empty() || items.size() > 3)
+            list.fail(fmt::format("{} takes 1 to 3 expressions (x, y, z), got {}", key, items.size()));
+        auto& to = std::string_view(key) == "grid" ? spec.grid : spec.block;
+        for (const Located& item : items) {
+            to.push_back(read_expression(item));
+            check_variables(to.back(), parameters_allowed);
+        }
+    }
+    if (const Located* s = find_field(f, "shared_bytes")) {
+        spec.shared_bytes = read_expression(*s);
+        check_variables(spec.shared_bytes, parameters_allowed);
+    }
+    return spec;
+}
+
+std::vector<std::pair<Dtype, Tolerance>> Loader::read_tolerances(const Located& node,
+                                                                 const std::vector<Dtype>& dtypes) const {
+    std::vector<std::pair<Dtype, Tolerance>> out;
+    for (const auto& [name, value] : node.entries("dtype")) {
+        auto d = parse_dtype(name);
+        if (!d) value.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", name));
+        for (const auto& [seen, tol] : out)
+            if (seen == *d) value.fail(fmt::format("tolerance for {} is given twice", dtype_name(*d)));
+        auto f = value.fields({"rtol", "atol"}, {"rtol", "atol"});
+        Tolerance t;
+        for (const char* key : {"rtol", "atol"}) {
+            const Located& l = *find_field(f, key);
+            double v = l.number();
+            if (v < 0) l.fail(fmt::format("{} must be a non-negative number, got {}", key, l.scalar()));
+            (std::string_view(key) == "rtol" ? t.rtol : t.atol) = v;
+        }
+        out.emplace_back(*d, t);
+    }
+    for (Dtype d : dtypes) {
+        bool found = std::any_of(out.begin(), out.end(), [&](const auto& e) { return e.first == d; });
+        if (!found)
+            node.missing(dtype_name(d))
+                .fail(fmt::format("missing tolerance for dtype {} (listed in problems.dtypes)", dtype_name(d)));
+    }
+    return out;
+}
+
+std::string context(const Config* c, const Problem& p) {
+    return c ? fmt::format("configuration {} and problem {}", c->key(), p.key()) : fmt::format("problem {}", p.key());
+}
+
+LaunchGeometry evaluate_launch(const LaunchSpec& spec, const std::map<std::string, double>& vars,
+                               const std::string& ctx) {
+    static constexpr char axis_names[] = "xyz";
+    static constexpr std::array<long long, 3> grid_limit{(1LL << 31) - 1, 65535, 65535};
+    static constexpr std::array<long long, 3> block_limit{1024, 1024, 64};
+    LaunchGeometry g;
+    for (std::size_t i = 0; i < spec.grid.size(); ++i) {
+        const Expression& e = spec.grid[i];
+        long long v = e.evaluate_int(vars);
+        if (v < 1 || v > grid_limit[i])
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("grid.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i], e.text(), v,
+                                    ctx, grid_limit[i]),
+                        e.where());
+        g.grid[i] = static_cast<unsigned>(v);
+    }
+    for (std::size_t i = 0; i < spec.block.size(); ++i) {
+        const Expression& e = spec.block[i];
+        long long v = e.evaluate_int(vars);
+        if (v < 1 || v > block_limit[i])
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("block.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i], e.text(), v,
+                                    ctx, block_limit[i]),
+                        e.where());
+        g.block[i] = static_cast<unsigned>(v);
+    }
+    if (g.threads() > 1024) {
+        std::string texts;
+        for (const auto& e : spec.block) texts += fmt::format("{}'{}'", texts.empty() ? "" : " x ", e.text());
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("block {} has {} threads for {}; at most 1024 are allowed", texts, g.threads(), ctx),
+                    spec.block.front().where());
+    }
+    long long shared = spec.shared_bytes.evaluate_int(vars);
+    if (shared < 0 || shared > std::numeric_limits<unsigned>::max())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("shared_bytes '{}' is {} for {}", spec.shared_bytes.text(), shared, ctx),
+                    spec.shared_bytes.where());
+    g.shared_bytes = static_cast<unsigned>(shared);
+    return g;
+}
+
+}  // namespace
+
+SearchSpace SearchSpace::load_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorCategory::bad_input, "cannot open the search space file", path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error(ErrorCategory::bad_input, "cannot read the search space file", path);
+    return load_string(text.str(), path);
+}
+
+SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string& path_for_messages) {
+    Parsed p = Loader(path_for_messages).load(yaml);
+    SearchSpace s;
+    s.m_file = path_for_messages;
+    s.m_op = std::move(p.op);
+    s.m_variant = std::move(p.variant);
+    s.m_kernel_source = std::move(p.kernel_source);
+    s.m_kernel_name = std::move(p.kernel_name);
+    s.m_reference_source = std::move(p.reference_source);
+    s.m_reference_name = std::move(p.reference_name);
+    s.m_parameters = std::move(p.parameters);
+    s.m_constraints = std::move(p.constraints);
+    s.m_launch = std::move(p.launch);
+    s.m_reference_launch = std::move(p.reference_launch);
+    s.m_axes = std::move(p.axes);
+    s.m_dtypes = std::move(p.dtypes);
+    s.m_tolerances = std::move(p.tolerances);
+    return s;
+}
+
+std::string SearchSpace::kernel_name(const Config& c, Dtype d) const {
+    std::vector<Piece> pieces;
+    split_template(m_kernel_name, pieces);  // validated on load
+    std::string out;
+    for (const auto& p : pieces) {
+        if (!p.placeholder) out += p.text;
+        else if (p.text == "T") out += dtype_cpp_type(d);
+        else out += std::to_string(c.at(p.text));
+    }
+    return out;
+}
+
+std::string SearchSpace::reference_name(Dtype d) const {
+    std::vector<Piece> pieces;
+    split_template(m_reference_name, pieces);
+    std::string out;
+    for (const auto& p : pieces) out += p.placeholder ? std::string(dtype_cpp_type(d)) : p.text;
+    return out;
+}
+
+std::vector<Problem> SearchSpace::problems() const {
+    std::vector<Problem> out;
+    for (Dtype d : m_dtypes) {
+        std::vector<std::size_t> index(m_axes.size(), 0);
+        while (true) {
+            Problem p;
+            p.dtype = d;
+            for (std::size_t i = 0; i < m_axes.size(); ++i)
+                p.shape.emplace_back(m_axes[i].name, m_axes[i].values[index[i]]);
+            out.push_back(std::move(p));
+            // Odometer: the last axis turns fastest, so the first axis is outermost.
+            std::size_t i = m_axes.size();
+            while (i > 0 && ++index[i - 1] == m_axes[i - 1].values.size()) index[--i] = 0;
+            if (i == 0) break;
+        }
+    }
+    return out;
+}
+
+std::uint64_t SearchSpace::cartesian_size() const {
+    std::uint64_t n = 1;
+    for (const auto& p : m_parameters) n *= p.values.size();
+    return n;
+}
+
+std::vector<Config> SearchSpace::all_configs() const {
+    std::vector<Config> out;
+    out.reserve(cartesian_size());
+    std::vector<std::size_t> index(m_parameters.size(), 0);
+    while (true) {
+        Config c;
+        c.values.reserve(m_parameters.size());
+        for (std::size_t i = 0; i < m_parameters.size(); ++i)
+            c.values.emplace_back(m_parameters[i].name, m_parameters[i].values[index[i]]);
+        out.push_back(std::move(c));
+        std::size_t i = m_parameters.size();
+        while (i > 0 && ++index[i - 1] == m_parameters[i - 1].values.size()) index[--i] = 0;
+        if (i == 0) break;
+    }
+    return out;
+}
+
+bool SearchSpace::is_valid(const Config& c, const Problem& p) const {
+    if (m_constraints.empty()) return true;
+    const auto vars = expression_variables(c, p);
+    for (const auto& e : m_constraints)
+        if (!e.evaluate_bool(vars)) return false;
+    return true;
+}
+
+std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) const {
+    if (m_constraints.empty()) return {};
+    const auto vars = expression_variables(c, p);
+    for (const auto& e : m_constraints)
+        if (!e.evaluate_bool(vars)) return e.text();
+    return {};
+}
+
+std::vector<Config> SearchSpace::valid_configs(const Problem& p) const {
+    std::vector<Config> out;
+    for (auto& c : all_configs())
+        if (is_valid(c, p)) out.push_back(std::move(c));
+    return out;
+}
+
+LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {
+    return evaluate_launch(m_launch, expression_variables(c, p), context(&c, p));
+}
+
+LaunchGeometry SearchSpace::reference_launch(const Problem& p) const {
+    return evaluate_launch(m_reference_launch, expression_variables(Config{}, p), context(nullptr, p));
+}
+
+Tolerance SearchSpace::tolerance(Dtype d) const {
+    for (const auto& [dtype, t] : m_tolerances)
+        if (dtype == d) return t;
+    throw Error(ErrorCategory::bad_input, fmt::format("no tolerance for dtype {}", dtype_name(d)), m_file);
+}
+
+}  // namespace ktune

@@ -1,0 +1,113 @@
+#pragma once
+// A search space as loaded from search_spaces/<op>.yaml: the tunable parameters, the constraints between them and the
+// problem sizes, the launch geometry, the problems to tune over and the validation tolerances. Validated on load:
+// every error names the file, line and field (Error(bad_input) with where = "path:line: field").
+//
+// File format (search_spaces/rmsnorm.yaml is the worked example):
+//   op: rmsnorm                       # registered op name (kernels/registry)
+//   variant: fwd                      # optional, default "default"
+//   kernel:
+//     source: kernels/rmsnorm/rmsnorm_fwd.cuh          # relative to the repository / --kernels root
+//     name: "rmsnorm_fwd<{T}, {BLOCK}, {VEC}, {UNROLL}, {ROWS_PER_BLOCK}>"   # {T} = element type, {P} = parameter
+//     reference: "rmsnorm_fwd_reference<{T}>"
+//     reference_source: kernels/rmsnorm/rmsnorm_reference.cuh
+//   parameters:                       # each exactly one of values / range / pow2; optional doc
+//     BLOCK: {pow2: [64, 1024], doc: "threads per block"}
+//     VEC: {values: [1, 2, 4, 8]}
+//     UNROLL: {range: [1, 4]}          # inclusive; optional third element = step
+//   constraints:                      # all must hold (non-zero)
+//     - "BLOCK % (32 * ROWS_PER_BLOCK) == 0"
+//   launch:                           # grid and block take 1 to 3 expressions (x, y, z)
+//     grid: ["ceil_div(M, ROWS_PER_BLOCK)"]
+//     block: ["BLOCK"]
+//     shared_bytes: "0"
+//   reference_launch: {grid: ["M"], block: ["1"], shared_bytes: "0"}
+//   problems:
+//     axes: {M: [1, 16, 256, 4096, 32768], H: [4096, 8192]}   # cartesian product, in this order
+//     dtypes: [fp32, fp16, bf16]
+//   tolerances: {fp32: {rtol: 1e-5, atol: 1e-5}, fp16: {...}, bf16: {...}}   # one entry per dtype used
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tuner/core/types.hpp"
+#include "tuner/space/expression.hpp"
+
+namespace ktune {
+
+struct ParameterSpec {
+    std::string name;
+    std::vector<std::int64_t> values;  // expanded, in declaration order, no duplicates
+    std::string doc;
+    std::string where;  // "file:line: parameters.NAME"
+};
+
+struct LaunchSpec {
+    std::vector<Expression> grid;   // 1..3 entries
+    std::vector<Expression> block;  // 1..3 entries
+    Expression shared_bytes{"0", ""};
+};
+
+struct LaunchGeometry {
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared_bytes = 0;
+    std::int64_t threads() const { return std::int64_t(block[0]) * block[1] * block[2]; }
+};
+
+struct ProblemAxis {
+    std::string name;
+    std::vector<std::int64_t> values;
+};
+
+class SearchSpace {
+public:
+    // Loads and validates. Throws Error(bad_input) naming file, line and field.
+    static SearchSpace load_file(const std::string& path);
+    static SearchSpace load_string(const std::string& yaml, const std::string& path_for_messages);
+
+    const std::string& file() const { return m_file; }
+    const std::string& op() const { return m_op; }
+    const std::string& variant() const { return m_variant; }
+    const std::string& kernel_source() const { return m_kernel_source; }
+    const std::string& reference_source() const { return m_reference_source; }
+    const std::vector<ParameterSpec>& parameters() const { return m_parameters; }
+    const std::vector<Expression>& constraints() const { return m_constraints; }
+    const std::vector<ProblemAxis>& axes() const { return m_axes; }
+    const std::vector<Dtype>& dtypes() const { return m_dtypes; }
+
+    // The NVRTC name expression of the tuned kernel / of the reference kernel for one configuration and dtype:
+    // "rmsnorm_fwd<__nv_bfloat16, 256, 8, 2, 1>".
+    std::string kernel_name(const Config& c, Dtype d) const;
+    std::string reference_name(Dtype d) const;
+
+    // Every problem: axes' cartesian product (first axis outermost) times dtypes (outermost).
+    std::vector<Problem> problems() const;
+
+    // Every configuration of the parameters' cartesian product, in lexicographic order of declaration.
+    std::uint64_t cartesian_size() const;
+    std::vector<Config> all_configs() const;
+
+    // True when every constraint holds for this (config, problem).
+    bool is_valid(const Config& c, const Problem& p) const;
+    // The first constraint that fails, as its text, or "" when all hold.
+    std::string failed_constraint(const Config& c, const Problem& p) const;
+    std::vector<Config> valid_configs(const Problem& p) const;
+
+    LaunchGeometry launch(const Config& c, const Problem& p) const;
+    LaunchGeometry reference_launch(const Problem& p) const;
+
+    Tolerance tolerance(Dtype d) const;
+
+private:
+    std::string m_file, m_op, m_variant = "default";
+    std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name;
+    std::vector<ParameterSpec> m_parameters;
+    std::vector<Expression> m_constraints;
+    LaunchSpec m_launch, m_reference_launch;
+    std::vector<ProblemAxis> m_axes;
+    std::vector<Dtype> m_dtypes;
+    std::vector<std::pair<Dtype, Tolerance>> m_tolerances;
+};
+
+}  // namespace ktune

@@ -1,0 +1,68 @@
+#include "tuner/strategy/strategy.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+// Every valid configuration, in declaration order, all at once (the compile pool gets the most parallel work).
+class ExhaustiveStrategy final : public SearchStrategy {
+public:
+    explicit ExhaustiveStrategy(StrategyOptions o) : m_options(o) {}
+    std::string_view name() const override { return "exhaustive"; }
+    void begin(const Problem&, std::vector<Config> candidates) override {
+        m_pending = std::move(candidates);
+        if (m_options.budget && std::int64_t(m_pending.size()) > *m_options.budget)
+            m_pending.resize(static_cast<std::size_t>(*m_options.budget));
+    }
+    std::vector<Config> propose() override { return std::exchange(m_pending, {}); }
+    void observe(const Config&, const Measurement&) override {}
+
+private:
+    StrategyOptions m_options;
+    std::vector<Config> m_pending;
+};
+
+// A uniform sample without replacement of `budget` configurations; the seed makes it repeatable, and the same seed
+// proposes the same sample again, so a resumed random run measures what it skipped before, not a new sample.
+class RandomStrategy final : public SearchStrategy {
+public:
+    explicit RandomStrategy(StrategyOptions o) : m_options(o) {}
+    std::string_view name() const override { return "random"; }
+    void begin(const Problem& problem, std::vector<Config> candidates) override {
+        // Mix the problem into the seed so problems do not all get the same positions of their lists.
+        std::seed_seq seq{m_options.seed, std::hash<std::string>{}(problem.key())};
+        std::mt19937_64 rng(seq);
+        std::shuffle(candidates.begin(), candidates.end(), rng);
+        if (m_options.budget && std::int64_t(candidates.size()) > *m_options.budget)
+            candidates.resize(static_cast<std::size_t>(*m_options.budget));
+        m_pending = std::move(candidates);
+    }
+    std::vector<Config> propose() override { return std::exchange(m_pending, {}); }
+    void observe(const Config&, const Measurement&) override {}
+
+private:
+    StrategyOptions m_options;
+    std::vector<Config> m_pending;
+};
+
+}  // namespace
+
+std::vector<std::string> strategy_names() { return {"exhaustive", "random"}; }
+
+std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options) {
+    if (options.budget && *options.budget < 1)
+        throw Error(ErrorCategory::bad_input, fmt::format("must be at least 1, got {}", *options.budget), "--budget");
+    if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(options);
+    if (name == "random") return std::make_unique<RandomStrategy>(options);
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("unknown strategy '{}' (known: {})", name, fmt::join(strategy_names(), ", ")),
+                "--strategy");
+}
+
+}  // namespace ktune

@@ -1,0 +1,38 @@
+#pragma once
+// Search strategies: which configurations of a problem to measure, in which order. The session asks for batches so
+// that it can compile a batch in parallel while measuring it, and reports every result back, so adaptive strategies
+// (hill climbing, Bayesian optimisation) fit the same interface.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tuner/core/measurement.hpp"
+#include "tuner/core/types.hpp"
+
+namespace ktune {
+
+struct StrategyOptions {
+    std::optional<std::int64_t> budget;  // at most this many configurations per problem
+    std::uint64_t seed = 1;
+};
+
+class SearchStrategy {
+public:
+    virtual ~SearchStrategy() = default;
+    virtual std::string_view name() const = 0;
+    // Starts a problem: `candidates` are its valid configurations (the search space after constraints).
+    virtual void begin(const Problem& problem, std::vector<Config> candidates) = 0;
+    // The next configurations to measure (empty when the strategy is done with this problem).
+    virtual std::vector<Config> propose() = 0;
+    // What one proposed configuration gave (skipped ones, already in the store, are reported too).
+    virtual void observe(const Config& config, const Measurement& m) = 0;
+};
+
+// "exhaustive" or "random"; throws Error(bad_input) naming the known strategies otherwise.
+std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options);
+std::vector<std::string> strategy_names();
+
+}  // namespace ktune
