@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kernels/op.hpp"
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+TEST(BufferSeed, IsStableForTheSameRunSeedAndName) {
+    EXPECT_EQ(buffer_seed(1, "x"), buffer_seed(1, "x"));
+    // Pinned: stored measurements name their inputs by run seed; the mapping must not drift between releases.
+    EXPECT_EQ(buffer_seed(0, ""), 0x21FA69A58F3D62F5ull);
+}
+
+TEST(BufferSeed, DiffersBetweenBufferNames) {
+    std::set<std::uint64_t> seeds;
+    for (const char* name : {"x", "w", "y", "bias", "residual", "x1", "x2", "X"}) seeds.insert(buffer_seed(42, name));
+    EXPECT_EQ(seeds.size(), 8u);
+}
+
+TEST(BufferSeed, DiffersBetweenRunSeeds) {
+    EXPECT_NE(buffer_seed(1, "x"), buffer_seed(2, "x"));
+    EXPECT_NE(buffer_seed(0, "x"), buffer_seed(1, "x"));
+}
+
+TEST(ElemType, FollowsTheDtype) {
+    EXPECT_EQ(elem_type(Dtype::fp32), ElemType::f32);
+    EXPECT_EQ(elem_type(Dtype::fp16), ElemType::f16);
+    EXPECT_EQ(elem_type(Dtype::bf16), ElemType::bf16);
+}
+
+TEST(ElemType, HasTheStorageSizeOfItsCppType) {
+    EXPECT_EQ(elem_bytes(ElemType::f32), 4);
+    EXPECT_EQ(elem_bytes(ElemType::f16), 2);
+    EXPECT_EQ(elem_bytes(ElemType::bf16), 2);
+    EXPECT_EQ(elem_bytes(ElemType::i32), 4);
+    EXPECT_EQ(elem_bytes(ElemType::i64), 8);
+    EXPECT_EQ(elem_bytes(ElemType::i8), 1);
+    EXPECT_EQ(elem_bytes(ElemType::u8), 1);
+}
+
+TEST(ElemType, IsNamedAsTheKernelTemplateArgument) {
+    EXPECT_EQ(elem_name(ElemType::f32), "float");
+    EXPECT_EQ(elem_name(ElemType::f16), "__half");
+    EXPECT_EQ(elem_name(ElemType::bf16), "__nv_bfloat16");
+    EXPECT_EQ(elem_name(ElemType::i64), "long long");
+    EXPECT_EQ(elem_name(ElemType::u8), "unsigned char");
+}
+
+TEST(Registry, ListsRmsNormForward) {
+    bool found = false;
+    for (const OpDescription* op : all_ops()) found |= op->name() == "rmsnorm" && op->variant() == "fwd";
+    EXPECT_TRUE(found);
+}
+
+TEST(Registry, ListsEveryOpVariantOnce) {
+    std::set<std::string> keys;
+    for (const OpDescription* op : all_ops()) keys.insert(std::string(op->name()) + "/" + std::string(op->variant()));
+    EXPECT_EQ(keys.size(), all_ops().size());
+}
+
+TEST(FindOp, ReturnsTheRegisteredDescription) {
+    const OpDescription& op = find_op("rmsnorm", "fwd");
+    EXPECT_EQ(op.name(), "rmsnorm");
+    EXPECT_EQ(op.variant(), "fwd");
+    EXPECT_FALSE(op.summary().empty());
+}
+
+TEST(FindOp, RejectsAnUnknownOpNamingTheKnownOnes) {
+    try {
+        find_op("layernorm", "fwd");
+        FAIL() << "expected an Error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+        EXPECT_NE(e.message().find("layernorm/fwd"), std::string::npos) << e.what();
+        EXPECT_NE(e.message().find("rmsnorm/fwd"), std::string::npos) << e.what();
+    }
+}
+
+TEST(FindOp, RejectsAKnownOpWithAnUnknownVariant) {
+    try {
+        find_op("rmsnorm", "bwd");
+        FAIL() << "expected an Error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+        EXPECT_NE(e.message().find("rmsnorm/fwd"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace ktune
