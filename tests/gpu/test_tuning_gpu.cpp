@@ -1,0 +1,131 @@
+// GPU tests (label gpu): they need an NVIDIA GPU and driver, and skip with a message saying so without one.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "results/store.hpp"
+#include "tuner/core/error.hpp"
+#include "tuner/jit/compile_service.hpp"
+#include "tuner/session/devices.hpp"
+#include "tuner/session/environment.hpp"
+#include "tuner/session/tuning_session.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ktune {
+namespace {
+
+class GpuTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        m_dir = fs::temp_directory_path() / ("ktune-gpu-test-" + std::to_string(::getpid()) + "-" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(m_dir);
+        fs::create_directories(m_dir);
+        m_root = resolve_root("");
+        m_worker = std::string(KTUNE_BINARY_DIR) + "/ktune-worker";
+        try {
+            CompileService jit({m_root, cache(), "", 0});
+            current_device(m_worker, jit, 0);
+        } catch (const Error& e) {
+            if (e.category() == ErrorCategory::no_gpu) GTEST_SKIP() << "no NVIDIA GPU here: " << e.message();
+            throw;
+        }
+    }
+    void TearDown() override { fs::remove_all(m_dir); }
+
+    std::string cache() const { return (m_dir / "cache").string(); }
+    std::string db() const { return (m_dir / "results.db").string(); }
+
+    TuneOptions options(const std::string& space) const {
+        TuneOptions o;
+        o.root = m_root;
+        o.space_path = space;
+        o.db_path = db();
+        o.cache_dir = cache();
+        o.worker_path = m_worker;
+        o.timing.time_cap_s = 0.5;
+        return o;
+    }
+
+    fs::path m_dir;
+    std::string m_root, m_worker;
+};
+
+TEST_F(GpuTest, DevicesReportAPlausibleCopyCeilingAndLaunchFloor) {
+    CompileService jit({m_root, cache(), "", 0});
+    Store store = Store::open(db());
+    const auto devices = probe_devices(m_worker, jit, true, std::size_t{256} << 20, &store);
+    ASSERT_FALSE(devices.empty());
+    const DeviceInfo& d = devices.front().info;
+    EXPECT_GT(d.copy_gbps, 100.0);      // any datacenter GPU copies faster than this
+    EXPECT_LT(d.copy_gbps, 20000.0);    // and no GPU copies faster than this
+    EXPECT_GT(d.launch_floor_us, 0.0);
+    EXPECT_LT(d.launch_floor_us, 50.0);
+    ASSERT_TRUE(store.device(d.key).has_value());
+    EXPECT_DOUBLE_EQ(store.device(d.key)->copy_gbps, d.copy_gbps);
+}
+
+TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasuresNothing) {
+    TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
+    o.dtypes = {Dtype::bf16};
+    o.problem_filters = {{{"M", 256}, {"H", 4096}}, {{"M", 16}, {"H", 8192}}};
+    o.strategy = "random";
+    o.budget = 6;
+    const TuneSummary first = run_tuning(o, nullptr);
+    ASSERT_FALSE(first.compile_only) << first.no_gpu_reason;
+    ASSERT_EQ(first.problems.size(), 2u);
+    for (const ProblemOutcome& p : first.problems) {
+        EXPECT_EQ(p.measured, 6) << p.problem.key();
+        EXPECT_EQ(p.failed, 0) << p.problem.key();
+        ASSERT_TRUE(p.best.has_value()) << p.problem.key();
+        EXPECT_EQ(p.best->measurement.status, Status::ok);
+        EXPECT_GT(p.best->measurement.stats.p50, 0.0);
+        EXPECT_GE(p.best->measurement.stats.n, 10);
+        EXPECT_GT(p.best->measurement.gbps, 0.0);
+    }
+    EXPECT_EQ(first.status_counts.at("ok"), 12);
+
+    const TuneSummary second = run_tuning(o, nullptr);
+    for (const ProblemOutcome& p : second.problems) {
+        EXPECT_EQ(p.measured, 0) << p.problem.key();
+        EXPECT_EQ(p.skipped, 6) << p.problem.key();
+        ASSERT_TRUE(p.best.has_value());
+        EXPECT_EQ(p.best->config_key, first.problems[&p - &second.problems[0]].best->config_key);
+    }
+}
+
+TEST_F(GpuTest, WrongFaultingAndHangingKernelsAreRecordedAndTheRunPicksACorrectOne) {
+    TuneOptions o = options(std::string(KTUNE_TEST_DATA) + "/gpu/faulty_rmsnorm.yaml");
+    o.timeout_floor_s = 3;
+    const TuneSummary s = run_tuning(o, nullptr);
+    ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
+    ASSERT_EQ(s.problems.size(), 1u);
+    EXPECT_EQ(s.status_counts.at("ok"), 2);
+    EXPECT_EQ(s.status_counts.at("invalid_result"), 2);
+    EXPECT_EQ(s.status_counts.at("launch_error"), 2);
+    EXPECT_EQ(s.status_counts.at("timeout"), 2);
+    EXPECT_GE(s.worker_restarts, 4);
+    ASSERT_TRUE(s.problems[0].best.has_value());
+    EXPECT_NE(s.problems[0].best->config_key.find("MODE=1"), std::string::npos) << s.problems[0].best->config_key;
+
+    Store store = Store::open(db(), Store::Mode::read_only);
+    ResultFilter invalid;
+    invalid.status = Status::invalid_result;
+    const auto wrong = store.results(invalid);
+    ASSERT_EQ(wrong.size(), 2u);
+    for (const auto& r : wrong) {
+        EXPECT_NE(r.config_key.find("MODE=2"), std::string::npos);
+        EXPECT_GT(r.measurement.mismatches, 0);
+        EXPECT_NE(r.measurement.message.find("differ"), std::string::npos) << r.measurement.message;
+    }
+    ResultFilter faulted;
+    faulted.status = Status::launch_error;
+    for (const auto& r : store.results(faulted))
+        EXPECT_NE(r.measurement.message.find("ILLEGAL_ADDRESS"), std::string::npos) << r.measurement.message;
+}
+
+}  // namespace
+}  // namespace ktune

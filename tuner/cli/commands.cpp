@@ -1,0 +1,452 @@
+#include "tuner/cli/commands.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/op.hpp"
+#include "results/store.hpp"
+#include "tuner/cli/progress.hpp"
+#include "tuner/core/error.hpp"
+#include "tuner/jit/compile_service.hpp"
+#include "tuner/session/devices.hpp"
+#include "tuner/session/environment.hpp"
+#include "tuner/session/tuning_session.hpp"
+#include "tuner/space/search_space.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace ktune::cli {
+namespace {
+
+struct DevicesOptions {
+    bool json = false, no_measure = false;
+    std::size_t copy_mib = 1024;
+};
+struct ListOptions {
+    bool json = false;
+};
+struct SpaceOptions {
+    std::string op;
+    bool json = false;
+    int show = 5;
+};
+struct TuneCliOptions {
+    std::string op, strategy = "exhaustive", arch;
+    std::int64_t budget = 0;
+    double time_limit = 0;
+    bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
+    int device = 0;
+    unsigned threads = 0;
+    std::uint64_t seed = 1;
+    std::vector<std::string> dtypes, problems;
+    int min_samples = 10, max_samples = 2000;
+    double target_ci = 0.01, time_cap = 1.0;
+};
+struct BestOptions {
+    std::string op, device_key;
+    bool json = false, all_devices = false;
+    int device = 0;
+};
+
+DevicesOptions g_devices;
+ListOptions g_list;
+SpaceOptions g_space;
+TuneCliOptions g_tune;
+BestOptions g_best;
+
+struct Paths {
+    std::string root, db, cache;
+};
+
+Paths resolve_paths(const GlobalOptions& g) {
+    Paths p;
+    p.root = resolve_root(g.root);
+    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+    p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
+    return p;
+}
+
+std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", double(bytes) / (1 << 20)); }
+std::string gib(std::int64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / (1 << 30)); }
+
+json device_json(const DeviceInfo& d) {
+    return {{"key", d.key},
+            {"name", d.name},
+            {"arch", d.arch()},
+            {"sm_count", d.sm_count},
+            {"l2_bytes", d.l2_bytes},
+            {"memory_bytes", d.memory_bytes},
+            {"memory_clock_khz", d.memory_clock_khz},
+            {"memory_bus_bits", d.memory_bus_bits},
+            {"sm_clock_khz", d.sm_clock_khz},
+            {"driver_version", d.driver_version},
+            {"cuda_version", d.cuda_version},
+            {"nvrtc_version", d.nvrtc_version},
+            {"uuid", d.uuid},
+            {"pci_bus_id", d.pci_bus_id},
+            {"copy_gbps", d.copy_gbps},
+            {"launch_floor_us", d.launch_floor_us},
+            {"measured_at", d.measured_at}};
+}
+
+json record_json(const ResultRecord& r, const std::optional<DeviceInfo>& dev) {
+    const auto& m = r.measurement;
+    json j = {{"problem", r.problem.key()},
+              {"dtype", dtype_name(r.problem.dtype)},
+              {"config", r.config_key},
+              {"status", status_name(m.status)},
+              {"p50_us", m.stats.p50},
+              {"p95_us", m.stats.p95},
+              {"p99_us", m.stats.p99},
+              {"min_us", m.stats.min},
+              {"mean_us", m.stats.mean},
+              {"stddev_us", m.stats.stddev},
+              {"samples", m.stats.n},
+              {"median_ci_rel", m.stats.median_ci_rel},
+              {"time_cap_hit", m.time_cap_hit},
+              {"cupti_p50_us", m.cupti_p50_us},
+              {"gbps", m.gbps},
+              {"registers", m.compile.registers},
+              {"spill_bytes", m.compile.spill_store_bytes + m.compile.spill_load_bytes},
+              {"measured_at", r.measured_at},
+              {"device_key", r.device_key},
+              {"source_hash", r.kernel.source_hash}};
+    for (const auto& [axis, v] : r.problem.shape) j["shape"][axis] = v;
+    if (dev && dev->copy_gbps > 0) j["pct_of_copy"] = 100.0 * m.gbps / dev->copy_gbps;
+    return j;
+}
+
+void print_best_table(const std::vector<ResultRecord>& rows, const std::optional<DeviceInfo>& dev) {
+    fmt::print("{:<26} {:<44} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5}\n", "problem", "best configuration", "p50 us",
+               "p95 us", "p99 us", "GB/s", "% copy", "regs");
+    for (const ResultRecord& r : rows) {
+        const auto& m = r.measurement;
+        const std::string pct = dev && dev->copy_gbps > 0 ? fmt::format("{:.1f}", 100 * m.gbps / dev->copy_gbps) : "-";
+        fmt::print("{:<26} {:<44} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.0f} {:>7} {:>5}{}\n", r.problem.key(), r.config_key,
+                   m.stats.p50, m.stats.p95, m.stats.p99, m.gbps, pct, m.compile.registers,
+                   m.time_cap_hit ? "  (time cap hit: CI above target)" : "");
+    }
+}
+
+int cmd_devices(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g);
+    CompileService jit({p.root, p.cache, "", 0});
+    Store store = Store::open(p.db);
+    const auto reports =
+        probe_devices(default_worker_path(), jit, !g_devices.no_measure, g_devices.copy_mib << 20, &store);
+    if (g_devices.json) {
+        json out = json::array();
+        for (const auto& r : reports) {
+            json j = device_json(r.info);
+            j["ordinal"] = r.props.ordinal;
+            if (r.ceilings.launch_floor_cupti_us > 0) j["launch_floor_cupti_us"] = r.ceilings.launch_floor_cupti_us;
+            out.push_back(j);
+        }
+        std::cout << out.dump(2) << "\n";
+        return exit_ok;
+    }
+    for (const auto& r : reports) {
+        const DeviceInfo& d = r.info;
+        fmt::print("GPU {}  {}  {}  {} SMs  L2 {}  memory {} @ {} MHz x {} bit  driver {}  CUDA {}  NVRTC {}\n",
+                   r.props.ordinal, d.name, d.arch(), d.sm_count, mib(d.l2_bytes), gib(d.memory_bytes),
+                   d.memory_clock_khz / 1000, d.memory_bus_bits, d.driver_version, d.cuda_version, d.nvrtc_version);
+        if (d.copy_gbps > 0)
+            fmt::print("      copy ceiling {:.0f} GB/s (device-to-device, read+written){}  launch floor {:.2f} us{}\n",
+                       d.copy_gbps, r.ceilings.copy_bytes ? fmt::format(" over {}", mib(r.ceilings.copy_bytes)) : "",
+                       d.launch_floor_us,
+                       r.ceilings.launch_floor_cupti_us > 0
+                           ? fmt::format(" (CUPTI kernel duration {:.2f} us)", r.ceilings.launch_floor_cupti_us)
+                           : "");
+        fmt::print("      key: {}\n", d.key);
+    }
+    fmt::print("stored in {}\n", p.db);
+    return exit_ok;
+}
+
+int cmd_list(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g);
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(fs::path(p.root) / "search_spaces"))
+        if (e.path().extension() == ".yaml") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    json out = json::array();
+    if (!g_list.json)
+        fmt::print("{:<18} {:<10} {:<8} {:>7} {:>9}  {}\n", "space", "op", "variant", "params", "problems",
+                   "description");
+    for (const auto& f : files) {
+        try {
+            const SearchSpace s = SearchSpace::load_file(f.string());
+            std::string summary;
+            try {
+                summary = std::string(find_op(s.op(), s.variant()).summary());
+            } catch (const Error& e) {
+                summary = "(no registered op: " + e.message() + ")";
+            }
+            if (g_list.json)
+                out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"op", s.op()},
+                               {"variant", s.variant()}, {"parameters", s.parameters().size()},
+                               {"cartesian_size", s.cartesian_size()}, {"problems", s.problems().size()},
+                               {"summary", summary}});
+            else
+                fmt::print("{:<18} {:<10} {:<8} {:>7} {:>9}  {}\n", f.stem().string(), s.op(), s.variant(),
+                           s.parameters().size(), s.problems().size(), summary);
+        } catch (const Error& e) {
+            if (g_list.json)
+                out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"error", e.what()}});
+            else
+                fmt::print("{:<18} invalid: {}\n", f.stem().string(), e.what());
+        }
+    }
+    if (g_list.json) std::cout << out.dump(2) << "\n";
+    return exit_ok;
+}
+
+int cmd_space(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g);
+    const SearchSpace s = SearchSpace::load_file(resolve_space_path(p.root, g_space.op));
+    const auto problems = s.problems();
+    std::vector<std::pair<Problem, std::vector<Config>>> valid;
+    std::uint64_t total_valid = 0;
+    for (const Problem& pr : problems) {
+        auto v = s.valid_configs(pr);
+        total_valid += v.size();
+        valid.emplace_back(pr, std::move(v));
+    }
+    if (g_space.json) {
+        json j = {{"file", s.file()}, {"op", s.op()}, {"variant", s.variant()}, {"kernel", s.kernel_source()},
+                  {"cartesian_size", s.cartesian_size()}, {"valid_total", total_valid}};
+        for (const auto& prm : s.parameters()) j["parameters"].push_back({{"name", prm.name}, {"values", prm.values},
+                                                                         {"doc", prm.doc}});
+        for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
+        for (const auto& [pr, v] : valid) {
+            json pj = {{"problem", pr.key()}, {"valid", v.size()}};
+            for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) pj["examples"].push_back(v[i].key());
+            j["problems"].push_back(pj);
+        }
+        std::cout << j.dump(2) << "\n";
+        return exit_ok;
+    }
+    fmt::print("{} ({} {}): kernel {}\n", s.file(), s.op(), s.variant(), s.kernel_source());
+    fmt::print("parameters ({} combinations before constraints):\n", s.cartesian_size());
+    for (const auto& prm : s.parameters())
+        fmt::print("  {:<16} {:<28} {}\n", prm.name, fmt::format("{}", fmt::join(prm.values, ", ")), prm.doc);
+    fmt::print("constraints:\n");
+    for (const auto& c : s.constraints()) fmt::print("  {}\n", c.text());
+    fmt::print("problems ({}), valid configurations each ({} in all):\n", problems.size(), total_valid);
+    for (const auto& [pr, v] : valid) fmt::print("  {:<28} {:>6}\n", pr.key(), v.size());
+    if (!valid.empty()) {
+        const auto& [pr, v] = valid.back();
+        fmt::print("examples for {}:\n", pr.key());
+        for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) {
+            const auto& c = v[std::size_t(i) * v.size() / std::size_t(std::max(1, g_space.show))];
+            const LaunchGeometry lg = s.launch(c, pr);
+            fmt::print("  {:<44} grid {}x{}x{} block {}x{}x{} smem {}\n", c.key(), lg.grid[0], lg.grid[1], lg.grid[2],
+                       lg.block[0], lg.block[1], lg.block[2], lg.shared_bytes);
+        }
+    }
+    return exit_ok;
+}
+
+int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
+    const Paths p = resolve_paths(g);
+    TuneOptions o;
+    o.root = p.root;
+    o.space_path = resolve_space_path(p.root, g_tune.op);
+    o.db_path = p.db;
+    o.cache_dir = p.cache;
+    o.worker_path = default_worker_path();
+    o.strategy = g_tune.strategy;
+    if (g_tune.budget != 0) o.budget = g_tune.budget;
+    if (g_tune.time_limit != 0) {
+        if (g_tune.time_limit < 0) throw Error(ErrorCategory::bad_input, "must be positive", "--time");
+        o.time_limit_s = g_tune.time_limit;
+    }
+    o.force = g_tune.force;
+    o.device = g_tune.device;
+    if (!g_tune.arch.empty()) o.arch = g_tune.arch;
+    o.compile_only = g_tune.compile_only;
+    for (const auto& d : g_tune.dtypes) {
+        auto parsed = parse_dtype(d);
+        if (!parsed) throw Error(ErrorCategory::bad_input, fmt::format("unknown dtype '{}' (fp32, fp16, bf16)", d),
+                                 "--dtype");
+        o.dtypes.push_back(*parsed);
+    }
+    for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_problem_filter(f, "--problem"));
+    o.threads = g_tune.threads;
+    o.seed = g_tune.seed;
+    o.timing.cold_l2 = !g_tune.hot;
+    o.timing.min_samples = g_tune.min_samples;
+    o.timing.max_samples = g_tune.max_samples;
+    o.timing.target_rel = g_tune.target_ci;
+    o.timing.time_cap_s = g_tune.time_cap;
+    o.timing.cupti_samples = g_tune.no_cupti ? 0 : 5;
+    if (o.timing.min_samples < 6 || o.timing.max_samples < o.timing.min_samples)
+        throw Error(ErrorCategory::bad_input, "need 6 <= --min-samples <= --max-samples", "--min-samples");
+    for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+
+    ProgressBar bar(!g_tune.quiet);
+    const TuneSummary s = run_tuning(o, [&](const ProgressEvent& e) { bar.update(e); });
+    bar.finish();
+
+    if (g_tune.json) {
+        json j = {{"compile_only", s.compile_only}, {"arch", s.arch}, {"elapsed_s", s.elapsed_s},
+                  {"run_id", s.run_id}, {"status_counts", s.status_counts}, {"worker_restarts", s.worker_restarts},
+                  {"time_limit_hit", s.time_limit_hit}};
+        if (!s.no_gpu_reason.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
+        if (s.device) j["device"] = device_json(*s.device);
+        if (s.compile_only)
+            j["compile"] = {{"compiled", s.compiled}, {"failed", s.compile_failed}, {"cache_hits", s.compile_cache_hits},
+                            {"errors", s.compile_errors}};
+        for (const auto& po : s.problems) {
+            json pj = {{"problem", po.problem.key()}, {"valid_configs", po.valid_configs}, {"measured", po.measured},
+                       {"resumed", po.skipped}, {"failed", po.failed}};
+            if (po.best) pj["best"] = record_json(*po.best, s.device);
+            j["problems"].push_back(pj);
+        }
+        std::cout << j.dump(2) << "\n";
+    } else if (s.compile_only) {
+        if (!s.no_gpu_reason.empty()) fmt::print("No GPU, so this was a compile-only sweep for {}.\n", s.arch);
+        fmt::print("compiled {} kernels for {} in {:.1f} s ({} from the cache), {} failed\n", s.compiled, s.arch,
+                   s.elapsed_s, s.compile_cache_hits, s.compile_failed);
+        for (const auto& e : s.compile_errors) fmt::print("  {}\n", e);
+    } else {
+        std::vector<ResultRecord> best;
+        for (const auto& po : s.problems)
+            if (po.best) best.push_back(*po.best);
+        fmt::print("device {} (copy ceiling {:.0f} GB/s, launch floor {:.2f} us)\n", s.device->name,
+                   s.device->copy_gbps, s.device->launch_floor_us);
+        print_best_table(best, s.device);
+        std::string counts;
+        for (const auto& [st, n] : s.status_counts) counts += fmt::format(" {} {}", n, st);
+        std::int64_t resumed = 0;
+        for (const auto& po : s.problems) resumed += po.skipped;
+        fmt::print("run {} in {:.1f} s: measured{}{}; {} resumed from {}{}{}\n", s.run_id, s.elapsed_s,
+                   counts.empty() ? " nothing" : counts, "", resumed, o.db_path,
+                   s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
+                   s.time_limit_hit ? "; stopped at the --time limit" : "");
+    }
+    if (!s.compile_only) {
+        for (const auto& po : s.problems)
+            if (!po.best && !s.time_limit_hit) return exit_failure;  // a problem with no valid configuration
+    }
+    return s.compile_only && s.compile_failed > 0 && s.no_gpu_reason.empty() ? exit_failure : exit_ok;
+}
+
+int cmd_best(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g);
+    const SearchSpace s = SearchSpace::load_file(resolve_space_path(p.root, g_best.op));
+    Store store = Store::open(p.db, Store::Mode::read_only);
+    std::vector<DeviceInfo> devices;
+    if (!g_best.device_key.empty()) {
+        auto d = store.device(g_best.device_key);
+        if (!d) throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
+        devices.push_back(*d);
+    } else if (g_best.all_devices) {
+        devices = store.devices();
+    } else {
+        CompileService jit({p.root, p.cache, "", 0});
+        const DeviceInfo here = current_device(default_worker_path(), jit, g_best.device);
+        auto d = store.device(here.key);
+        if (!d) {
+            fmt::print(stderr, "no results for this GPU ({}) in {}; --all-devices shows the others\n", here.key, p.db);
+            return exit_failure;
+        }
+        devices.push_back(*d);
+    }
+    json out = json::array();
+    for (const DeviceInfo& d : devices) {
+        const auto rows = store.best(s.op(), s.variant(), d.key);
+        if (g_best.json) {
+            json dj = {{"device", device_json(d)}, {"op", s.op()}, {"variant", s.variant()}};
+            dj["best"] = json::array();
+            for (const auto& r : rows) dj["best"].push_back(record_json(r, d));
+            out.push_back(dj);
+        } else {
+            fmt::print("{} {} on {} (copy ceiling {:.0f} GB/s)\n", s.op(), s.variant(), d.key, d.copy_gbps);
+            if (rows.empty())
+                fmt::print("  no results\n");
+            else
+                print_best_table(rows, d);
+        }
+    }
+    if (g_best.json) std::cout << out.dump(2) << "\n";
+    return exit_ok;
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app, GlobalOptions&) {
+    auto* devices = app.add_subcommand("devices", "List GPUs with their properties; measure and store each one's "
+                                                  "copy-bandwidth ceiling and empty-kernel launch floor");
+    devices->add_flag("--json", g_devices.json, "Print JSON");
+    devices->add_flag("--no-measure", g_devices.no_measure, "Only list; keep the ceilings measured earlier");
+    devices->add_option("--copy-mib", g_devices.copy_mib, "Size of the timed device-to-device copy in MiB")
+        ->capture_default_str()
+        ->check(CLI::Range(16, 16384));
+
+    auto* list = app.add_subcommand("list", "List the search spaces under search_spaces/ and the ops they tune");
+    list->add_flag("--json", g_list.json, "Print JSON");
+
+    auto* space = app.add_subcommand("space", "Show a search space: parameters, constraints, problems, and how many "
+                                              "configurations are valid for each problem");
+    space->add_option("op", g_space.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    space->add_flag("--json", g_space.json, "Print JSON");
+    space->add_option("--show", g_space.show, "How many example configurations to show")->capture_default_str();
+
+    auto* tune = app.add_subcommand(
+        "tune", "Tune an op on this GPU: compile every proposed configuration with NVRTC, validate it against the "
+                "reference, time it, and store the results. Resumes: what the database already holds for the same "
+                "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
+                "compile-only sweep");
+    tune->add_option("op", g_tune.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    tune->add_option("--strategy", g_tune.strategy, "Search strategy: exhaustive or random")->capture_default_str();
+    tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(CLI::PositiveNumber);
+    tune->add_option("--time", g_tune.time_limit, "Stop measuring after S seconds (what was measured is kept)")
+        ->check(CLI::PositiveNumber);
+    tune->add_option("--dtype", g_tune.dtypes, "Only these dtypes (fp32, fp16, bf16); repeatable");
+    tune->add_option("--problem", g_tune.problems, "Only problems matching AXIS=V[,AXIS=V...]; repeatable");
+    tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
+    tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
+    tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");
+    tune->add_option("--arch", g_tune.arch, "Target architecture of a compile-only sweep (default sm_90)");
+    tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();
+    tune->add_option("--threads", g_tune.threads, "NVRTC compile threads (default: all cores)");
+    tune->add_option("--seed", g_tune.seed, "Seed of the input generator and the random strategy")
+        ->capture_default_str();
+    tune->add_option("--min-samples", g_tune.min_samples, "Minimum timing samples per measurement")
+        ->capture_default_str();
+    tune->add_option("--max-samples", g_tune.max_samples, "Maximum timing samples per measurement")
+        ->capture_default_str();
+    tune->add_option("--target-ci", g_tune.target_ci,
+                     "Stop sampling when the 95% CI of the median is within this fraction of it")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0001, 0.5));
+    tune->add_option("--time-cap", g_tune.time_cap, "Seconds of sampling per measurement before giving up on the CI")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    tune->add_flag("--no-cupti", g_tune.no_cupti, "Skip the CUPTI kernel-duration cross-check");
+    tune->add_flag("--json", g_tune.json, "Print the summary as JSON");
+    tune->add_flag("--quiet", g_tune.quiet, "No progress line");
+
+    auto* best = app.add_subcommand("best", "Print the best stored configuration per problem for this GPU");
+    best->add_option("op", g_best.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    best->add_option("--device", g_best.device, "GPU ordinal whose device key to use")->capture_default_str();
+    best->add_option("--device-key", g_best.device_key, "Use this stored device key (no GPU needed)");
+    best->add_flag("--all-devices", g_best.all_devices, "Every device in the database (no GPU needed)");
+    best->add_flag("--json", g_best.json, "Print JSON");
+}
+
+int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** argv) {
+    if (app.got_subcommand("devices")) return cmd_devices(global);
+    if (app.got_subcommand("list")) return cmd_list(global);
+    if (app.got_subcommand("space")) return cmd_space(global);
+    if (app.got_subcommand("tune")) return cmd_tune(global, argc, argv);
+    if (app.got_subcommand("best")) return cmd_best(global);
+    throw Error(ErrorCategory::internal, "no subcommand");
+}
+
+}  // namespace ktune::cli

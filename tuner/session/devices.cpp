@@ -1,0 +1,40 @@
+#include "tuner/session/devices.hpp"
+
+#include "tuner/session/environment.hpp"
+
+namespace ktune {
+
+std::vector<DeviceReport> probe_devices(const std::string& worker_path, CompileService& jit, bool measure,
+                                        std::size_t copy_bytes, Store* store) {
+    std::size_t count = 0;
+    {
+        WorkerClient probe(worker_path);
+        count = probe.start().at("devices").size();
+    }
+    std::vector<DeviceReport> out;
+    for (std::size_t i = 0; i < count; ++i) {
+        GpuWorker gpu(worker_path, int(i), jit);
+        gpu.start();
+        DeviceReport r{gpu.device(), gpu.props(), {}};
+        if (measure) {
+            r.ceilings = gpu.measure_ceilings(copy_bytes);
+            r.info.copy_gbps = r.ceilings.copy_gbps;
+            r.info.launch_floor_us = r.ceilings.launch_floor_us;
+            r.info.measured_at = utc_now_iso();
+        }
+        if (store) {
+            store->upsert_device(r.info);
+            if (auto stored = store->device(r.info.key)) r.info = *stored;  // keeps earlier ceilings when not measured
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+DeviceInfo current_device(const std::string& worker_path, CompileService& jit, int ordinal) {
+    GpuWorker gpu(worker_path, ordinal, jit);
+    gpu.start();
+    return gpu.device();
+}
+
+}  // namespace ktune

@@ -1,0 +1,78 @@
+#pragma once
+// A tuning run: for every problem of a search space, the strategy proposes configurations, the compile service
+// builds them on its thread pool while the GPU worker validates and times them one by one, and every result goes to
+// the store in its own transaction. What the store already holds for the same kernel source, configuration, problem
+// and device is skipped (resume) unless forced. Without a GPU, a compile-only sweep.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/protocol/protocol.hpp"
+#include "results/store.hpp"
+#include "tuner/core/types.hpp"
+
+namespace ktune {
+
+struct TuneOptions {
+    std::string root;         // repository root (kernels/, search_spaces/)
+    std::string space_path;   // the YAML file
+    std::string db_path;
+    std::string cache_dir;
+    std::string worker_path;
+    std::string strategy = "exhaustive";
+    std::optional<std::int64_t> budget;        // configurations per problem
+    std::optional<double> time_limit_s;        // stop measuring after this long (what was measured is kept)
+    bool force = false;                        // measure again what the store already has
+    int device = 0;
+    std::optional<std::string> arch;           // compile-only target (default sm_90); with a GPU, its own arch
+    bool compile_only = false;
+    std::vector<Dtype> dtypes;                 // empty: the space's dtypes
+    std::vector<NamedValues> problem_filters;  // keep problems matching any filter (all named axes equal)
+    unsigned threads = 0;                      // compile threads (0: all cores)
+    std::uint64_t seed = 1;                    // input generator and random strategy
+    wire::TimingOptions timing;
+    double timeout_floor_s = 10;               // watchdog floor per evaluation
+    std::string command_line;
+};
+
+struct ProgressEvent {
+    std::int64_t done = 0, total = 0;
+    std::int64_t measured = 0, skipped = 0, failed = 0;
+    std::string phase;  // "compile" or "measure"
+    std::string notice; // a one-off message to show the user now (e.g. why this became a compile-only sweep)
+    std::string problem, config;
+    double elapsed_s = 0;
+};
+using ProgressCallback = std::function<void(const ProgressEvent&)>;
+
+struct ProblemOutcome {
+    Problem problem;
+    std::int64_t valid_configs = 0;
+    std::int64_t proposed = 0, measured = 0, skipped = 0, failed = 0;
+    std::optional<ResultRecord> best;
+};
+
+struct TuneSummary {
+    bool compile_only = false;
+    std::string no_gpu_reason;  // why a compile-only sweep ran instead of tuning
+    std::string arch;
+    std::optional<DeviceInfo> device;
+    std::int64_t run_id = 0;
+    std::vector<ProblemOutcome> problems;
+    std::map<std::string, std::int64_t> status_counts;  // status name -> results this run
+    std::int64_t compiled = 0, compile_failed = 0, compile_cache_hits = 0;
+    std::vector<std::string> compile_errors;  // "name: first lines of the log" (compile-only)
+    int worker_restarts = 0;
+    bool time_limit_hit = false;
+    double elapsed_s = 0;
+};
+
+TuneSummary run_tuning(const TuneOptions& options, const ProgressCallback& progress);
+
+// Parses "M=4096,H=8192" into a filter. Throws Error(bad_input) naming `where`.
+NamedValues parse_problem_filter(const std::string& text, const std::string& where);
+
+}  // namespace ktune
