@@ -27,6 +27,9 @@ enum class BufferRole {
     input,   // filled once by the generator, never written by the kernel
     output,  // poisoned (NaN) before each validation, compared with the reference's copy
     inout,   // restored from a pristine copy before each validation run, then compared
+    scratch, // workspace (partial sums, counters): zero-filled before each validation run, never compared; a kernel
+             // that uses it across blocks must leave it as it found it (e.g. the last block resets its counter), as
+             // timing runs do not re-zero it
 };
 
 struct BufferSpec {

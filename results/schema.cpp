@@ -1,12 +1,24 @@
 #include "results/schema.hpp"
 
 #include <array>
+#include <bit>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "results/sqlite_db.hpp"
+#include "tuner/core/error.hpp"
 
 namespace ktune::store_detail {
 namespace {
+
+[[noreturn]] void fail(const std::string& path, std::string message) {
+    throw Error(ErrorCategory::store, std::move(message), path);
+}
 
 // Schema version 1. Storage choices:
 // - Statuses and dtypes are their text names (status_name(), dtype_name()), readable from the sqlite3 shell.
@@ -115,8 +127,145 @@ CREATE INDEX measurements_by_device ON measurements (device_key);
 CREATE INDEX measurements_by_run ON measurements (run_id);
 )sql";
 
+// Schema version 2: peer measurements (results/peers.hpp), imported from files written by bench/peers/ scripts.
+// - Not tied to the problems or devices tables: a peer may be measured on problems ktune never tuned, and it is
+//   matched to ktune's results by problem key and device NAME (a script cannot reproduce ktune's device key).
+// - problem_key is Problem::key() of the shape in the order the file gave; shape_json and samples are encoded as in
+//   version 1. REAL columns are NULL when unknown.
+constexpr std::string_view k_schema_v2 = R"sql(
+CREATE TABLE peer_measurements (
+    id               INTEGER PRIMARY KEY,
+    op               TEXT NOT NULL,
+    variant          TEXT NOT NULL DEFAULT '',
+    problem_key      TEXT NOT NULL,
+    dtype            TEXT NOT NULL,
+    shape_json       TEXT NOT NULL,
+    device_name      TEXT NOT NULL,
+    device_key       TEXT NOT NULL DEFAULT '',
+    impl             TEXT NOT NULL,
+    method           TEXT NOT NULL DEFAULT '',
+    n                INTEGER NOT NULL DEFAULT 0,
+    p50_us           REAL,
+    p95_us           REAL,
+    p99_us           REAL,
+    mean_us          REAL,
+    samples          BLOB,
+    environment_json TEXT NOT NULL DEFAULT '{}',
+    source           TEXT NOT NULL DEFAULT '',
+    imported_at      TEXT NOT NULL DEFAULT '',
+    UNIQUE (op, variant, problem_key, device_name, impl, method)
+);
+CREATE INDEX peer_measurements_by_device ON peer_measurements (device_name, op, variant);
+)sql";
+
 // migrations[i] takes a database from schema version i to i + 1. Append new steps; never edit a released one.
-constexpr std::array<std::string_view, 1> k_migrations = {k_schema_v1};
+constexpr std::array<std::string_view, 2> k_migrations = {k_schema_v1, k_schema_v2};
+
+// ---- reading shape JSON ---------------------------------------------------------------------------------------------
+
+void append_json_string(std::string& out, std::string_view s) {
+    out += '"';
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
+class ShapeParser {
+public:
+    ShapeParser(std::string_view text, const std::string& path, std::string_view table)
+        : m_text(text), m_path(path), m_table(table) {}
+
+    NamedValues parse() {
+        NamedValues shape;
+        expect('{');
+        if (peek() == '}') {
+            ++m_pos;
+        } else {
+            for (;;) {
+                std::string name = string();
+                expect(':');
+                shape.emplace_back(std::move(name), integer());
+                skip_ws();
+                if (peek() == ',') {
+                    ++m_pos;
+                    continue;
+                }
+                expect('}');
+                break;
+            }
+        }
+        skip_ws();
+        if (m_pos != m_text.size()) bad("trailing characters");
+        return shape;
+    }
+
+private:
+    [[noreturn]] void bad(std::string_view why) const {
+        fail(m_path,
+             fmt::format("malformed shape_json '{}' in table {}: {} at offset {}", m_text, m_table, why, m_pos));
+    }
+    void skip_ws() {
+        while (m_pos < m_text.size() && std::isspace(static_cast<unsigned char>(m_text[m_pos]))) ++m_pos;
+    }
+    char peek() {
+        skip_ws();
+        return m_pos < m_text.size() ? m_text[m_pos] : '\0';
+    }
+    void expect(char c) {
+        if (peek() != c) bad(fmt::format("expected '{}'", c));
+        ++m_pos;
+    }
+    std::string string() {
+        expect('"');
+        std::string out;
+        while (m_pos < m_text.size() && m_text[m_pos] != '"') {
+            char c = m_text[m_pos++];
+            if (c == '\\') {
+                if (m_pos >= m_text.size()) bad("unterminated escape");
+                c = m_text[m_pos++];
+                if (c == 'u') {
+                    if (m_pos + 4 > m_text.size()) bad("short \\u escape");
+                    const unsigned code = static_cast<unsigned>(std::stoul(std::string(m_text.substr(m_pos, 4)),
+                                                                           nullptr, 16));
+                    m_pos += 4;
+                    if (code > 0x7f) bad("non-ASCII \\u escape");
+                    c = static_cast<char>(code);
+                } else if (c != '"' && c != '\\' && c != '/') {
+                    bad("unsupported escape");
+                }
+            }
+            out += c;
+        }
+        if (m_pos >= m_text.size()) bad("unterminated string");
+        ++m_pos;
+        return out;
+    }
+    std::int64_t integer() {
+        skip_ws();
+        const std::size_t start = m_pos;
+        if (m_pos < m_text.size() && m_text[m_pos] == '-') ++m_pos;
+        while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) ++m_pos;
+        if (m_pos == start || (m_pos == start + 1 && m_text[start] == '-')) bad("expected an integer");
+        try {
+            return std::stoll(std::string(m_text.substr(start, m_pos - start)));
+        } catch (const std::exception&) {
+            bad("integer out of range");
+        }
+    }
+
+    std::string_view m_text;
+    const std::string& m_path;
+    std::string_view m_table;
+    std::size_t m_pos = 0;
+};
 
 }  // namespace
 
@@ -128,6 +277,54 @@ void migrate(Db& db, int from_version) {
         // The version is a constant of this code, not a user value; PRAGMA takes no bound parameters.
         db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
     }
+}
+
+std::string now_iso_utc() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// ---- samples: little-endian IEEE-754 binary64, whatever the host's byte order ---------------------------------------
+
+std::vector<unsigned char> encode_samples(const std::vector<double>& samples) {
+    std::vector<unsigned char> out(samples.size() * 8);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const auto bits = std::bit_cast<std::uint64_t>(samples[i]);
+        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    return out;
+}
+
+std::vector<double> decode_samples(const std::vector<unsigned char>& blob, const std::string& path) {
+    if (blob.size() % 8 != 0)
+        fail(path, fmt::format("a samples BLOB of {} bytes is not a whole number of 8-byte doubles", blob.size()));
+    std::vector<double> out(blob.size() / 8);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        std::uint64_t bits = 0;
+        for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(blob[i * 8 + b]) << (8 * b);
+        out[i] = std::bit_cast<double>(bits);
+    }
+    return out;
+}
+
+// ---- shapes: {"M":4096,"H":8192}, members in the order of the axes -------------------------------------------------
+
+std::string shape_to_json(const NamedValues& shape) {
+    std::string out = "{";
+    for (const auto& [name, value] : shape) {
+        if (out.size() > 1) out += ',';
+        append_json_string(out, name);
+        out += fmt::format(":{}", value);
+    }
+    return out + "}";
+}
+
+NamedValues parse_shape_json(std::string_view text, const std::string& path, std::string_view table) {
+    return ShapeParser(text, path, table).parse();
 }
 
 }  // namespace ktune::store_detail

@@ -1,16 +1,14 @@
-// The results store over SQLite. Storage choices (samples as a little-endian binary64 BLOB, shapes as ordered JSON
-// objects, NaN as NULL) are described with the schema in results/schema.cpp.
+// The results store over SQLite; peer measurements are in results/peers.cpp. Storage choices (samples as a
+// little-endian binary64 BLOB, shapes as ordered JSON objects, NaN as NULL) are described with the schema in
+// results/schema.cpp.
 #include "results/store.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <cctype>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <thread>
 #include <tuple>
@@ -25,6 +23,11 @@
 namespace ktune {
 
 using store_detail::Db;
+using store_detail::decode_samples;
+using store_detail::encode_samples;
+using store_detail::now_iso_utc;
+using store_detail::parse_shape_json;
+using store_detail::shape_to_json;
 using store_detail::Stmt;
 using store_detail::Transaction;
 
@@ -35,15 +38,6 @@ constexpr int k_busy_timeout_ms = 10'000;
 
 [[noreturn]] void fail(const std::string& path, std::string message) {
     throw Error(ErrorCategory::store, std::move(message), path);
-}
-
-std::string now_iso_utc() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 // Binds parameters ?1, ?2, ... in the order they are streamed in.
@@ -69,143 +63,6 @@ public:
 private:
     Stmt& m_s;
     int m_i = 1;
-};
-
-// ---- samples: little-endian IEEE-754 binary64, whatever the host's byte order ----------------------------------------
-
-std::vector<unsigned char> encode_samples(const std::vector<double>& samples) {
-    std::vector<unsigned char> out(samples.size() * 8);
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        const auto bits = std::bit_cast<std::uint64_t>(samples[i]);
-        for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(bits >> (8 * b));
-    }
-    return out;
-}
-
-std::vector<double> decode_samples(const std::vector<unsigned char>& blob, const std::string& path) {
-    if (blob.size() % 8 != 0)
-        fail(path, fmt::format("a samples BLOB of {} bytes is not a whole number of 8-byte doubles", blob.size()));
-    std::vector<double> out(blob.size() / 8);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        std::uint64_t bits = 0;
-        for (int b = 0; b < 8; ++b) bits |= static_cast<std::uint64_t>(blob[i * 8 + b]) << (8 * b);
-        out[i] = std::bit_cast<double>(bits);
-    }
-    return out;
-}
-
-// ---- shapes: {"M":4096,"H":8192}, members in the order of the axes -------------------------------------------------
-
-void append_json_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
-std::string shape_to_json(const NamedValues& shape) {
-    std::string out = "{";
-    for (const auto& [name, value] : shape) {
-        if (out.size() > 1) out += ',';
-        append_json_string(out, name);
-        out += fmt::format(":{}", value);
-    }
-    return out + "}";
-}
-
-// Reads back exactly what shape_to_json() writes (plus whitespace), so a hand-edited row fails loudly.
-class ShapeParser {
-public:
-    ShapeParser(std::string_view text, const std::string& path) : m_text(text), m_path(path) {}
-
-    NamedValues parse() {
-        NamedValues shape;
-        expect('{');
-        if (peek() == '}') {
-            ++m_pos;
-        } else {
-            for (;;) {
-                std::string name = string();
-                expect(':');
-                shape.emplace_back(std::move(name), integer());
-                skip_ws();
-                if (peek() == ',') {
-                    ++m_pos;
-                    continue;
-                }
-                expect('}');
-                break;
-            }
-        }
-        skip_ws();
-        if (m_pos != m_text.size()) bad("trailing characters");
-        return shape;
-    }
-
-private:
-    [[noreturn]] void bad(std::string_view why) const {
-        fail(m_path, fmt::format("malformed shape_json '{}' in table problems: {} at offset {}", m_text, why, m_pos));
-    }
-    void skip_ws() {
-        while (m_pos < m_text.size() && std::isspace(static_cast<unsigned char>(m_text[m_pos]))) ++m_pos;
-    }
-    char peek() {
-        skip_ws();
-        return m_pos < m_text.size() ? m_text[m_pos] : '\0';
-    }
-    void expect(char c) {
-        if (peek() != c) bad(fmt::format("expected '{}'", c));
-        ++m_pos;
-    }
-    std::string string() {
-        expect('"');
-        std::string out;
-        while (m_pos < m_text.size() && m_text[m_pos] != '"') {
-            char c = m_text[m_pos++];
-            if (c == '\\') {
-                if (m_pos >= m_text.size()) bad("unterminated escape");
-                c = m_text[m_pos++];
-                if (c == 'u') {
-                    if (m_pos + 4 > m_text.size()) bad("short \\u escape");
-                    const unsigned code = static_cast<unsigned>(std::stoul(std::string(m_text.substr(m_pos, 4)),
-                                                                           nullptr, 16));
-                    m_pos += 4;
-                    if (code > 0x7f) bad("non-ASCII \\u escape");
-                    c = static_cast<char>(code);
-                } else if (c != '"' && c != '\\' && c != '/') {
-                    bad("unsupported escape");
-                }
-            }
-            out += c;
-        }
-        if (m_pos >= m_text.size()) bad("unterminated string");
-        ++m_pos;
-        return out;
-    }
-    std::int64_t integer() {
-        skip_ws();
-        const std::size_t start = m_pos;
-        if (m_pos < m_text.size() && m_text[m_pos] == '-') ++m_pos;
-        while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos]))) ++m_pos;
-        if (m_pos == start || (m_pos == start + 1 && m_text[start] == '-')) bad("expected an integer");
-        try {
-            return std::stoll(std::string(m_text.substr(start, m_pos - start)));
-        } catch (const std::exception&) {
-            bad("integer out of range");
-        }
-    }
-
-    std::string_view m_text;
-    const std::string& m_path;
-    std::size_t m_pos = 0;
 };
 
 // ---- measurement rows ------------------------------------------------------------------------------------------------
@@ -280,7 +137,7 @@ ResultRecord read_record(const Stmt& s, const std::string& path) {
     const auto parsed_dtype = parse_dtype(dtype);
     if (!parsed_dtype) fail(path, fmt::format("problem {} has an unknown dtype '{}'", problem_key, dtype));
     r.problem.dtype = *parsed_dtype;
-    r.problem.shape = ShapeParser(s.text(i++), path).parse();
+    r.problem.shape = parse_shape_json(s.text(i++), path, "problems");
     r.device_key = s.text(i++);
     r.run_id = s.is_null(i) ? 0 : s.int64(i);
     ++i;
@@ -532,6 +389,10 @@ Store Store::open(const std::string& path, Mode mode) {
 
 const std::string& Store::path() const { return m_impl->db.path(); }
 
+store_detail::Db& Store::db() const { return m_impl->db; }
+
+void Store::require_writable(std::string_view what) const { m_impl->require_writable(what); }
+
 int Store::schema_version() const { return m_impl->version; }
 
 // ---- devices ----------------------------------------------------------------------------------------------------------
@@ -740,6 +601,16 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
     while (s.step()) out.push_back(read_record(s, path()));
     std::sort(out.begin(), out.end(),
               [](const ResultRecord& a, const ResultRecord& b) { return problem_less(a.problem, b.problem); });
+    return out;
+}
+
+std::vector<TunedOp> Store::tuned_ops() const {
+    Stmt s(m_impl->db,
+           "SELECT DISTINCT k.op, k.variant, m.device_key FROM measurements m JOIN kernels k ON k.id = m.kernel_id "
+           "WHERE m.status = ?1 AND m.p50_us > 0 ORDER BY k.op, k.variant, m.device_key");
+    s.bind(1, status_name(Status::ok));
+    std::vector<TunedOp> out;
+    while (s.step()) out.push_back(TunedOp{s.text(0), s.text(1), s.text(2)});
     return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The results store: one SQLite database (WAL, busy timeout, one transaction per result) holding devices, runs,
-// kernels, problems, configurations and measurements. Only this module includes sqlite3.h.
+// kernels, problems, configurations and measurements, and peer measurements (results/peers.hpp). Only this module
+// includes sqlite3.h.
 //
 // A measurement's identity is (kernel source hash, configuration key, problem key, device key): re-running a tuning
 // finds what was measured already and skips it (resume), unless forced.
@@ -8,12 +9,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "results/peers.hpp"
 #include "tuner/core/measurement.hpp"
 #include "tuner/core/types.hpp"
 
 namespace ktune {
+
+namespace store_detail {
+class Db;
+}
 
 // What identifies a GPU for tuning results (see design.md, "Device identity").
 struct DeviceInfo {
@@ -70,6 +77,11 @@ struct ResultRecord {
     Measurement measurement;
 };
 
+// An (op, variant, device) with at least one timed ok result: one section of a report.
+struct TunedOp {
+    std::string op, variant, device_key;
+};
+
 struct ResultFilter {
     std::optional<std::string> op, variant, device_key, source_hash;
     std::optional<Status> status;
@@ -109,8 +121,21 @@ public:
     std::vector<ResultRecord> best(const std::string& op, const std::string& variant, const std::string& device_key,
                                    const std::optional<std::string>& source_hash = std::nullopt) const;
 
+    // Every (op, variant, device key) with at least one ok, timed result (of any kernel source), ordered by op,
+    // variant, device key.
+    std::vector<TunedOp> tuned_ops() const;
+
+    // Peer measurements (results/peers.hpp), defined in results/peers.cpp. record_peers() writes all or nothing in
+    // one transaction; a row of the same identity is replaced. peers() orders by op, variant, device name, problem
+    // key, impl, method.
+    PeerWriteCounts record_peers(const std::vector<PeerRecord>& peers);
+    std::vector<PeerRecord> peers(const PeerFilter& f) const;
+
 private:
     struct Impl;
+    // For the parts of Store defined in other files of results/ (peers.cpp).
+    store_detail::Db& db() const;
+    void require_writable(std::string_view what) const;
     explicit Store(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_impl;
 };

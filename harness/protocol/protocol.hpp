@@ -40,7 +40,7 @@ struct Buffer {
     std::string name;
     std::string elem;  // "f32" "f16" "bf16" "i32" "i64" "i8" "u8"
     std::int64_t elements = 0;
-    std::string role;  // "input" "output" "inout"
+    std::string role;  // "input" "output" "inout" "scratch"
     double lo = -1, hi = 1;
     std::uint64_t seed = 0;
 };

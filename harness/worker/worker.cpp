@@ -256,7 +256,7 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
         b.spec = spec;
         b.bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.elements) * elem_size(spec.elem));
         KTUNE_CU(cuMemAlloc(&b.ptr, b.bytes));
-        if (spec.role != "input") KTUNE_CU(cuMemAlloc(&b.reference, b.bytes));
+        if (spec.role == "output" || spec.role == "inout") KTUNE_CU(cuMemAlloc(&b.reference, b.bytes));
         if (spec.role == "inout") KTUNE_CU(cuMemAlloc(&b.pristine, b.bytes));
         m_buffers.push_back(b);
         // Inputs (and inouts) from the seeded generator, never zeros; outputs poisoned.
@@ -267,6 +267,8 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
         if (spec.role == "output") {
             run_utility_grid("poison." + spec.elem, {&target, &n});
             run_utility_grid("poison." + spec.elem, {&m_buffers.back().reference, &n});
+        } else if (spec.role == "scratch") {
+            KTUNE_CU(cuMemsetD8Async(target, 0, b.bytes, m_stream));
         } else {
             run_utility_grid("fill." + spec.elem, {&target, &n, &seed, &lo, &hi});
         }
@@ -300,8 +302,10 @@ void Worker::poison_outputs() {
 }
 
 void Worker::restore_inouts() {
-    for (auto& b : m_buffers)
+    for (auto& b : m_buffers) {
         if (b.spec.role == "inout") KTUNE_CU(cuMemcpyDtoDAsync(b.ptr, b.pristine, b.bytes, m_stream));
+        if (b.spec.role == "scratch") KTUNE_CU(cuMemsetD8Async(b.ptr, 0, b.bytes, m_stream));
+    }
 }
 
 void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r) {
@@ -312,7 +316,7 @@ void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol,
     KTUNE_CU(cuStreamSynchronize(m_stream));
     std::vector<std::string> failures;
     for (auto& b : m_buffers) {
-        if (b.spec.role == "input") continue;
+        if (b.spec.role != "output" && b.spec.role != "inout") continue;
         const std::uint64_t init[3] = {0, ~0ull, 0};
         KTUNE_CU(cuMemcpyHtoDAsync(m_compare_result, init, sizeof init, m_stream));
         long long n = b.spec.elements;

@@ -222,6 +222,7 @@ int cmd_space(const GlobalOptions& g) {
         for (const auto& prm : s.parameters()) j["parameters"].push_back({{"name", prm.name}, {"values", prm.values},
                                                                          {"doc", prm.doc}});
         for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
+        for (const auto& c : s.prune()) j["prune"].push_back(c.text());
         for (const auto& [pr, v] : valid) {
             json pj = {{"problem", pr.key()}, {"valid", v.size()}};
             for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) pj["examples"].push_back(v[i].key());
@@ -234,8 +235,12 @@ int cmd_space(const GlobalOptions& g) {
     fmt::print("parameters ({} combinations before constraints):\n", s.cartesian_size());
     for (const auto& prm : s.parameters())
         fmt::print("  {:<16} {:<28} {}\n", prm.name, fmt::format("{}", fmt::join(prm.values, ", ")), prm.doc);
-    fmt::print("constraints:\n");
+    fmt::print("constraints (legality):\n");
     for (const auto& c : s.constraints()) fmt::print("  {}\n", c.text());
+    if (!s.prune().empty()) {
+        fmt::print("prune (legal, not measured):\n");
+        for (const auto& c : s.prune()) fmt::print("  {}\n", c.text());
+    }
     fmt::print("problems ({}), valid configurations each ({} in all):\n", problems.size(), total_valid);
     for (const auto& [pr, v] : valid) fmt::print("  {:<28} {:>6}\n", pr.key(), v.size());
     if (!valid.empty()) {

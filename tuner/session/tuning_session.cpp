@@ -42,6 +42,7 @@ std::string wire_role(BufferRole r) {
         case BufferRole::input: return "input";
         case BufferRole::output: return "output";
         case BufferRole::inout: return "inout";
+        case BufferRole::scratch: return "scratch";
     }
     return "?";
 }

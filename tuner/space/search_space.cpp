@@ -87,7 +87,7 @@ struct Parsed {
     std::string op, variant = "default";
     std::string kernel_source, kernel_name, reference_source, reference_name;
     std::vector<ParameterSpec> parameters;
-    std::vector<Expression> constraints;
+    std::vector<Expression> constraints, prune;
     LaunchSpec launch, reference_launch;
     std::vector<ProblemAxis> axes;
     std::vector<Dtype> dtypes;
@@ -122,8 +122,8 @@ Parsed Loader::load(const std::string& yaml) {
     Parsed out;
     Located root = Located::parse(yaml, &m_file);
     if (root.is_null()) root.fail("the search space file is empty");
-    auto top = root.fields({"op", "variant", "kernel", "parameters", "constraints", "launch", "reference_launch",
-                            "problems", "tolerances"},
+    auto top = root.fields({"op", "variant", "kernel", "parameters", "constraints", "prune", "launch",
+                            "reference_launch", "problems", "tolerances"},
                            {"op", "kernel", "parameters", "launch", "problems", "tolerances"});
 
     const Located& op = *find_field(top, "op");
@@ -154,10 +154,12 @@ Parsed Loader::load(const std::string& yaml) {
     const Located* reference_source = find_field(kernel, "reference_source");
     out.reference_source = reference_source ? reference_source->text() : out.kernel_source;
 
-    if (const Located* c = find_field(top, "constraints"); c && !c->is_null()) {
-        for (const Located& item : c->items()) {
-            out.constraints.push_back(read_expression(item));
-            check_variables(out.constraints.back(), true);
+    for (auto [key, list] : {std::pair{"constraints", &out.constraints}, std::pair{"prune", &out.prune}}) {
+        if (const Located* c = find_field(top, key); c && !c->is_null()) {
+            for (const Located& item : c->items()) {
+                list->push_back(read_expression(item));
+                check_variables(list->back(), true);
+            }
         }
     }
 
@@ -465,6 +467,7 @@ SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string&
     s.m_reference_name = std::move(p.reference_name);
     s.m_parameters = std::move(p.parameters);
     s.m_constraints = std::move(p.constraints);
+    s.m_prune = std::move(p.prune);
     s.m_launch = std::move(p.launch);
     s.m_reference_launch = std::move(p.reference_launch);
     s.m_axes = std::move(p.axes);
@@ -535,19 +538,14 @@ std::vector<Config> SearchSpace::all_configs() const {
     return out;
 }
 
-bool SearchSpace::is_valid(const Config& c, const Problem& p) const {
-    if (m_constraints.empty()) return true;
-    const auto vars = expression_variables(c, p);
-    for (const auto& e : m_constraints)
-        if (!e.evaluate_bool(vars)) return false;
-    return true;
-}
+bool SearchSpace::is_valid(const Config& c, const Problem& p) const { return failed_constraint(c, p).empty(); }
 
 std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) const {
-    if (m_constraints.empty()) return {};
+    if (m_constraints.empty() && m_prune.empty()) return {};
     const auto vars = expression_variables(c, p);
-    for (const auto& e : m_constraints)
-        if (!e.evaluate_bool(vars)) return e.text();
+    for (const auto* list : {&m_constraints, &m_prune})
+        for (const auto& e : *list)
+            if (!e.evaluate_bool(vars)) return e.text();
     return {};
 }
 

@@ -15,8 +15,10 @@
 //     BLOCK: {pow2: [64, 1024], doc: "threads per block"}
 //     VEC: {values: [1, 2, 4, 8]}
 //     UNROLL: {range: [1, 4]}          # inclusive; optional third element = step
-//   constraints:                      # all must hold (non-zero)
-//     - "BLOCK % (32 * ROWS_PER_BLOCK) == 0"
+//   constraints:                      # legality: all must hold (non-zero); the kernel repeats those that read only
+//     - "BLOCK % (32 * ROWS_PER_BLOCK) == 0"   # parameters and DTYPE_BYTES as static_asserts
+//   prune:                            # optional heuristics: legal configurations not worth measuring
+//     - "VEC * DTYPE_BYTES >= 8"
 //   launch:                           # grid and block take 1 to 3 expressions (x, y, z)
 //     grid: ["ceil_div(M, ROWS_PER_BLOCK)"]
 //     block: ["BLOCK"]
@@ -72,7 +74,8 @@ public:
     const std::string& kernel_source() const { return m_kernel_source; }
     const std::string& reference_source() const { return m_reference_source; }
     const std::vector<ParameterSpec>& parameters() const { return m_parameters; }
-    const std::vector<Expression>& constraints() const { return m_constraints; }
+    const std::vector<Expression>& constraints() const { return m_constraints; }  // legality
+    const std::vector<Expression>& prune() const { return m_prune; }              // heuristics
     const std::vector<ProblemAxis>& axes() const { return m_axes; }
     const std::vector<Dtype>& dtypes() const { return m_dtypes; }
 
@@ -88,9 +91,9 @@ public:
     std::uint64_t cartesian_size() const;
     std::vector<Config> all_configs() const;
 
-    // True when every constraint holds for this (config, problem).
+    // True when every constraint and every prune rule holds for this (config, problem): a configuration to measure.
     bool is_valid(const Config& c, const Problem& p) const;
-    // The first constraint that fails, as its text, or "" when all hold.
+    // The first constraint or prune rule that fails, as its text, or "" when all hold.
     std::string failed_constraint(const Config& c, const Problem& p) const;
     std::vector<Config> valid_configs(const Problem& p) const;
 
@@ -103,7 +106,7 @@ private:
     std::string m_file, m_op, m_variant = "default";
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name;
     std::vector<ParameterSpec> m_parameters;
-    std::vector<Expression> m_constraints;
+    std::vector<Expression> m_constraints, m_prune;
     LaunchSpec m_launch, m_reference_launch;
     std::vector<ProblemAxis> m_axes;
     std::vector<Dtype> m_dtypes;

@@ -267,3 +267,50 @@ TEST(SearchSpace, ConcurrentValidityChecksAgree) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+TEST(SearchSpacePrune, PruneRulesExcludeConfigurationsButAreNotLegalityConstraints) {
+    const SearchSpace s = SearchSpace::load_string(
+        "op: t\n"
+        "kernel: {source: k.cuh, name: \"k<{T}, {BLOCK}>\", reference: \"r<{T}>\"}\n"
+        "parameters:\n  BLOCK: {values: [32, 64, 128, 256]}\n"
+        "constraints: ['BLOCK <= 128']\n"
+        "prune: ['BLOCK >= 64']\n"
+        "launch: {grid: [M], block: [BLOCK]}\n"
+        "reference_launch: {grid: [M], block: ['32']}\n"
+        "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
+        "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n",
+        "prune.yaml");
+    ASSERT_EQ(s.constraints().size(), 1u);
+    ASSERT_EQ(s.prune().size(), 1u);
+    const Problem p{Dtype::fp16, {{"M", 1}}};
+    const auto valid = s.valid_configs(p);
+    ASSERT_EQ(valid.size(), 2u);
+    EXPECT_EQ(valid[0].key(), "BLOCK=64");
+    EXPECT_EQ(valid[1].key(), "BLOCK=128");
+    EXPECT_EQ(s.failed_constraint(Config{{{"BLOCK", 32}}}, p), "BLOCK >= 64");
+    EXPECT_EQ(s.failed_constraint(Config{{{"BLOCK", 256}}}, p), "BLOCK <= 128");
+}
+
+TEST(SearchSpacePrune, APruneRuleNamingAnUnknownVariableIsAnError) {
+    try {
+        SearchSpace::load_string(
+            "op: t\n"
+            "kernel: {source: k.cuh, name: \"k<{T}, {BLOCK}>\", reference: \"r<{T}>\"}\n"
+            "parameters:\n  BLOCK: {values: [32]}\n"
+            "prune: ['BLOKC >= 64']\n"
+            "launch: {grid: [M], block: ['32']}\n"
+            "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
+            "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n",
+            "prune.yaml");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("BLOKC"));
+        EXPECT_THAT(e.where(), ::testing::HasSubstr("prune.yaml:5"));
+    }
+}
+
+}  // namespace
+}  // namespace ktune
