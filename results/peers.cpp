@@ -82,6 +82,7 @@ PeerWriteCounts Store::record_peers(const std::vector<PeerRecord>& peers) {
 }
 
 std::vector<PeerRecord> Store::peers(const PeerFilter& f) const {
+    if (schema_version() < 2) return {};  // an older database opened read-only: no peer table yet
     std::string where;
     int n = 0;
     auto add = [&](bool present, std::string_view column) {

@@ -371,11 +371,11 @@ Store Store::open(const std::string& path, Mode mode) {
     const int current = store_detail::current_schema_version();
     int version = state.version;
     if (version < current) {
-        if (mode == Mode::read_only) {
-            if (version == 0) fail(path, fmt::format("{} has no ktune results schema yet", path));
-            fail(path, fmt::format("{} has schema {}; open it read-write once to upgrade it to schema {}", path,
-                                   version, current));
-        }
+        if (mode == Mode::read_only && version == 0)
+            fail(path, fmt::format("{} has no ktune results schema yet", path));
+    }
+    // Read-only opens of an older schema read what it has (tables added later read as empty) and change nothing.
+    if (version < current && mode == Mode::read_write) {
         Transaction t(db);
         state = read_schema_state(db);  // another process may have created or migrated it meanwhile
         check_schema_readable(db, state);

@@ -8,6 +8,7 @@
 
 #include "kernels/op.hpp"
 #include "results/store.hpp"
+#include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
 #include "tuner/core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
@@ -443,6 +444,8 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     best->add_option("--device-key", g_best.device_key, "Use this stored device key (no GPU needed)");
     best->add_flag("--all-devices", g_best.all_devices, "Every device in the database (no GPU needed)");
     best->add_flag("--json", g_best.json, "Print JSON");
+
+    register_result_commands(app);
 }
 
 int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** argv) {
@@ -451,6 +454,7 @@ int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** ar
     if (app.got_subcommand("space")) return cmd_space(global);
     if (app.got_subcommand("tune")) return cmd_tune(global, argc, argv);
     if (app.got_subcommand("best")) return cmd_best(global);
+    if (auto rc = run_result_command(app, global)) return *rc;
     throw Error(ErrorCategory::internal, "no subcommand");
 }
 

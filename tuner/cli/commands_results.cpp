@@ -1,0 +1,250 @@
+// Subcommands over stored results and regression checks: report, import-peers, baseline save, check.
+#include "tuner/cli/commands_results.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kernels/op.hpp"
+#include "reports/peer_import.hpp"
+#include "reports/report.hpp"
+#include "results/store.hpp"
+#include "tuner/check/baseline.hpp"
+#include "tuner/check/check_output.hpp"
+#include "tuner/check/check_runner.hpp"
+#include "tuner/core/error.hpp"
+#include "tuner/session/check_measurer.hpp"
+#include "tuner/session/environment.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ktune::cli {
+namespace {
+
+struct ReportCliOptions {
+    std::vector<std::string> ops, devices;
+    std::string format, out, title = "ktune report";
+};
+struct ImportOptions {
+    std::vector<std::string> files;
+};
+struct BaselineOptions {
+    std::vector<std::string> ops;
+    std::string out;
+    int sessions = 3, samples = 30, device = 0;
+};
+struct CheckCliOptions {
+    std::string baseline, markdown, junit;
+    std::vector<std::string> ops;
+    bool force = false;
+    int samples = 30, rounds = 5, device = 0;
+};
+
+ReportCliOptions g_report;
+ImportOptions g_import;
+BaselineOptions g_baseline;
+CheckCliOptions g_check;
+
+struct Paths {
+    std::string root, db, cache;
+};
+Paths resolve(const GlobalOptions& g) {
+    Paths p;
+    p.root = resolve_root(g.root);
+    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+    p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
+    return p;
+}
+
+void write_file(const std::string& path, const std::string& text, const std::string& option) {
+    const fs::path parent = fs::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw Error(ErrorCategory::bad_input, fmt::format("cannot write {}", path), option);
+    f << text;
+    if (!f.flush()) throw Error(ErrorCategory::bad_input, fmt::format("cannot write {}", path), option);
+}
+
+int cmd_report(const GlobalOptions& g) {
+    const Paths p = resolve(g);
+    ReportFormat format;
+    if (!g_report.format.empty()) {
+        format = parse_report_format(g_report.format);
+    } else if (auto from_path = report_format_for_path(g_report.out)) {
+        format = *from_path;
+    } else {
+        throw Error(ErrorCategory::bad_input, "give --format md|html|csv|json or an --out file with that extension",
+                    "--format");
+    }
+    Store store = Store::open(p.db, Store::Mode::read_only);
+    ReportOptions o;
+    o.ops = g_report.ops;
+    o.devices = g_report.devices;
+    o.title = g_report.title;
+    o.flops = [](const std::string& op, const std::string& variant, const Problem& problem) -> double {
+        try {
+            return find_op(op, variant).flops(problem);
+        } catch (const Error&) {
+            return 0;  // an op that kernels/ no longer knows: no FLOP/s column
+        }
+    };
+    const std::string text = render_report(collect_report_data(store, o), format);
+    if (g_report.out.empty() || g_report.out == "-") {
+        std::cout << text;
+    } else {
+        write_file(g_report.out, text, "--out");
+        fmt::print("wrote {} ({} report)\n", g_report.out, report_format_name(format));
+    }
+    return exit_ok;
+}
+
+int cmd_import_peers(const GlobalOptions& g) {
+    const Paths p = resolve(g);
+    Store store = Store::open(p.db);
+    for (const std::string& f : g_import.files) {
+        const PeerImportResult r = import_peers(store, f);
+        fmt::print("{}: {} peer measurements stored ({} new, {} replaced) for {}\n", f, r.inserted + r.replaced,
+                   r.inserted, r.replaced, r.device_name);
+    }
+    return exit_ok;
+}
+
+// The GPU, its worker and a compile service, for the commands that measure.
+struct Gpu {
+    CompileService jit;
+    GpuWorker worker;
+    Gpu(const Paths& p, int ordinal) : jit({p.root, p.cache, "", 0}), worker(default_worker_path(), ordinal, jit) {
+        worker.start();
+    }
+};
+
+int cmd_baseline_save(const GlobalOptions& g) {
+    const Paths p = resolve(g);
+    Store store = Store::open(p.db, Store::Mode::read_only);
+    Gpu gpu(p, g_baseline.device);
+    const DeviceInfo& dev = gpu.worker.device();
+    Baseline b;
+    b.device = BaselineDevice{dev.key, dev.name, dev.arch()};
+    b.created_at = utc_now_iso();
+    b.git_revision = git_revision(p.root);
+    b.method.min_samples = g_baseline.samples;
+    b.method.sessions = g_baseline.sessions;
+    for (const TunedOp& t : store.tuned_ops()) {
+        if (t.device_key != dev.key) continue;
+        if (!g_baseline.ops.empty() && std::find(g_baseline.ops.begin(), g_baseline.ops.end(), t.op) ==
+                                           g_baseline.ops.end() &&
+            std::find(g_baseline.ops.begin(), g_baseline.ops.end(), t.op + "/" + t.variant) == g_baseline.ops.end())
+            continue;
+        for (const ResultRecord& r : store.best(t.op, t.variant, dev.key)) {
+            BaselineCase c;
+            c.op = t.op;
+            c.variant = t.variant;
+            c.problem = r.problem;
+            c.config_key = r.config_key;
+            c.source_hash = r.kernel.source_hash;
+            c.bytes = static_cast<std::int64_t>(r.measurement.gbps * 1e9 * r.measurement.stats.p50 * 1e-6 + 0.5);
+            b.cases.push_back(std::move(c));
+        }
+    }
+    if (b.cases.empty())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no tuned results for this GPU ({}) in {}{}", dev.key, p.db,
+                                g_baseline.ops.empty() ? "" : " for the --ops given"),
+                    "--ops");
+    GpuCaseMeasurer measurer(p.root, gpu.jit, gpu.worker, &store, b.method);
+    fmt::print(stderr, "measuring {} cases, {} sessions of {} samples each...\n", b.cases.size(), b.method.sessions,
+               b.method.min_samples);
+    record_baseline_samples(b, measurer, b.method.sessions, b.method.min_samples);
+    const std::string out = g_baseline.out.empty()
+                                ? (fs::path(p.root) / "results" / "baselines" / baseline_file_name(b.device)).string()
+                                : g_baseline.out;
+    std::error_code ec;
+    fs::create_directories(fs::path(out).parent_path(), ec);
+    save_baseline(b, out);
+    fmt::print("wrote {} ({} cases on {})\n", out, b.cases.size(), dev.name);
+    return exit_ok;
+}
+
+int cmd_check(const GlobalOptions& g) {
+    const Paths p = resolve(g);
+    const Baseline baseline = load_baseline(g_check.baseline);
+    std::optional<Store> store;
+    if (fs::exists(p.db)) store.emplace(Store::open(p.db, Store::Mode::read_only));
+    Gpu gpu(p, g_check.device);
+    GpuCaseMeasurer measurer(p.root, gpu.jit, gpu.worker, store ? &*store : nullptr, baseline.method);
+    CheckOptions o;
+    o.ops = g_check.ops;
+    o.force = g_check.force;
+    o.min_samples = g_check.samples;
+    o.remeasure_rounds = g_check.rounds;
+    o.on_case = [](const CaseResult& r) {
+        fmt::print(stderr, "  {:<44} {}\n", r.id, verdict_name(r.verdict));
+    };
+    const CheckReport report = run_check(baseline, gpu.worker.device().key, measurer, o);
+    std::cout << format_check_table(report);
+    if (!g_check.markdown.empty()) write_file(g_check.markdown, format_check_markdown(report), "--markdown");
+    if (!g_check.junit.empty()) write_file(g_check.junit, format_check_junit(report), "--junit");
+    return check_exit_code(report);
+}
+
+}  // namespace
+
+void register_result_commands(CLI::App& app) {
+    auto* report = app.add_subcommand("report", "Write a report of the stored results: best configuration, p50/p95/p99, "
+                                                "bandwidth against the copy ceiling, speedups over stored peers");
+    report->add_option("--op", g_report.ops, "Only these ops (rmsnorm or rmsnorm/fwd); repeatable");
+    report->add_option("--device", g_report.devices, "Only devices whose key or name contains this; repeatable");
+    report->add_option("--format", g_report.format, "md, html, csv or json (default: from --out's extension)");
+    report->add_option("--out", g_report.out, "Output file (default: standard output)");
+    report->add_option("--title", g_report.title, "Report title")->capture_default_str();
+
+    auto* peers = app.add_subcommand("import-peers", "Store peer measurements (PyTorch, torch.compile, Liger...) from "
+                                                     "JSON files written by bench/peers/measure_peers.py");
+    peers->add_option("files", g_import.files, "JSON files (format: reports/PEERS_FORMAT.md)")
+        ->required()
+        ->check(CLI::ExistingFile);
+
+    auto* baseline = app.add_subcommand("baseline", "Performance baselines for `ktune check`");
+    baseline->require_subcommand(1);
+    auto* save = baseline->add_subcommand("save", "Measure the best configuration of every tuned op on this GPU and "
+                                                  "write its timing distribution as a readable JSON baseline");
+    save->add_option("--ops", g_baseline.ops, "Only these ops (rmsnorm or rmsnorm/fwd); repeatable");
+    save->add_option("--out", g_baseline.out, "Output file (default: results/baselines/<device>.json)");
+    save->add_option("--sessions", g_baseline.sessions, "Measurement sessions pooled per case")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 20));
+    save->add_option("--samples", g_baseline.samples, "Samples per session")->capture_default_str()->check(
+        CLI::Range(10, 10000));
+    save->add_option("--device", g_baseline.device, "GPU ordinal")->capture_default_str();
+
+    auto* check = app.add_subcommand(
+        "check", "Measure the current kernels at the baseline's configurations and compare (bootstrap CI of the ratio "
+                 "of medians, duration-dependent threshold); slower and unclear cases are re-measured, interleaved, "
+                 "before the verdict. Exit 1 only for a reproduced slowdown or a correctness failure");
+    check->add_option("--baseline", g_check.baseline, "Baseline JSON (ktune baseline save)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    check->add_option("--ops", g_check.ops, "Only these ops; repeatable");
+    check->add_flag("--force", g_check.force, "Compare even when this GPU's device key differs from the baseline's");
+    check->add_option("--markdown", g_check.markdown, "Also write a Markdown summary for the pull request");
+    check->add_option("--junit", g_check.junit, "Also write JUnit XML for the CI system");
+    check->add_option("--samples", g_check.samples, "Samples per measurement session")->capture_default_str()->check(
+        CLI::Range(10, 10000));
+    check->add_option("--rounds", g_check.rounds, "Interleaved re-measurement rounds for slower/unclear cases")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 50));
+    check->add_option("--device", g_check.device, "GPU ordinal")->capture_default_str();
+}
+
+std::optional<int> run_result_command(CLI::App& app, const GlobalOptions& global) {
+    if (app.got_subcommand("report")) return cmd_report(global);
+    if (app.got_subcommand("import-peers")) return cmd_import_peers(global);
+    if (app.got_subcommand("baseline")) return cmd_baseline_save(global);
+    if (app.got_subcommand("check")) return cmd_check(global);
+    return std::nullopt;
+}
+
+}  // namespace ktune::cli

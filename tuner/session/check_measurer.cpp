@@ -1,0 +1,81 @@
+#include "tuner/session/check_measurer.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "tuner/core/error.hpp"
+#include "tuner/session/tuning_session.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ktune {
+
+struct GpuCaseMeasurer::Space {
+    SearchSpace space;
+    const OpDescription* op;
+    std::unique_ptr<SpaceMeasurer> measurer;
+};
+
+std::string find_space_file(const std::string& root, const std::string& op, const std::string& variant) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(fs::path(root) / "search_spaces"))
+        if (e.path().extension() == ".yaml") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+        try {
+            const SearchSpace s = SearchSpace::load_file(f.string());
+            if (s.op() == op && s.variant() == variant) return f.string();
+        } catch (const Error&) {
+            // A broken file elsewhere does not stop the look-up; `ktune list` reports it.
+        }
+    }
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("no search space for op {} variant {} under {}/search_spaces", op, variant, root));
+}
+
+GpuCaseMeasurer::GpuCaseMeasurer(std::string root, CompileService& jit, GpuWorker& gpu, const Store* store,
+                                 BaselineMethod method, std::uint64_t seed)
+    : m_root(std::move(root)), m_jit(jit), m_gpu(gpu), m_store(store), m_method(method), m_seed(seed) {}
+
+GpuCaseMeasurer::~GpuCaseMeasurer() = default;
+
+GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const std::string& variant) {
+    auto& slot = m_spaces[op + "/" + variant];
+    if (!slot) {
+        auto s = std::make_unique<Space>(Space{SearchSpace::load_file(find_space_file(m_root, op, variant)),
+                                               &find_op(op, variant), nullptr});
+        s->measurer = std::make_unique<SpaceMeasurer>(s->space, *s->op, m_jit, m_gpu, m_seed);
+        slot = std::move(s);
+    }
+    return *slot;
+}
+
+std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::string& config_key, int min_samples) {
+    Space& s = space_for(c.op, c.variant);
+    const Config config{parse_problem_filter(config_key, "baseline configuration")};
+    wire::TimingOptions t;
+    t.cold_l2 = m_method.cold_l2;
+    t.warmup = m_method.warmup;
+    t.min_samples = min_samples;
+    t.max_samples = min_samples;  // a session is a fixed number of samples: sessions compare like with like
+    t.time_cap_s = 60;
+    t.cupti_samples = 0;
+    const Measurement m = s.measurer->measure(config, c.problem, t, 10.0);
+    if (m.status != Status::ok)
+        throw CheckCorrectnessError(m.status, first_lines(m.message, 8), c.id());
+    return m.samples_us;
+}
+
+std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& c) {
+    if (!m_store) return std::nullopt;
+    for (const ResultRecord& r : m_store->best(c.op, c.variant, m_gpu.device().key, current_source_hash(c)))
+        if (r.problem.key() == c.problem.key()) return r.config_key;
+    return std::nullopt;
+}
+
+std::optional<std::string> GpuCaseMeasurer::current_source_hash(const BaselineCase& c) {
+    return m_jit.source_hash(space_for(c.op, c.variant).space.kernel_source());
+}
+
+}  // namespace ktune

@@ -1,0 +1,169 @@
+#include "tuner/session/space_measurer.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "harness/stats/stats.hpp"
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+std::string wire_elem(ElemType t) {
+    switch (t) {
+        case ElemType::f32: return "f32";
+        case ElemType::f16: return "f16";
+        case ElemType::bf16: return "bf16";
+        case ElemType::i32: return "i32";
+        case ElemType::i64: return "i64";
+        case ElemType::i8: return "i8";
+        case ElemType::u8: return "u8";
+    }
+    return "?";
+}
+
+std::string wire_role(BufferRole r) {
+    switch (r) {
+        case BufferRole::input: return "input";
+        case BufferRole::output: return "output";
+        case BufferRole::inout: return "inout";
+        case BufferRole::scratch: return "scratch";
+    }
+    return "?";
+}
+
+std::string wire_kind(KernelArg::Kind k) {
+    switch (k) {
+        case KernelArg::Kind::buffer: return "buffer";
+        case KernelArg::Kind::i32: return "i32";
+        case KernelArg::Kind::i64: return "i64";
+        case KernelArg::Kind::f32: return "f32";
+    }
+    return "?";
+}
+
+}  // namespace
+
+std::string first_lines(const std::string& log, int lines) {
+    std::size_t pos = 0;
+    for (int i = 0; i < lines && pos != std::string::npos; ++i) {
+        pos = log.find('\n', pos);
+        if (pos != std::string::npos) ++pos;
+    }
+    return pos == std::string::npos ? log : log.substr(0, pos);
+}
+
+ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed) {
+    ProblemSetup s;
+    for (const BufferSpec& b : op.buffers(p))
+        s.buffers.push_back(wire::Buffer{b.name, wire_elem(b.type), b.elements, wire_role(b.role), b.lo, b.hi,
+                                         buffer_seed(seed, b.name)});
+    for (const KernelArg& a : op.arguments(p)) s.args.push_back(wire::Arg{wire_kind(a.kind), a.buffer, a.integer, a.real});
+    return s;
+}
+
+wire::Launch to_wire(const LaunchGeometry& g) {
+    wire::Launch l;
+    for (int i = 0; i < 3; ++i) {
+        l.grid[i] = g.grid[i];
+        l.block[i] = g.block[i];
+    }
+    l.shared_bytes = g.shared_bytes;
+    return l;
+}
+
+SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
+                             std::uint64_t seed)
+    : m_space(space), m_op(op), m_jit(jit), m_gpu(gpu), m_seed(seed) {}
+
+const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name) {
+    auto [it, inserted] = m_compiles.try_emplace(source + "|" + name);
+    if (inserted) {
+        CompileRequest req;
+        req.source_path = source;
+        req.name_expressions = {name};
+        req.arch = m_gpu.device().arch();
+        it->second = m_jit.submit(std::move(req));
+    }
+    return it->second.get();
+}
+
+void SpaceMeasurer::prefetch(const Config& c, Dtype d) {
+    auto [it, inserted] = m_compiles.try_emplace(m_space.kernel_source() + "|" + m_space.kernel_name(c, d));
+    if (inserted) {
+        CompileRequest req;
+        req.source_path = m_space.kernel_source();
+        req.name_expressions = {m_space.kernel_name(c, d)};
+        req.arch = m_gpu.device().arch();
+        it->second = m_jit.submit(std::move(req));
+    }
+}
+
+void SpaceMeasurer::set_up(const Problem& p) {
+    if (m_current_problem == p.key()) return;
+    ProblemSetup setup = make_problem_setup(m_op, p, m_seed);
+    const CompileResult& ref = compiled(m_space.reference_source(), m_space.reference_name(p.dtype));
+    if (!ref.ok)
+        throw Error(ErrorCategory::compile, "the reference kernel does not compile:\n" + first_lines(ref.log, 20),
+                    m_space.reference_source());
+    setup.reference = to_wire(m_space.reference_launch(p));
+    setup.reference.cubin = ref.cubin_path;
+    setup.reference.lowered = ref.kernels.at(0).lowered_name;
+    m_gpu.setup(setup);
+    m_current_problem = p.key();
+    m_best_p50_us = 0;
+}
+
+Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire::TimingOptions& timing,
+                                   double timeout_floor_s) {
+    set_up(p);
+    Measurement m;
+    const CompileResult& cr = compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype));
+    if (!cr.ok) {
+        m.status = Status::compile_error;
+        m.message = cr.log;
+        return m;
+    }
+    m.compile = cr.kernels.at(0).info;
+    m.compile.compile_seconds = cr.compile_seconds;
+    m.compile.cache_hit = cr.cache_hit;
+    try {
+        const LaunchGeometry g = m_space.launch(c, p);
+        wire::Launch launch = to_wire(g);
+        launch.cubin = cr.cubin_path;
+        launch.lowered = cr.kernels.at(0).lowered_name;
+        m.dynamic_shared_bytes = g.shared_bytes;
+        if (int(g.shared_bytes) > m_gpu.props().max_shared_per_block_optin) {
+            m.status = Status::launch_error;
+            m.message = fmt::format("needs {} bytes of dynamic shared memory; the device allows {}", g.shared_bytes,
+                                    m_gpu.props().max_shared_per_block_optin);
+            return m;
+        }
+        // Watchdog: a hung kernel is killed after the sampling cap plus a margin that grows with the best time seen
+        // on this problem, never below the floor.
+        const double timeout = timing.time_cap_s + std::max(timeout_floor_s, 2000 * m_best_p50_us * 1e-6);
+        const wire::EvaluateResult er = m_gpu.evaluate(launch, m_space.tolerance(p.dtype), timing, timeout);
+        m.status = parse_status(er.status).value_or(Status::launch_error);
+        m.message = er.message;
+        m.mismatches = er.mismatches;
+        m.max_abs_error = er.max_abs_error;
+        m.samples_us = er.samples_us;
+        m.time_cap_hit = er.time_cap_hit;
+        m.cupti_p50_us = er.cupti_p50_us;
+        m.stats = summarize(er.samples_us);
+        if (m.status == Status::ok && m.stats.p50 > 0) {
+            m.gbps = m_op.bytes_moved(p) / (m.stats.p50 * 1e-6) / 1e9;
+            if (m_best_p50_us == 0 || m.stats.p50 < m_best_p50_us) m_best_p50_us = m.stats.p50;
+        }
+    } catch (const Error& e) {
+        // A launch expression that cannot be evaluated for this configuration (division by zero, a grid of 0)
+        // is this configuration's failure, not the run's.
+        if (e.category() != ErrorCategory::bad_input) throw;
+        m.status = Status::launch_error;
+        m.message = e.what();
+    }
+    return m;
+}
+
+}  // namespace ktune

@@ -1,0 +1,53 @@
+#pragma once
+// Measures configurations of one search space on one GPU: compiles them (each distinct kernel once, on the compile
+// service's pool), sets each problem up once (buffers, inputs, the reference's outputs), then validates and times a
+// configuration. One owner for "measure this configuration on this problem", shared by tuning runs and checks.
+#include <cstdint>
+#include <future>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "harness/protocol/protocol.hpp"
+#include "kernels/op.hpp"
+#include "tuner/core/measurement.hpp"
+#include "tuner/jit/compile_service.hpp"
+#include "tuner/session/gpu_worker.hpp"
+#include "tuner/space/search_space.hpp"
+
+namespace ktune {
+
+// The worker-side description of a problem: buffers (with their generator seeds) and kernel arguments.
+ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed);
+wire::Launch to_wire(const LaunchGeometry& g);
+
+class SpaceMeasurer {
+public:
+    SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
+                  std::uint64_t seed);
+
+    // Starts compiling a configuration now, so it is ready when measured.
+    void prefetch(const Config& c, Dtype d);
+    // Compiles (or waits for) the configuration, sets the problem up if it is not current, validates and times.
+    // Never throws for the configuration's own failures: they are the returned status. `timeout_floor_s` is the
+    // watchdog's floor; it grows with the best time seen on the current problem.
+    Measurement measure(const Config& c, const Problem& p, const wire::TimingOptions& timing, double timeout_floor_s);
+
+private:
+    const CompileResult& compiled(const std::string& source, const std::string& name);
+    void set_up(const Problem& p);
+
+    const SearchSpace& m_space;
+    const OpDescription& m_op;
+    CompileService& m_jit;
+    GpuWorker& m_gpu;
+    std::uint64_t m_seed;
+    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression
+    std::optional<std::string> m_current_problem;
+    double m_best_p50_us = 0;  // on the current problem
+};
+
+// Keeps the first lines of a compile log: the error is at the top, the rest is the instantiation backtrace.
+std::string first_lines(const std::string& log, int lines);
+
+}  // namespace ktune
