@@ -35,13 +35,20 @@ private:
         CUdeviceptr ptr = 0;
         CUdeviceptr reference = 0;  // outputs/inouts: the reference kernel's result
         CUdeviceptr pristine = 0;   // inouts: the generated input, restored before each validation run
+        std::vector<CUdeviceptr> replicas;  // small problems: more copies that timing samples rotate through
         std::size_t bytes = 0;
+    };
+    // Kernel arguments for one launch; `pointers` point into `values`, which a move keeps in place.
+    struct LaunchParams {
+        std::vector<std::uint64_t> values;
+        std::vector<void*> pointers;
     };
 
     CUfunction function(const std::string& cubin, const std::string& lowered);
     CUfunction utility(const std::string& what);
-    void launch(CUfunction f, const wire::Launch& l, std::vector<void*>& params);
-    std::vector<void*> build_params(bool reference_outputs);
+    void launch(CUfunction f, const wire::Launch& l, LaunchParams& params);
+    // replica 0 is the buffers themselves; 1..n the rotation copies of a small problem.
+    LaunchParams build_params(bool reference_outputs, std::size_t replica = 0);
     void free_problem();
     void run_utility_grid(const std::string& what, std::vector<void*> params);
     void poison_outputs();
@@ -72,8 +79,7 @@ private:
 
     std::vector<DeviceBuffer> m_buffers;
     std::vector<wire::Arg> m_args;
-    // Argument values must outlive the launch: one 8-byte slot per argument.
-    std::vector<std::uint64_t> m_arg_storage;
+    std::size_t m_replicas = 0;  // rotation copies per buffer of the current problem
 };
 
 }  // namespace ktune::worker

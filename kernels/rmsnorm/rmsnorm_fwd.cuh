@@ -1,11 +1,14 @@
 #pragma once
 // RMSNorm forward, the tuned kernel.
 //
-//   y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c]     for r < rows, c < hidden
+//   y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * g[c]     for r < rows, c < hidden
+//
+// with g = w (OFFSET 0, the default) or g = 1 + w in fp32 (OFFSET 1: Gemma, whose checkpoints store w - 1).
 //
 // x and y rows start x_row_stride / y_row_stride elements apart (>= hidden); columns hidden.. of a row (padding) are
 // never read or written. Sum of squares and scaling in fp32; y rounded once to T. T: float, __half, __nv_bfloat16.
-// Driven by search_spaces/rmsnorm.yaml (op rmsnorm, variant fwd); reference: kernels/rmsnorm/rmsnorm_reference.cuh.
+// Driven by search_spaces/rmsnorm.yaml (op rmsnorm, variant fwd) and search_spaces/rmsnorm_gemma.yaml (variant
+// fwd_gemma, OFFSET 1); reference: kernels/rmsnorm/rmsnorm_reference.cuh.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK           threads per block: a multiple of 32 * ROWS_PER_BLOCK, at most 1024.
@@ -18,6 +21,7 @@
 //                   second sweep re-reads it, mostly from L2, to write y (two-pass path).
 //   ROWS_PER_BLOCK  rows a block normalises at once, >= 1: threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32,
 //                   so short rows still fill a block.
+//   OFFSET          0 or 1 (default 0): the weight is w or 1 + w. A literal in the YAML's kernel name, not searched.
 // Registers: about UNROLL * VEC * sizeof(T) / 4 for the row plus as many for w; the YAML keeps both small enough
 // that nothing spills under __launch_bounds__(BLOCK).
 //
@@ -47,8 +51,17 @@ __device__ __forceinline__ float sum_squares(const Words<W>& a, float acc) {
     return acc;
 }
 
-// x * inv_rms * w for one access, rounded to T.
-template <typename T, int W>
+// The weight factor: w, or 1 + w for Gemma.
+template <int OFFSET>
+__device__ __forceinline__ float weight(float w) {
+    if constexpr (OFFSET != 0)
+        return 1.0f + w;
+    else
+        return w;
+}
+
+// x * inv_rms * weight(w) for one access, rounded to T.
+template <typename T, int W, int OFFSET = 0>
 __device__ __forceinline__ Words<W> scale(const Words<W>& x, const Words<W>& w, float inv_rms) {
     constexpr int E = elems_per_word<T>;
     Words<W> out;
@@ -58,7 +71,7 @@ __device__ __forceinline__ Words<W> scale(const Words<W>& x, const Words<W>& w, 
         unpack_word(T{}, x.w[j], fx);
         unpack_word(T{}, w.w[j], fw);
 #pragma unroll
-        for (int e = 0; e < E; ++e) fy[e] = fx[e] * inv_rms * fw[e];
+        for (int e = 0; e < E; ++e) fy[e] = fx[e] * inv_rms * weight<OFFSET>(fw[e]);
         out.w[j] = pack_word<T>(fy);
     }
     return out;
@@ -83,10 +96,10 @@ template <typename T>
 __device__ __forceinline__ float tail_load(const RowArgs<T>& a, int tail_start) {
     return a.t < a.hidden - tail_start ? to_float(a.xr[tail_start + a.t]) : 0.0f;
 }
-template <typename T>
+template <int OFFSET, typename T>
 __device__ __forceinline__ void tail_store(const RowArgs<T>& a, int tail_start, float x_tail, float inv_rms) {
     if (a.t < a.hidden - tail_start)
-        a.yr[tail_start + a.t] = from_float<T>(x_tail * inv_rms * to_float(a.w[tail_start + a.t]));
+        a.yr[tail_start + a.t] = from_float<T>(x_tail * inv_rms * weight<OFFSET>(to_float(a.w[tail_start + a.t])));
 }
 
 // The vector paths: V-element accesses (4, 8 or 16 bytes, aligned), U accesses per thread per pass, TPR threads per
@@ -105,7 +118,7 @@ __device__ __forceinline__ bool fits_one_pass(int hidden) {
 }
 
 // One pass: the row is read once and stays in registers (slots past the row hold zeros).
-template <typename T, int TPR, int V, int U>
+template <typename T, int TPR, int V, int U, int OFFSET>
 __device__ __forceinline__ void normalize_row_one_pass(const RowArgs<T>& a) {
     constexpr int W = VectorShape<T, V>::W;
     // Prefetching w ahead of the reduction hides its latency at decode sizes; only while it costs <= 16 registers.
@@ -147,15 +160,15 @@ __device__ __forceinline__ void normalize_row_one_pass(const RowArgs<T>& a) {
                 wv = wbuf[u];
             else
                 wv = load_words<W>(a.w + static_cast<long long>(i) * V);
-            store_words<W>(a.yr + static_cast<long long>(i) * V, scale<T, W>(xbuf[u], wv, inv_rms));
+            store_words<W>(a.yr + static_cast<long long>(i) * V, scale<T, W, OFFSET>(xbuf[u], wv, inv_rms));
         }
     }
-    tail_store(a, tail_start, x_tail, inv_rms);
+    tail_store<OFFSET>(a, tail_start, x_tail, inv_rms);
 }
 
 // Two passes: the sum of squares streams the row, then a second sweep re-reads x (from L2 while the rows in flight
 // fit) and w (L1/L2) to write y.
-template <typename T, int TPR, int V, int U>
+template <typename T, int TPR, int V, int U, int OFFSET>
 __device__ __forceinline__ void normalize_row_two_pass(const RowArgs<T>& a) {
     constexpr int W = VectorShape<T, V>::W;
     constexpr int STEP = TPR * U;  // accesses per pass
@@ -196,15 +209,16 @@ __device__ __forceinline__ void normalize_row_two_pass(const RowArgs<T>& a) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int i = base + u * TPR + t;
-            if (i < nvec) store_words<W>(a.yr + static_cast<long long>(i) * V, scale<T, W>(xv[u], wv[u], inv_rms));
+            if (i < nvec)
+                store_words<W>(a.yr + static_cast<long long>(i) * V, scale<T, W, OFFSET>(xv[u], wv[u], inv_rms));
         }
     }
-    tail_store(a, tail_start, x_tail, inv_rms);
+    tail_store<OFFSET>(a, tail_start, x_tail, inv_rms);
 }
 
 // The scalar path, for misaligned rows and 2-byte VEC: element-wise accesses, U elements per thread per pass, always
 // two sweeps over x. Same calling rules as the vector paths.
-template <typename T, int TPR, int U>
+template <typename T, int TPR, int U, int OFFSET>
 __device__ __forceinline__ void normalize_row_scalar(const RowArgs<T>& a) {
     constexpr int STEP = TPR * U;
     const int hidden = a.hidden;
@@ -234,7 +248,7 @@ __device__ __forceinline__ void normalize_row_scalar(const RowArgs<T>& a) {
             const int i = base + u * TPR + t;
             if (i < hidden) {
                 v[u] = to_float(a.xr[i]);
-                g[u] = to_float(a.w[i]);
+                g[u] = weight<OFFSET>(to_float(a.w[i]));
             }
         }
 #pragma unroll
@@ -248,7 +262,7 @@ __device__ __forceinline__ void normalize_row_scalar(const RowArgs<T>& a) {
 enum class RowPath { one_pass, two_pass, scalar };
 
 // Walks this block's row groups (grid stride) with one path for the whole launch. TPR threads per row.
-template <RowPath PATH, typename T, int TPR, int V, int U, int ROWS_PER_BLOCK, int WARPS>
+template <RowPath PATH, typename T, int TPR, int V, int U, int ROWS_PER_BLOCK, int OFFSET, int WARPS>
 __device__ __forceinline__ void normalize_rows(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                                int rows, int hidden, long long x_row_stride, long long y_row_stride,
                                                float eps, float (&scratch)[2][WARPS]) {
@@ -270,18 +284,18 @@ __device__ __forceinline__ void normalize_rows(T* __restrict__ y, const T* __res
                            t,
                            &scratch[parity][row_in_block * (TPR / 32)]};
         if constexpr (PATH == RowPath::one_pass)
-            normalize_row_one_pass<T, TPR, V, U>(a);
+            normalize_row_one_pass<T, TPR, V, U, OFFSET>(a);
         else if constexpr (PATH == RowPath::two_pass)
-            normalize_row_two_pass<T, TPR, V, U>(a);
+            normalize_row_two_pass<T, TPR, V, U, OFFSET>(a);
         else
-            normalize_row_scalar<T, TPR, U>(a);
+            normalize_row_scalar<T, TPR, U, OFFSET>(a);
         parity ^= 1;
     }
 }
 
 }  // namespace ktune::dev::rmsnorm
 
-template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK>
+template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int OFFSET = 0>
 __global__ void __launch_bounds__(BLOCK)
     rmsnorm_fwd(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int rows, int hidden,
                 long long x_row_stride, long long y_row_stride, float eps) {
@@ -292,6 +306,7 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "rmsnorm_fwd: VEC is a power of two");
     static_assert(VEC * sizeof(T) <= 16, "rmsnorm_fwd: VEC * sizeof(T) <= 16");
     static_assert(UNROLL >= 1 && UNROLL <= 32, "rmsnorm_fwd: UNROLL in [1, 32]");
+    static_assert(OFFSET == 0 || OFFSET == 1, "rmsnorm_fwd: OFFSET is 0 or 1");
 
     using namespace ktune::dev;
     constexpr int TPR = BLOCK / ROWS_PER_BLOCK;  // threads per row
@@ -308,14 +323,14 @@ __global__ void __launch_bounds__(BLOCK)
     if constexpr (VECTOR_PATH) {
         if (vector_ok) {
             if (rmsnorm::fits_one_pass<TPR, VEC, UNROLL>(hidden))
-                rmsnorm::normalize_rows<RowPath::one_pass, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK>(
+                rmsnorm::normalize_rows<RowPath::one_pass, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, OFFSET>(
                     y, x, w, rows, hidden, x_row_stride, y_row_stride, eps, scratch);
             else
-                rmsnorm::normalize_rows<RowPath::two_pass, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK>(
+                rmsnorm::normalize_rows<RowPath::two_pass, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, OFFSET>(
                     y, x, w, rows, hidden, x_row_stride, y_row_stride, eps, scratch);
             return;
         }
     }
-    rmsnorm::normalize_rows<RowPath::scalar, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK>(y, x, w, rows, hidden, x_row_stride,
-                                                                                  y_row_stride, eps, scratch);
+    rmsnorm::normalize_rows<RowPath::scalar, T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, OFFSET>(
+        y, x, w, rows, hidden, x_row_stride, y_row_stride, eps, scratch);
 }

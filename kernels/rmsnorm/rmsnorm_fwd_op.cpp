@@ -1,5 +1,7 @@
 // rmsnorm/fwd: y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c]. Kernels: kernels/rmsnorm/*.cuh; search
 // space: search_spaces/rmsnorm.yaml.
+// rmsnorm/fwd_gemma: the same with (1 + w[c]) for w[c] (Gemma checkpoints store w - 1); the same kernels with OFFSET 1,
+// search space search_spaces/rmsnorm_gemma.yaml.
 //
 // Problem axes: M (rows, tokens), H (hidden size), optional S (row stride of x and y in elements, default H, >= H).
 // With S > H the columns H..S-1 of each row are padding: no kernel reads or writes them, so an output's padding keeps
@@ -65,9 +67,14 @@ const std::vector<double>& input_of(const HostBuffers& buffers, const std::strin
 
 class RmsNormFwdOp final : public OpDescription {
 public:
+    explicit RmsNormFwdOp(bool gemma) : m_gemma(gemma) {}
+
     std::string_view name() const override { return "rmsnorm"; }
-    std::string_view variant() const override { return "fwd"; }
+    std::string_view variant() const override { return m_gemma ? "fwd_gemma" : "fwd"; }
     std::string_view summary() const override {
+        if (m_gemma)
+            return "RMSNorm forward, Gemma weights: y = x * rsqrt(mean(x^2) + eps) * (1 + w) (axes M, H, optional "
+                   "stride S)";
         return "RMSNorm forward: y = x * rsqrt(mean(x^2) + eps) * w over rows of H elements (axes M, H, optional stride S)";
     }
 
@@ -76,7 +83,8 @@ public:
         const ElemType t = elem_type(p.dtype);
         return {
             {"x", t, s.m * s.s, BufferRole::input, -2.0, 2.0},
-            {"w", t, s.h, BufferRole::input, 0.5, 1.5},
+            // The effective weight (w, or 1 + w for Gemma) lies in [0.5, 1.5) either way.
+            {"w", t, s.h, BufferRole::input, m_gemma ? -0.5 : 0.5, m_gemma ? 0.5 : 1.5},
             {"y", t, s.m * s.s, BufferRole::output, 0.0, 0.0},
         };
     }
@@ -117,15 +125,26 @@ public:
             double sum_sq = 0.0;
             for (std::int64_t c = 0; c < s.h; ++c) sum_sq += x[row + c] * x[row + c];
             const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(s.h) + eps);
-            for (std::int64_t c = 0; c < s.h; ++c) y[row + c] = x[row + c] * inv_rms * w[static_cast<std::size_t>(c)];
+            for (std::int64_t c = 0; c < s.h; ++c) {
+                const double wc = w[static_cast<std::size_t>(c)];
+                y[row + c] = x[row + c] * inv_rms * (m_gemma ? 1.0 + wc : wc);
+            }
         }
     }
+
+private:
+    bool m_gemma;
 };
 
 }  // namespace
 
 const OpDescription& rmsnorm_fwd_op() {
-    static const RmsNormFwdOp op;
+    static const RmsNormFwdOp op(false);
+    return op;
+}
+
+const OpDescription& rmsnorm_fwd_gemma_op() {
+    static const RmsNormFwdOp op(true);
     return op;
 }
 

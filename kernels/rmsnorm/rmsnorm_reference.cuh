@@ -1,7 +1,9 @@
 #pragma once
 // RMSNorm forward, the reference the tuned kernel is validated against (same arguments as rmsnorm_fwd):
 //
-//   y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c]     for r < rows, c < hidden
+//   y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * g[c]     for r < rows, c < hidden
+//
+// with g = w (OFFSET 0, the default) or 1 + w (OFFSET 1, Gemma; search_spaces/rmsnorm_gemma.yaml).
 //
 // Plain and obviously correct: scalar loads, sum of squares in double reduced in shared memory in a fixed order, the
 // result computed in double and rounded once to T. Padding columns (hidden.. of a strided row) are not touched.
@@ -9,7 +11,7 @@
 // (blocks loop over rows; grid = rows gives one row per block).
 #include "kernels/common/ktune_device.cuh"
 
-template <typename T>
+template <typename T, int OFFSET = 0>
 __global__ void __launch_bounds__(256)
     rmsnorm_fwd_reference(T* y, const T* x, const T* w, int rows, int hidden, long long x_row_stride,
                           long long y_row_stride, float eps) {
@@ -42,7 +44,9 @@ __global__ void __launch_bounds__(256)
         __syncthreads();  // everyone has read partial[0] before the next row overwrites it
 
         for (int c = tid; c < hidden; c += threads) {
-            const double v = static_cast<double>(to_float(xr[c])) * inv_rms * static_cast<double>(to_float(w[c]));
+            const double wc = static_cast<double>(to_float(w[c]));
+            const double g = OFFSET != 0 ? 1.0 + wc : wc;
+            const double v = static_cast<double>(to_float(xr[c])) * inv_rms * g;
             yr[c] = from_double<T>(v);
         }
     }

@@ -90,6 +90,8 @@ std::string resolve_space_path(const std::string& root, const std::string& op_or
 }
 
 std::string git_revision(const std::string& root) {
+    // A copy of the tree without .git (a GPU host that received the working tree) is told its revision.
+    if (const char* env = std::getenv("KTUNE_GIT_REVISION"); env && *env) return env;
     const std::string q = "'" + root + "'";
     std::string rev = run_command("git -C " + q + " rev-parse --short=12 HEAD 2>/dev/null");
     if (rev.empty()) return "unknown";

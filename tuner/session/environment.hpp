@@ -13,7 +13,7 @@ std::string default_cache_dir();                           // $KTUNE_CACHE_DIR, 
 // The search-space file for an op name ("rmsnorm" -> <root>/search_spaces/rmsnorm.yaml) or a path to a YAML file.
 // Throws Error(bad_input) listing the available spaces when neither exists.
 std::string resolve_space_path(const std::string& root, const std::string& op_or_path);
-std::string git_revision(const std::string& root);         // "abc1234" (+ "-dirty"), or "unknown"
+std::string git_revision(const std::string& root);  // $KTUNE_GIT_REVISION, else "abc1234" (+ "-dirty"), or "unknown"
 std::string utc_now_iso();
 std::string hostname();
 std::string ktune_version();

@@ -1,0 +1,206 @@
+// add_rmsnorm: fused residual add + RMSNorm forward. s = x + residual (fp32), residual_out = s rounded to T,
+// y = s * rsqrt(mean(s^2) + eps) * g with g = w, or 1 + w for the Gemma variant.
+//   add_rmsnorm/fwd          residual_out is its own output buffer    search_spaces/add_rmsnorm.yaml
+//   add_rmsnorm/fwd_inplace  residual is updated in place (inout)      search_spaces/add_rmsnorm_inplace.yaml
+//   add_rmsnorm/fwd_gemma    fwd with g = 1 + w                        search_spaces/add_rmsnorm_gemma.yaml
+// Kernels: kernels/add_rmsnorm/*.cuh.
+//
+// Problem axes: M (rows), H (hidden size), optional S (row stride of every [M, H] buffer in elements, default H, >= H).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "kernels/op.hpp"
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+constexpr double add_rmsnorm_eps = 1e-6;
+
+struct Shape {
+    std::int64_t m = 0, h = 0, s = 0;  // rows, hidden, row stride (elements)
+};
+
+enum class Kind { fwd, fwd_inplace, fwd_gemma };
+
+std::string_view variant_name(Kind k) {
+    switch (k) {
+        case Kind::fwd: return "fwd";
+        case Kind::fwd_inplace: return "fwd_inplace";
+        case Kind::fwd_gemma: return "fwd_gemma";
+    }
+    return "?";
+}
+
+class AddRmsNormOp final : public OpDescription {
+public:
+    explicit AddRmsNormOp(Kind kind) : m_kind(kind), m_key(fmt::format("add_rmsnorm/{}", variant_name(kind))) {}
+
+    std::string_view name() const override { return "add_rmsnorm"; }
+    std::string_view variant() const override { return variant_name(m_kind); }
+    std::string_view summary() const override {
+        switch (m_kind) {
+            case Kind::fwd_inplace:
+                return "Residual add + RMSNorm, residual updated in place: residual += x; y = rmsnorm(residual) * w "
+                       "(fp32 sum normalised; axes M, H, optional stride S)";
+            case Kind::fwd_gemma:
+                return "Residual add + RMSNorm, Gemma weights: residual_out = x + residual; "
+                       "y = rmsnorm(x + residual) * (1 + w) (axes M, H, optional stride S)";
+            case Kind::fwd: break;
+        }
+        return "Residual add + RMSNorm: residual_out = x + residual; y = rmsnorm(x + residual) * w (fp32 sum "
+               "normalised; axes M, H, optional stride S)";
+    }
+
+    std::vector<BufferSpec> buffers(const Problem& p) const override {
+        const Shape s = shape_of(p);
+        const ElemType t = elem_type(p.dtype);
+        const bool gemma = m_kind == Kind::fwd_gemma;
+        std::vector<BufferSpec> b{
+            {"x", t, s.m * s.s, BufferRole::input, -2.0, 2.0},
+            {"residual", t, s.m * s.s, m_kind == Kind::fwd_inplace ? BufferRole::inout : BufferRole::input, -2.0, 2.0},
+            // The effective weight (w, or 1 + w for Gemma) lies in [0.5, 1.5) either way.
+            {"w", t, s.h, BufferRole::input, gemma ? -0.5 : 0.5, gemma ? 0.5 : 1.5},
+            {"y", t, s.m * s.s, BufferRole::output, 0.0, 0.0},
+        };
+        if (m_kind != Kind::fwd_inplace) b.push_back({"residual_out", t, s.m * s.s, BufferRole::output, 0.0, 0.0});
+        return b;
+    }
+
+    // add_rmsnorm_fwd(y, residual_out, x, residual, w, ...) / add_rmsnorm_fwd_inplace(y, residual, x, w, ...).
+    std::vector<KernelArg> arguments(const Problem& p) const override {
+        const Shape s = shape_of(p);
+        std::vector<KernelArg> a{KernelArg::buf("y")};
+        if (m_kind == Kind::fwd_inplace) {
+            a.push_back(KernelArg::buf("residual"));
+            a.push_back(KernelArg::buf("x"));
+        } else {
+            a.push_back(KernelArg::buf("residual_out"));
+            a.push_back(KernelArg::buf("x"));
+            a.push_back(KernelArg::buf("residual"));
+        }
+        for (KernelArg v : {KernelArg::buf("w"), KernelArg::i32(s.m), KernelArg::i32(s.h), KernelArg::i64(s.s),
+                            KernelArg::i64(s.s), KernelArg::i64(s.s), KernelArg::f32(add_rmsnorm_eps)})
+            a.push_back(std::move(v));
+        return a;
+    }
+
+    // x and residual read, y and the residual written (valid columns only), w read once.
+    double bytes_moved(const Problem& p) const override {
+        const Shape s = shape_of(p);
+        return (4.0 * static_cast<double>(s.m) * static_cast<double>(s.h) + static_cast<double>(s.h)) *
+               elem_bytes(elem_type(p.dtype));
+    }
+
+    // Per element: add (1), square-accumulate (2), scale by rstd and the weight (2; Gemma's 1 + w: one more).
+    double flops(const Problem& p) const override {
+        const Shape s = shape_of(p);
+        return (m_kind == Kind::fwd_gemma ? 6.0 : 5.0) * static_cast<double>(s.m) * static_cast<double>(s.h);
+    }
+
+    // In double, not rounded to the storage type: the residual written (residual_out, or residual in place) is the
+    // exact sum, y normalises it. Padding columns of the outputs are left as they are (outputs created with NaN when
+    // absent or mis-sized; the in-place residual's padding keeps its input values).
+    void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
+        const Shape s = shape_of(p);
+        const std::int64_t n = s.m * s.s;
+        const std::vector<double> x = input_of(buffers, "x", n);
+        const std::vector<double> w = input_of(buffers, "w", s.h);
+        std::vector<double> residual = input_of(buffers, "residual", n);  // a copy: in place, it is overwritten
+        std::vector<double>& y = output_of(buffers, "y", n);
+        std::vector<double>& res_out =
+            m_kind == Kind::fwd_inplace ? buffers["residual"] : output_of(buffers, "residual_out", n);
+        const double eps = static_cast<double>(static_cast<float>(add_rmsnorm_eps));
+        for (std::int64_t r = 0; r < s.m; ++r) {
+            const std::size_t row = static_cast<std::size_t>(r * s.s);
+            double sum_sq = 0.0;
+            for (std::int64_t c = 0; c < s.h; ++c) {
+                const double v = x[row + c] + residual[row + c];
+                sum_sq += v * v;
+            }
+            const double rstd = 1.0 / std::sqrt(sum_sq / static_cast<double>(s.h) + eps);
+            for (std::int64_t c = 0; c < s.h; ++c) {
+                const double v = x[row + c] + residual[row + c];
+                const double wc = w[static_cast<std::size_t>(c)];
+                res_out[row + c] = v;
+                y[row + c] = v * rstd * (m_kind == Kind::fwd_gemma ? 1.0 + wc : wc);
+            }
+        }
+    }
+
+private:
+    Shape shape_of(const Problem& p) const {
+        for (const auto& [name, value] : p.shape)
+            if (name != "M" && name != "H" && name != "S")
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("{} has axes M, H and optionally S; unknown axis {}", m_key, name), p.key());
+        auto required = [&](std::string_view name) {
+            if (auto v = lookup(p.shape, name)) return *v;
+            throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", m_key, name), p.key());
+        };
+        Shape s;
+        s.m = required("M");
+        s.h = required("H");
+        s.s = lookup(p.shape, "S").value_or(s.h);
+        constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
+        if (s.m < 1 || s.h < 1)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} needs M >= 1 and H >= 1, got M={} H={}", m_key, s.m, s.h), p.key());
+        if (s.m > int_max || s.h > int_max)
+            throw Error(ErrorCategory::bad_input, fmt::format("{} needs M and H <= {}", m_key, int_max), p.key());
+        if (s.s < s.h)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} row stride S={} is smaller than the row length H={}", m_key, s.s, s.h),
+                        p.key());
+        if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
+            throw Error(ErrorCategory::bad_input, fmt::format("{} M*S overflows: M={} S={}", m_key, s.m, s.s), p.key());
+        return s;
+    }
+
+    const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name,
+                                        std::int64_t elements) const {
+        auto it = buffers.find(name);
+        if (it == buffers.end())
+            throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), m_key);
+        if (static_cast<std::int64_t>(it->second.size()) != elements)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(),
+                                    elements),
+                        m_key);
+        return it->second;
+    }
+
+    static std::vector<double>& output_of(HostBuffers& buffers, const std::string& name, std::int64_t elements) {
+        std::vector<double>& v = buffers[name];
+        if (static_cast<std::int64_t>(v.size()) != elements)
+            v.assign(static_cast<std::size_t>(elements), std::numeric_limits<double>::quiet_NaN());
+        return v;
+    }
+
+    Kind m_kind;
+    std::string m_key;  // "add_rmsnorm/fwd": names the op in messages
+};
+
+}  // namespace
+
+const OpDescription& add_rmsnorm_fwd_op() {
+    static const AddRmsNormOp op(Kind::fwd);
+    return op;
+}
+
+const OpDescription& add_rmsnorm_fwd_inplace_op() {
+    static const AddRmsNormOp op(Kind::fwd_inplace);
+    return op;
+}
+
+const OpDescription& add_rmsnorm_fwd_gemma_op() {
+    static const AddRmsNormOp op(Kind::fwd_gemma);
+    return op;
+}
+
+}  // namespace ktune

@@ -1,0 +1,473 @@
+#pragma once
+// Decode attention (flash-decoding), the tuned kernel: one query token per sequence against a KV cache.
+//
+//   out[b, hq, :] = softmax_t(scale * q[b, hq, :] . k[b, hk, t, :]) @ v[b, hk, :, :]     t < seq_lens[b]
+//
+// with grouped-query heads (hk = hq / GROUP) and per-sequence lengths (clamped to [0, L]; an empty sequence gives 0).
+// Layouts and scratch: kernels/attention/decode_attention_layout.cuh. T: __half, __nv_bfloat16; scores, softmax and
+// accumulation in fp32 (scores in log2 units: q is pre-scaled by scale * log2(e), exponentials are ex2.approx);
+// out rounded once to T. Driven by search_spaces/decode_attention.yaml and decode_attention_gqa8.yaml (op
+// decode_attention, variant fwd); reference: kernels/attention/decode_attention_reference.cuh.
+//
+// Work split: block (split, kv head, sequence) = blockIdx (x, y, z). Each sequence's tokens are cut into SPLITS
+// contiguous chunks of ceil(len / SPLITS); a block reads its chunk of K and V once for all GROUP q heads of its kv head.
+// Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the head
+// dimension); the block's WARPS * 32 / (HEAD_DIM / VEC) groups take consecutive tokens, TOKENS each per step. Every
+// group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main loop
+// has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the splits
+// merge in the same launch: each block writes its (m, l, acc) to scratch, and the last block of a (sequence, kv head)
+// to arrive (atomic counter, reset by that block) combines all SPLITS partials in split order: deterministic.
+//
+// Tunables (template parameters, named as the YAML keys):
+//   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
+//             with HEAD_DIM / VEC a power of two <= 32.
+//   GROUP     q heads per kv head, HQ / HK (a problem axis, repeated): 1..16.
+//   WARPS     warps per block, 1..16.
+//   VEC       head-dimension elements per lane: 4, 8 or 16 (8 or 16 bytes per access of K or V: VEC 4 moves 8 bytes,
+//             VEC 8 one 16-byte access, VEC 16 two).
+//   TOKENS    tokens each group handles per pipeline step, 1..8 (scores of TOKENS tokens are reduced together, and the
+//             accumulators are rescaled once per step).
+//   STAGES    pipeline depth, 1..8: each lane copies its own slices of K and V for STAGES steps ahead into shared
+//             memory with cp.async (no barrier: a lane only reads what it copied itself).
+//   SPLITS    chunks per sequence (blocks along grid x), 1..128, at most max_splits(B, HK) of the layout (else the
+//             kernel writes nothing).
+//
+// Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory >= smem_bytes() below (the YAML's
+// shared_bytes; checked at run time, too little and the kernel writes nothing). The fast path needs k and v aligned to
+// the access size (8 or 16 bytes); otherwise every lane loads its elements one by one, without the pipeline.
+#include "kernels/attention/decode_attention_layout.cuh"
+#include "kernels/common/ktune_device.cuh"
+
+namespace ktune::dev::decode_attention {
+
+inline constexpr unsigned FULL_MASK = 0xffffffffu;
+
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES>
+struct Shape {
+    static constexpr int THREADS = WARPS * 32;
+    static constexpr int TPT = HEAD_DIM / VEC;       // lanes per token group
+    static constexpr int GPW = 32 / TPT;             // groups per warp
+    static constexpr int GROUPS = WARPS * GPW;       // groups per block
+    static constexpr int STEP = GROUPS * TOKENS;     // tokens per block per step
+    static constexpr int SLICE_BYTES = VEC * int(sizeof(T));              // one lane's part of one token row
+    static constexpr int W = SLICE_BYTES / 4;                             // ... in 32-bit words
+    static constexpr int CHUNK_BYTES = SLICE_BYTES < 16 ? SLICE_BYTES : 16;  // one cp.async
+    static constexpr int CPS = SLICE_BYTES / CHUNK_BYTES;                 // cp.asyncs per slice
+    static constexpr int PIPE_BYTES = STAGES * 2 * TOKENS * SLICE_BYTES * THREADS;
+    static constexpr int MERGE_BYTES = WARPS * GROUP * (HEAD_DIM + 2) * 4;
+    static constexpr int SMEM_BYTES = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
+};
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+    unsigned n;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+    return n;
+}
+
+// Copies BYTES (8 or 16) from global to shared memory asynchronously; zero-fills instead when !valid (src must still be
+// a valid address).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
+    const unsigned d = smem_address(dst);
+    const int n = valid ? BYTES : 0;
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }  // no <cmath> under NVRTC
+
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Online-softmax state of one token group for its GROUP heads; each lane holds VEC of the HEAD_DIM accumulators.
+template <int GROUP, int VEC>
+struct State {
+    float acc[GROUP][VEC];
+    float m[GROUP];  // running max of the scores (log2 units); -inf before the first token
+    float l[GROUP];  // running sum of exp2(score - m)
+};
+
+// Scales `s` by exp2(m_old - m_new) where the max moved; m = -inf (nothing seen) is handled by using 0 as the
+// reference, which gives factor 0 for the empty side.
+__device__ __forceinline__ float safe_max_ref(float m) { return m == neg_inf() ? 0.0f : m; }
+
+// One step of TOKENS tokens for one group: kw / vw hold this lane's slices of the tokens' K and V rows.
+template <typename T, int GROUP, int VEC, int TOKENS, int TPT, int W>
+__device__ __forceinline__ void attend(const unsigned (&kw)[TOKENS][W], const unsigned (&vw)[TOKENS][W],
+                                       const bool (&valid)[TOKENS], const float (&qf)[GROUP][VEC],
+                                       State<GROUP, VEC>& st) {
+    constexpr int E = elems_per_word<T>;
+    float s[TOKENS][GROUP];
+#pragma unroll
+    for (int j = 0; j < TOKENS; ++j) {
+        float kf[VEC];
+#pragma unroll
+        for (int w = 0; w < W; ++w) unpack_word(T{}, kw[j][w], &kf[w * E]);
+#pragma unroll
+        for (int h = 0; h < GROUP; ++h) {
+            float a = 0.0f;
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) a = fmaf(qf[h][e], kf[e], a);
+            s[j][h] = a;
+        }
+    }
+    // Butterfly over the group's lanes: every lane gets the same bits of every score.
+#pragma unroll
+    for (int off = TPT / 2; off > 0; off >>= 1)
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j)
+#pragma unroll
+            for (int h = 0; h < GROUP; ++h) s[j][h] += __shfl_xor_sync(FULL_MASK, s[j][h], off);
+#pragma unroll
+    for (int j = 0; j < TOKENS; ++j)
+        if (!valid[j])
+#pragma unroll
+            for (int h = 0; h < GROUP; ++h) s[j][h] = neg_inf();
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+        float mx = st.m[h];
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j) mx = fmaxf(mx, s[j][h]);
+        const float ref = safe_max_ref(mx);
+        const float corr = fast_exp2(st.m[h] - ref);
+        float l = st.l[h] * corr;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) st.acc[h][e] *= corr;
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j) {
+            s[j][h] = fast_exp2(s[j][h] - ref);  // now p
+            l += s[j][h];
+        }
+        st.l[h] = l;
+        st.m[h] = mx;
+    }
+#pragma unroll
+    for (int j = 0; j < TOKENS; ++j) {
+        float vf[VEC];
+#pragma unroll
+        for (int w = 0; w < W; ++w) unpack_word(T{}, vw[j][w], &vf[w * E]);
+#pragma unroll
+        for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) st.acc[h][e] = fmaf(s[j][h], vf[e], st.acc[h][e]);
+    }
+}
+
+// Per-block constants of the token walk.
+struct Walk {
+    long long head_base;  // element offset of this (sequence, kv head) in k and v
+    int start, end;       // this block's tokens [start, end)
+    int steps;
+    int gid;              // this lane's token group
+    int d0;               // this lane's first element of the head dimension
+};
+
+template <int STEP, int GROUPS_PER_BLOCK>
+__device__ __forceinline__ int token_of(const Walk& w, int step, int j) {
+    return w.start + step * STEP + j * GROUPS_PER_BLOCK + w.gid;
+}
+
+// Byte offset in shared memory of this lane's chunk c of token j's K (kv 0) or V (kv 1) slice in a stage. Consecutive
+// lanes hold consecutive chunks, so both the copies and the reads are free of bank conflicts.
+template <typename S, int TOKENS>
+__device__ __forceinline__ int slot(int stage, int kv, int j, int c, int tid) {
+    return ((((stage * 2 + kv) * TOKENS + j) * S::CPS + c) * S::THREADS + tid) * S::CHUNK_BYTES;
+}
+
+// The pipelined walk: cp.async copies of this lane's slices, STAGES steps ahead.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES>
+__device__ __forceinline__ void walk_pipelined(const Walk& wk, const T* __restrict__ k_cache,
+                                               const T* __restrict__ v_cache, unsigned char* smem,
+                                               const float (&qf)[GROUP][VEC], State<GROUP, VEC>& st) {
+    using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
+    constexpr int W = S::W;
+    constexpr int CW = S::CHUNK_BYTES / 4;
+    const T* kb = k_cache + wk.head_base;
+    const T* vb = v_cache + wk.head_base;
+    const int tid = threadIdx.x;
+#pragma unroll 1
+    for (int st0 = 0; st0 < STAGES; ++st0) {
+        if (st0 < wk.steps) {
+#pragma unroll
+            for (int j = 0; j < TOKENS; ++j) {
+                const int tok = token_of<S::STEP, S::GROUPS>(wk, st0, j);
+                const bool valid = tok < wk.end;
+                const long long off = valid ? static_cast<long long>(tok) * HEAD_DIM + wk.d0 : 0;
+#pragma unroll
+                for (int c = 0; c < S::CPS; ++c) {
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 0, j, c, tid), kb + off + c * (S::CHUNK_BYTES / 2),
+                                             valid);
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 1, j, c, tid), vb + off + c * (S::CHUNK_BYTES / 2),
+                                             valid);
+                }
+            }
+        }
+        cp_async_commit();
+    }
+#pragma unroll 1
+    for (int step = 0; step < wk.steps; ++step) {
+        const int stage = step % STAGES;
+        cp_async_wait<STAGES - 1>();  // this lane's copies of `step` have landed
+        unsigned kw[TOKENS][W], vw[TOKENS][W];
+        bool valid[TOKENS];
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j) {
+            valid[j] = token_of<S::STEP, S::GROUPS>(wk, step, j) < wk.end;
+#pragma unroll
+            for (int c = 0; c < S::CPS; ++c) {
+                const unsigned char* ks = smem + slot<S, TOKENS>(stage, 0, j, c, tid);
+                const unsigned char* vs = smem + slot<S, TOKENS>(stage, 1, j, c, tid);
+                if constexpr (CW == 4) {
+                    const uint4 a = *reinterpret_cast<const uint4*>(ks);
+                    const uint4 b = *reinterpret_cast<const uint4*>(vs);
+                    kw[j][c * 4 + 0] = a.x; kw[j][c * 4 + 1] = a.y; kw[j][c * 4 + 2] = a.z; kw[j][c * 4 + 3] = a.w;
+                    vw[j][c * 4 + 0] = b.x; vw[j][c * 4 + 1] = b.y; vw[j][c * 4 + 2] = b.z; vw[j][c * 4 + 3] = b.w;
+                } else {
+                    const uint2 a = *reinterpret_cast<const uint2*>(ks);
+                    const uint2 b = *reinterpret_cast<const uint2*>(vs);
+                    kw[j][c * 2 + 0] = a.x; kw[j][c * 2 + 1] = a.y;
+                    vw[j][c * 2 + 0] = b.x; vw[j][c * 2 + 1] = b.y;
+                }
+            }
+        }
+        // Refill the stage just read (its values are in registers) with the step STAGES ahead.
+        const int ahead = step + STAGES;
+        if (ahead < wk.steps) {
+#pragma unroll
+            for (int j = 0; j < TOKENS; ++j) {
+                const int tok = token_of<S::STEP, S::GROUPS>(wk, ahead, j);
+                const bool ok = tok < wk.end;
+                const long long off = ok ? static_cast<long long>(tok) * HEAD_DIM + wk.d0 : 0;
+#pragma unroll
+                for (int c = 0; c < S::CPS; ++c) {
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(stage, 0, j, c, tid),
+                                             kb + off + c * (S::CHUNK_BYTES / 2), ok);
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(stage, 1, j, c, tid),
+                                             vb + off + c * (S::CHUNK_BYTES / 2), ok);
+                }
+            }
+        }
+        cp_async_commit();
+        attend<T, GROUP, VEC, TOKENS, S::TPT, W>(kw, vw, valid, qf, st);
+    }
+    cp_async_wait<0>();
+}
+
+// The fallback walk for misaligned k or v: element-wise loads straight into registers, no pipeline.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES>
+__device__ __forceinline__ void walk_unaligned(const Walk& wk, const T* __restrict__ k_cache,
+                                               const T* __restrict__ v_cache, const float (&qf)[GROUP][VEC],
+                                               State<GROUP, VEC>& st) {
+    using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
+    constexpr int W = S::W;
+    const unsigned short* kb = reinterpret_cast<const unsigned short*>(k_cache + wk.head_base);
+    const unsigned short* vb = reinterpret_cast<const unsigned short*>(v_cache + wk.head_base);
+#pragma unroll 1
+    for (int step = 0; step < wk.steps; ++step) {
+        unsigned kw[TOKENS][W], vw[TOKENS][W];
+        bool valid[TOKENS];
+#pragma unroll
+        for (int j = 0; j < TOKENS; ++j) {
+            const int tok = token_of<S::STEP, S::GROUPS>(wk, step, j);
+            valid[j] = tok < wk.end;
+            const long long off = valid[j] ? static_cast<long long>(tok) * HEAD_DIM + wk.d0 : 0;
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                kw[j][w] = valid[j] ? (static_cast<unsigned>(kb[off + 2 * w]) |
+                                       (static_cast<unsigned>(kb[off + 2 * w + 1]) << 16))
+                                    : 0u;
+                vw[j][w] = valid[j] ? (static_cast<unsigned>(vb[off + 2 * w]) |
+                                       (static_cast<unsigned>(vb[off + 2 * w + 1]) << 16))
+                                    : 0u;
+            }
+        }
+        attend<T, GROUP, VEC, TOKENS, S::TPT, W>(kw, vw, valid, qf, st);
+    }
+}
+
+// Merges the state of the partner lane `off` lanes away into this lane's (both end with the same bits).
+template <int GROUP, int VEC>
+__device__ __forceinline__ void merge_lanes(State<GROUP, VEC>& st, int off) {
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+        const float mo = __shfl_xor_sync(FULL_MASK, st.m[h], off);
+        const float mx = fmaxf(st.m[h], mo);
+        const float c = fast_exp2(st.m[h] - safe_max_ref(mx));
+        const float l = st.l[h] * c;
+        st.l[h] = l + __shfl_xor_sync(FULL_MASK, l, off);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            const float a = st.acc[h][e] * c;
+            st.acc[h][e] = a + __shfl_xor_sync(FULL_MASK, a, off);
+        }
+        st.m[h] = mx;
+    }
+}
+
+}  // namespace ktune::dev::decode_attention
+
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS>
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_attention_fwd(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
+                         const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
+                         int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale,
+                         int max_splits) {
+    static_assert(sizeof(T) == 2, "decode_attention_fwd: T is __half or __nv_bfloat16");
+    static_assert(VEC == 4 || VEC == 8 || VEC == 16, "decode_attention_fwd: VEC is 4, 8 or 16");
+    static_assert(HEAD_DIM % VEC == 0, "decode_attention_fwd: HEAD_DIM % VEC == 0");
+    static_assert(HEAD_DIM / VEC <= 32 && ((HEAD_DIM / VEC) & (HEAD_DIM / VEC - 1)) == 0,
+                  "decode_attention_fwd: HEAD_DIM / VEC is a power of two <= 32");
+    static_assert(GROUP >= 1 && GROUP <= 16, "decode_attention_fwd: GROUP in [1, 16]");
+    static_assert(WARPS >= 1 && WARPS <= 16, "decode_attention_fwd: WARPS in [1, 16]");
+    static_assert(TOKENS >= 1 && TOKENS <= 8, "decode_attention_fwd: TOKENS in [1, 8]");
+    static_assert(STAGES >= 1 && STAGES <= 8, "decode_attention_fwd: STAGES in [1, 8]");
+    static_assert(SPLITS >= 1 && SPLITS <= ktune::decode_attention_layout::MAX_SPLITS,
+                  "decode_attention_fwd: SPLITS in [1, 128]");
+
+    using namespace ktune::dev;
+    using namespace ktune::dev::decode_attention;
+    namespace layout = ktune::decode_attention_layout;
+    using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
+    static_assert(S::SMEM_BYTES <= 232448, "decode_attention_fwd: dynamic shared memory <= 227 KiB");
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_last;
+
+    // A launch that does not match the configuration writes nothing (the validation then fails): uniform.
+    if (gridDim.x != SPLITS || gridDim.y != static_cast<unsigned>(kv_heads) ||
+        gridDim.z != static_cast<unsigned>(batch) || q_heads != kv_heads * GROUP || head_dim != HEAD_DIM ||
+        SPLITS > max_splits || dynamic_smem_bytes() < static_cast<unsigned>(S::SMEM_BYTES))
+        return;
+
+    const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+
+    int len = seq_lens[b];
+    len = len < 0 ? 0 : (len > max_len ? max_len : len);
+    const int chunk = (len + SPLITS - 1) / SPLITS;
+    Walk wk;
+    wk.head_base = (static_cast<long long>(b) * kv_heads + hk) * max_len * HEAD_DIM;
+    wk.start = min(len, split * chunk);
+    wk.end = min(len, wk.start + chunk);
+    wk.steps = (wk.end - wk.start + S::STEP - 1) / S::STEP;
+    wk.gid = warp * S::GPW + lane / S::TPT;
+    wk.d0 = (lane % S::TPT) * VEC;
+
+    // q of the group's heads, this lane's slice, pre-scaled into log2 units.
+    const float qscale = scale * 1.4426950408889634f;
+    float qf[GROUP][VEC];
+    const T* qb = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM + wk.d0;
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) qf[h][e] = to_float(qb[h * HEAD_DIM + e]) * qscale;
+
+    State<GROUP, VEC> st;
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h) {
+        st.m[h] = neg_inf();
+        st.l[h] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) st.acc[h][e] = 0.0f;
+    }
+
+    const bool aligned = is_aligned(k_cache, S::CHUNK_BYTES) && is_aligned(v_cache, S::CHUNK_BYTES);
+    if (aligned)
+        walk_pipelined<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, smem, qf, st);
+    else
+        walk_unaligned<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, qf, st);
+
+    // Groups of a warp merge by shuffles, warps through shared memory (the pipeline's, now drained).
+#pragma unroll
+    for (int off = S::TPT; off < 32; off <<= 1) merge_lanes<GROUP, VEC>(st, off);
+    __syncthreads();
+    float* ms = reinterpret_cast<float*>(smem);   // [WARPS][GROUP]
+    float* ls = ms + WARPS * GROUP;              // [WARPS][GROUP]
+    float* as = ls + WARPS * GROUP;              // [WARPS][GROUP][HEAD_DIM]
+    if (lane < S::TPT) {
+#pragma unroll
+        for (int h = 0; h < GROUP; ++h) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) as[(warp * GROUP + h) * HEAD_DIM + wk.d0 + e] = st.acc[h][e];
+            if (lane == 0) {
+                ms[warp * GROUP + h] = st.m[h];
+                ls[warp * GROUP + h] = st.l[h];
+            }
+        }
+    }
+    __syncthreads();
+
+    constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
+    T* ob = out + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
+    float* parts = scratch + layout::counter_words(batch, kv_heads) +
+                   (static_cast<long long>(b) * kv_heads + hk) * SPLITS * PF;
+    for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
+        const int h = i / HEAD_DIM, d = i % HEAD_DIM;
+        float mx = neg_inf();
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, ms[w * GROUP + h]);
+        const float ref = safe_max_ref(mx);
+        float o = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            const float c = fast_exp2(ms[w * GROUP + h] - ref);
+            o = fmaf(as[(w * GROUP + h) * HEAD_DIM + d], c, o);
+            l = fmaf(ls[w * GROUP + h], c, l);
+        }
+        if constexpr (SPLITS == 1) {
+            ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
+        } else {
+            float* p = parts + split * PF + h * (HEAD_DIM + 2);
+            if (d == 0) {
+                p[0] = mx;
+                p[1] = l;
+            }
+            p[2 + d] = o;
+        }
+    }
+    if constexpr (SPLITS > 1) {
+        // Publish this split, then count it; the last of the (sequence, kv head)'s splits merges them all in order.
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            unsigned* counter = reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk;
+            const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(SPLITS - 1);
+            if (last) *counter = 0u;  // every split has arrived: nobody else touches it in this launch
+            s_last = last;
+        }
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();  // the other splits' partials, published before their arrivals, are seen
+        for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
+            const int h = i / HEAD_DIM, d = i % HEAD_DIM;
+            const float* p = parts + h * (HEAD_DIM + 2);
+            float mx = neg_inf();
+#pragma unroll 8
+            for (int sp = 0; sp < SPLITS; ++sp) mx = fmaxf(mx, __ldcg(p + sp * PF));
+            const float ref = safe_max_ref(mx);
+            float o = 0.0f, l = 0.0f;
+#pragma unroll 8
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float c = fast_exp2(__ldcg(p + sp * PF) - ref);
+                o = fmaf(__ldcg(p + sp * PF + 2 + d), c, o);
+                l = fmaf(__ldcg(p + sp * PF + 1), c, l);
+            }
+            ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+#include "kernels/quant_linear/quant_linear_pack.hpp"
+
+#include <fmt/format.h>
+
+#include "kernels/quant_linear/quant_linear_layout.cuh"
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+namespace layout = quant_linear_layout;
+
+void check_shape(std::int64_t n, std::int64_t k, std::size_t size, std::int64_t expected, const char* what) {
+    if (n < 1 || k < 1)
+        throw Error(ErrorCategory::bad_input, fmt::format("{} needs N, K >= 1, got N={} K={}", what, n, k), what);
+    if (static_cast<std::int64_t>(size) != expected)
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{}: {} bytes for N={} K={}, expected {}", what, size, n, k, expected), what);
+}
+
+std::int64_t plain_int4_row(std::int64_t k) { return (k + 1) / 2; }
+
+}  // namespace
+
+std::vector<std::uint8_t> pack_int4(const std::vector<std::uint8_t>& plain, std::int64_t n, std::int64_t k) {
+    check_shape(n, k, plain.size(), n * plain_int4_row(k), "pack_int4");
+    std::vector<std::uint8_t> packed(static_cast<std::size_t>(layout::int4_weight_bytes(n, k)), 0);
+    const std::int64_t row = plain_int4_row(k);
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c) {
+            const unsigned q = (plain[static_cast<std::size_t>(r * row + c / 2)] >> ((c % 2) * 4)) & 0xFu;
+            const layout::Position p = layout::int4_position(r, c, k);
+            packed[static_cast<std::size_t>(p.byte)] |= static_cast<std::uint8_t>(q << p.shift);
+        }
+    return packed;
+}
+
+std::vector<std::uint8_t> unpack_int4(const std::vector<std::uint8_t>& packed, std::int64_t n, std::int64_t k) {
+    check_shape(n, k, packed.size(), layout::int4_weight_bytes(n, k), "unpack_int4");
+    const std::int64_t row = plain_int4_row(k);
+    std::vector<std::uint8_t> plain(static_cast<std::size_t>(n * row), 0);
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c) {
+            const layout::Position p = layout::int4_position(r, c, k);
+            const unsigned q = (packed[static_cast<std::size_t>(p.byte)] >> p.shift) & 0xFu;
+            plain[static_cast<std::size_t>(r * row + c / 2)] |= static_cast<std::uint8_t>(q << ((c % 2) * 4));
+        }
+    return plain;
+}
+
+std::vector<std::int8_t> pack_int8(const std::vector<std::int8_t>& plain, std::int64_t n, std::int64_t k) {
+    check_shape(n, k, plain.size(), n * k, "pack_int8");
+    std::vector<std::int8_t> packed(static_cast<std::size_t>(layout::int8_weight_bytes(n, k)), 0);
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c)
+            packed[static_cast<std::size_t>(layout::int8_position(r, c, k).byte)] =
+                plain[static_cast<std::size_t>(r * k + c)];
+    return packed;
+}
+
+std::vector<std::int8_t> unpack_int8(const std::vector<std::int8_t>& packed, std::int64_t n, std::int64_t k) {
+    check_shape(n, k, packed.size(), layout::int8_weight_bytes(n, k), "unpack_int8");
+    std::vector<std::int8_t> plain(static_cast<std::size_t>(n * k));
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c)
+            plain[static_cast<std::size_t>(r * k + c)] =
+                packed[static_cast<std::size_t>(layout::int8_position(r, c, k).byte)];
+    return plain;
+}
+
+std::vector<double> linear_int4_plain_reference(const std::vector<double>& x, const std::vector<std::uint8_t>& plain,
+                                                const std::vector<double>& scale, const std::vector<double>& zero,
+                                                std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t group) {
+    check_shape(n, k, plain.size(), n * plain_int4_row(k), "linear_int4_plain_reference");
+    const std::int64_t row = plain_int4_row(k);
+    std::vector<double> y(static_cast<std::size_t>(m * n), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t r = 0; r < n; ++r) {
+            double acc = 0.0;
+            for (std::int64_t c = 0; c < k; ++c) {
+                const unsigned q = (plain[static_cast<std::size_t>(r * row + c / 2)] >> ((c % 2) * 4)) & 0xFu;
+                const std::size_t gi = static_cast<std::size_t>((c / group) * n + r);
+                acc += x[static_cast<std::size_t>(i * k + c)] * ((static_cast<double>(q) - zero[gi]) * scale[gi]);
+            }
+            y[static_cast<std::size_t>(i * n + r)] = acc;
+        }
+    return y;
+}
+
+std::vector<double> linear_int8_plain_reference(const std::vector<double>& x, const std::vector<std::int8_t>& plain,
+                                                const std::vector<double>& scale, std::int64_t m, std::int64_t n,
+                                                std::int64_t k) {
+    check_shape(n, k, plain.size(), n * k, "linear_int8_plain_reference");
+    std::vector<double> y(static_cast<std::size_t>(m * n), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t r = 0; r < n; ++r) {
+            double acc = 0.0;
+            for (std::int64_t c = 0; c < k; ++c)
+                acc += x[static_cast<std::size_t>(i * k + c)] *
+                       (static_cast<double>(plain[static_cast<std::size_t>(r * k + c)]) *
+                        scale[static_cast<std::size_t>(r)]);
+            y[static_cast<std::size_t>(i * n + r)] = acc;
+        }
+    return y;
+}
+
+}  // namespace ktune

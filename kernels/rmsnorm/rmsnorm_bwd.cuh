@@ -1,0 +1,469 @@
+#pragma once
+// RMSNorm backward, the tuned kernel. With rstd[r] = rsqrt(mean_c(x[r, :]^2) + eps) recomputed from x:
+//
+//   dx[r, c] = rstd[r] * dy[r, c] * w[c] - rstd[r]^3 * mean_c(dy[r, :] * w * x[r, :]) * x[r, c]
+//   dw[c]    = sum_r dy[r, c] * x[r, c] * rstd[r]                                       (fp32 output, see below)
+//
+// (y = x * rstd * w, d rstd / d x[c] = -rstd^3 * x[c] / hidden.) for r < rows, c < hidden. All arithmetic in fp32; dx
+// rounded once to T. x, dy and dx rows start their own row stride apart (elements, >= hidden); padding columns are
+// never read or written. T: float, __half, __nv_bfloat16.
+// Driven by search_spaces/rmsnorm_bwd.yaml (op rmsnorm, variant bwd); reference:
+// kernels/rmsnorm/rmsnorm_bwd_reference.cuh.
+//
+// dw is fp32 whatever T is: it is a sum over every row, and rounding it to T would throw away what the fp32
+// accumulation bought (the caller adds it to an fp32 gradient or rounds it itself; Liger-Kernel returns T).
+// It is deterministic and its summation shape is fixed by the problem (kernels/rmsnorm/rmsnorm_bwd_layout.cuh): leaf
+// partial p sums rows p, p + P, ... in row order, and a fan-in-8 tree sums the partials in index order. The block that
+// completes the last child of a tree node sums that node (atomic arrival counter in scratch, reset by that block), so
+// the whole op is one launch, with no block ever waiting for another. Results therefore do not depend on the grid,
+// and depend on the tunables only through rstd: its row sum (like the forward kernel's) is reduced in an order set by
+// the thread layout, so rstd, and hence dx and dw, can differ between configurations in the last bit.
+//
+// Tunables (template parameters, named as the YAML keys):
+//   BLOCK           threads per block: a multiple of 32 * ROWS_PER_BLOCK, at most 1024.
+//   VEC             elements per vector access: a power of two, VEC * sizeof(T) in {4, 8, 16} bytes for the vector
+//                   path (VEC 1 for 16-bit types always takes the scalar path).
+//   UNROLL          vector accesses each thread holds per row, 1..32. The vector path needs the row to fit in one
+//                   pass (threads_per_row * VEC * UNROLL >= hidden): x, dy, w and the thread's fp32 dw partials stay in
+//                   registers. Otherwise the scalar path runs (correct, slow): the YAML keeps such configurations out.
+//   ROWS_PER_BLOCK  leaf partials a block works on at once (a divisor of 8, so they share one tree node):
+//                   threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32.
+//   ROWS_IN_FLIGHT  1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a partial's next row
+//                   before reducing the current one (loads always in flight, twice the registers for x and dy);
+//                   1 loads each row when it is reached.
+//
+// Launch: block = BLOCK threads (1-D), any grid: blocks loop over groups of ROWS_PER_BLOCK partials (grid stride);
+// ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) gives one group per block. Static shared memory only.
+// scratch: dw_scratch_floats(rows, hidden) floats, 16-byte aligned, zero-filled before first use (see the layout file).
+// The vector path needs x, dy, dx, w aligned to VEC * sizeof(T) bytes, row strides that are multiples of VEC, and dw
+// and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path.
+#include "kernels/common/ktune_device.cuh"
+#include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
+
+namespace ktune::dev::rmsnorm_bwd {
+
+using namespace ktune::rmsnorm_bwd_layout;
+
+// Two sums over a group of GROUP_WARPS warps at once: the shuffles interleave, one shared-memory step. Same contract
+// as group_sum (kernels/common/ktune_device.cuh): scratch holds GROUP_WARPS float2 for this group and is not reused
+// before the next __syncthreads(); every thread of the block calls it.
+template <int GROUP_WARPS>
+__device__ __forceinline__ float2 group_sum2(float a, float b, float2* scratch) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        a += __shfl_xor_sync(0xffffffffu, a, offset);
+        b += __shfl_xor_sync(0xffffffffu, b, offset);
+    }
+    if constexpr (GROUP_WARPS > 1) {
+        const int lane = threadIdx.x & 31;
+        const int warp_in_group = (threadIdx.x >> 5) % GROUP_WARPS;
+        if (lane == 0) scratch[warp_in_group] = make_float2(a, b);
+        __syncthreads();
+        if constexpr (GROUP_WARPS <= 8) {
+            a = 0.0f;
+            b = 0.0f;
+#pragma unroll
+            for (int i = 0; i < GROUP_WARPS; ++i) {
+                const float2 s = scratch[i];
+                a += s.x;
+                b += s.y;
+            }
+        } else {
+            const float2 s = lane < GROUP_WARPS ? scratch[lane] : make_float2(0.0f, 0.0f);
+            a = warp_sum(s.x);
+            b = warp_sum(s.y);
+        }
+    }
+    return make_float2(a, b);
+}
+
+// One dw term, the same expression on every path so that every path adds the same values.
+__device__ __forceinline__ float dw_term(float dy, float x, float rstd, float acc) { return fmaf(dy, x * rstd, acc); }
+
+// dx for one element: rstd * dy * w - k * x, with k = rstd^3 * mean(dy * w * x).
+__device__ __forceinline__ float dx_value(float dy, float w, float x, float rstd, float k) {
+    return fmaf(rstd, dy * w, -k * x);
+}
+
+// ---- the dw tree ---------------------------------------------------------------------------------------------------
+//
+// The kernel walks the tree of dw_tree() (kernels/rmsnorm/rmsnorm_bwd_layout.cuh) level by level with running offsets
+// instead of holding its arrays: they would live in registers (or local memory) through the whole row loop.
+
+struct Tree {
+    float* rows;   // scratch row 0 (after the counters)
+    unsigned* counters;
+    float* dw;     // the root
+    int hidden;
+    long long stride;  // floats per scratch row
+};
+
+// Sums `children` rows starting at `src` in index order and writes them to `out` (dw when `root`). Every thread of the
+// block. The children were written by other blocks: read through L2 (ld.global.cg), never a stale L1 line.
+// Not inlined: its eight quads in flight would otherwise set the register count of the row loop (108 instead of 64
+// for bf16, BLOCK 256, UNROLL 1).
+template <int BLOCK>
+__device__ __noinline__ void sum_children(const Tree& tree, const float* src, int children, float* out, bool root) {
+    const int hidden = tree.hidden;
+    const long long stride = tree.stride;
+    const bool quads = is_aligned(src, 16) && (!root || is_aligned(out, 16));  // stride: whole quads
+    if (quads) {
+        const int nquad = static_cast<int>(stride / 4);
+#pragma unroll 1  // one quad's 8 loads in flight per thread: unrolled further, this would set the kernel's registers
+        for (int q = threadIdx.x; q < nquad; q += BLOCK) {
+            float4 v[DW_TREE_FAN];
+#pragma unroll
+            for (int c = 0; c < DW_TREE_FAN; ++c)
+                if (c < children) v[c] = __ldcg(reinterpret_cast<const float4*>(src + c * stride) + q);
+            float4 s = v[0];
+#pragma unroll
+            for (int c = 1; c < DW_TREE_FAN; ++c)
+                if (c < children) {
+                    s.x += v[c].x;
+                    s.y += v[c].y;
+                    s.z += v[c].z;
+                    s.w += v[c].w;
+                }
+            const int col = q * 4;
+            if (!root || col + 4 <= hidden) {
+                *reinterpret_cast<float4*>(out + col) = s;  // rows below the root own their padding
+            } else {
+                const float sv[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (col + e < hidden) out[col + e] = sv[e];
+            }
+        }
+    } else {
+#pragma unroll 1
+        for (int col = threadIdx.x; col < hidden; col += BLOCK) {
+            float s = __ldcg(src + col);
+            for (int c = 1; c < children; ++c) s += __ldcg(src + c * stride + col);
+            out[col] = s;
+        }
+    }
+}
+
+// Called by every thread of the block after the block wrote `count` consecutive leaf partials starting at `first`
+// (all children of one level-1 node), P leaves in all. Climbs while this block completes the last child of a node.
+template <int BLOCK>
+__device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int first, int count, int* s_last) {
+    int nodes = P;              // nodes of the current level
+    long long level_row = 0;    // scratch row of the current level's first node
+    int counter_base = 0;       // counter of the next level's first node
+    while (nodes > 1) {
+        const int parent_nodes = (nodes + DW_TREE_FAN - 1) / DW_TREE_FAN;
+        const int parent = first / DW_TREE_FAN;
+        const int remaining = nodes - parent * DW_TREE_FAN;
+        const int children = remaining < DW_TREE_FAN ? remaining : DW_TREE_FAN;
+        // Release: the barrier orders every thread's row stores before thread 0's fence, which is cumulative over
+        // them, and the fence before the arrival. Acquire: thread 0's fence after the last arrival, then the barrier,
+        // orders the other children's rows before every thread's loads (the grid-sync pattern: one fence per block).
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            unsigned* c = tree.counters + counter_base + parent;
+            const bool last = atomicAdd(c, static_cast<unsigned>(count)) + static_cast<unsigned>(count) ==
+                              static_cast<unsigned>(children);
+            if (last) {
+                *c = 0u;  // every child has arrived: nobody else touches it in this launch
+                __threadfence();
+            }
+            *s_last = last;
+        }
+        __syncthreads();
+        // s_last is next written after the next step's first barrier, which every thread reaches after reading it.
+        if (*s_last == 0) return;
+        const bool root = parent_nodes == 1;
+        const float* src = tree.rows + (level_row + static_cast<long long>(parent) * DW_TREE_FAN) * tree.stride;
+        float* out = root ? tree.dw : tree.rows + (level_row + nodes + parent) * tree.stride;
+        sum_children<BLOCK>(tree, src, children, out, root);
+        level_row += nodes;
+        counter_base += parent_nodes;
+        nodes = parent_nodes;
+        first = parent;
+        count = 1;
+    }
+}
+
+// An opaque copy: the compiler cannot see through it, so it unpacks the words again at their next use instead of
+// keeping (or hoisting) the unpacked floats, which take twice the registers for 16-bit T.
+template <typename T, int W>
+__device__ __forceinline__ void keep_packed(Words<W>& a) {
+    if constexpr (elems_per_word<T> > 1) {
+#pragma unroll
+        for (int j = 0; j < W; ++j) asm volatile("mov.b32 %0, %0;" : "+r"(a.w[j]));
+    }
+}
+
+// ---- rows ----------------------------------------------------------------------------------------------------------
+
+struct Rows {
+    long long x_stride, dy_stride, dx_stride;
+    int rows, hidden;
+    float inv_hidden, eps;
+};
+
+// One row's x and dy as the vector path holds them: U accesses of W words (zeros past the row) and the tail element.
+template <typename T, int TPR, int V, int U, int W>
+__device__ __forceinline__ void load_row(const T* __restrict__ xr, const T* __restrict__ gr, int nvec, int t,
+                                         bool has_tail, int tail_start, Words<W> (&xv)[U], Words<W> (&gv)[U],
+                                         float& x_tail, float& g_tail) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = u * TPR + t;
+        xv[u] = i < nvec ? load_words<W>(xr + static_cast<long long>(i) * V) : zero_words<W>();
+        gv[u] = i < nvec ? load_words<W>(gr + static_cast<long long>(i) * V) : zero_words<W>();
+    }
+    x_tail = has_tail ? to_float(xr[tail_start + t]) : 0.0f;
+    g_tail = has_tail ? to_float(gr[tail_start + t]) : 0.0f;
+}
+
+// The vector path for one group of threads (TPR per partial): partial p's rows, x, dy and the partial in registers.
+// V-element accesses of W words, U per thread. With PREFETCH the next row's loads are issued before this row's
+// reduction, so a group always has a row in flight (at the cost of a second row of registers). Every thread of the
+// block calls it with the same `steps`.
+template <typename T, int TPR, int V, int U, bool PREFETCH>
+__device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ dy,
+                                               const T* __restrict__ w, float* leaf, const Rows& a, int p, int P,
+                                               bool p_active, int steps, int t, float2 (*red)[32], int slot,
+                                               int& parity) {
+    constexpr int W = V * int(sizeof(T)) / 4;
+    constexpr int E = elems_per_word<T>;
+    static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd vector path: accesses of 4, 8 or 16 bytes");
+    const int nvec = a.hidden / V;
+    const int tail_start = nvec * V;
+    const bool has_tail = t < a.hidden - tail_start;
+
+    Words<W> wv[U];
+    float acc[U][V];
+    float w_tail = 0.0f, acc_tail = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = u * TPR + t;
+        wv[u] = p_active && i < nvec ? load_words<W>(w + static_cast<long long>(i) * V) : zero_words<W>();
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[u][e] = 0.0f;
+    }
+    if (p_active && has_tail) w_tail = to_float(w[tail_start + t]);
+
+    Words<W> xv[U], gv[U];                                      // this row
+    Words<W> xn[PREFETCH ? U : 1], gn[PREFETCH ? U : 1];        // the next one, in flight
+    float x_tail = 0.0f, g_tail = 0.0f, xn_tail = 0.0f, gn_tail = 0.0f;
+    if constexpr (PREFETCH) {
+        if (p_active)  // p < P <= rows: the partial's first row exists
+            load_row<T, TPR, V, U, W>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, has_tail, tail_start, xn, gn,
+                                      xn_tail, gn_tail);
+    }
+#pragma unroll 1
+    for (int k = 0; k < steps; ++k) {
+        const long long row = p + static_cast<long long>(k) * P;
+        const bool active = p_active && row < a.rows;
+#pragma unroll
+        for (int u = 0; u < U; ++u) keep_packed<T, W>(wv[u]);  // w stays packed across rows
+        if constexpr (PREFETCH) {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                xv[u] = xn[u];
+                gv[u] = gn[u];
+            }
+            x_tail = xn_tail;
+            g_tail = gn_tail;
+            const long long next = row + P;
+            if (p_active && next < a.rows)
+                load_row<T, TPR, V, U, W>(x + next * a.x_stride, dy + next * a.dy_stride, nvec, t, has_tail,
+                                          tail_start, xn, gn, xn_tail, gn_tail);
+        } else if (active) {
+            load_row<T, TPR, V, U, W>(x + row * a.x_stride, dy + row * a.dy_stride, nvec, t, has_tail, tail_start, xv,
+                                      gv, x_tail, g_tail);
+        }
+        float sxx = 0.0f, sgx = 0.0f;
+        if (active) {
+            sxx = x_tail * x_tail;
+            sgx = g_tail * w_tail * x_tail;
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    float fx[E], fg[E], fw[E];
+                    unpack_word(T{}, xv[u].w[j], fx);
+                    unpack_word(T{}, gv[u].w[j], fg);
+                    unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                    for (int e = 0; e < E; ++e) {
+                        sxx = fmaf(fx[e], fx[e], sxx);
+                        sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
+                    }
+                }
+        }
+        const float2 s = group_sum2<TPR / 32>(sxx, sgx, &red[parity][slot]);
+        parity ^= 1;
+        if (!active) continue;
+        const float rstd = rsqrtf(s.x * a.inv_hidden + a.eps);
+        const float kx = rstd * rstd * rstd * (s.y * a.inv_hidden);
+        T* dr = dx + row * a.dx_stride;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int i = u * TPR + t;
+            if (i >= nvec) continue;
+            keep_packed<T, W>(xv[u]);
+            keep_packed<T, W>(gv[u]);
+            keep_packed<T, W>(wv[u]);
+            Words<W> out;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                float fx[E], fg[E], fw[E], fd[E];
+                unpack_word(T{}, xv[u].w[j], fx);
+                unpack_word(T{}, gv[u].w[j], fg);
+                unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    fd[e] = dx_value(fg[e], fw[e], fx[e], rstd, kx);
+                    acc[u][j * E + e] = dw_term(fg[e], fx[e], rstd, acc[u][j * E + e]);
+                }
+                out.w[j] = pack_word<T>(fd);
+            }
+            store_words<W>(dr + static_cast<long long>(i) * V, out);
+        }
+        if (has_tail) {
+            dr[tail_start + t] = from_float<T>(dx_value(g_tail, w_tail, x_tail, rstd, kx));
+            acc_tail = dw_term(g_tail, x_tail, rstd, acc_tail);
+        }
+    }
+    if (!p_active) return;
+    // The partial (or dw itself when it is the root): 16-byte aligned, so V floats go out as float4 / float2 / float.
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = u * TPR + t;
+        if (i >= nvec) continue;
+        float* dst = leaf + static_cast<long long>(i) * V;
+        if constexpr (V % 4 == 0) {
+#pragma unroll
+            for (int e = 0; e < V; e += 4)
+                *reinterpret_cast<float4*>(dst + e) =
+                    make_float4(acc[u][e], acc[u][e + 1], acc[u][e + 2], acc[u][e + 3]);
+        } else if constexpr (V == 2) {
+            *reinterpret_cast<float2*>(dst) = make_float2(acc[u][0], acc[u][1]);
+        } else {
+            dst[0] = acc[u][0];
+        }
+    }
+    if (has_tail) leaf[tail_start + t] = acc_tail;
+}
+
+// The scalar path (misaligned data, 2-byte VEC, or a row longer than one pass): element-wise, U elements per thread
+// per sweep, two sweeps per row; the partial accumulates in its scratch row (or in dw at the root), each element
+// read and written by the one thread that owns it. Same terms in the same order as the vector path.
+template <typename T, int TPR, int U>
+__device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ dy,
+                                               const T* __restrict__ w, float* leaf, const Rows& a, int p, int P,
+                                               bool p_active, int steps, int t, float2 (*red)[32], int slot,
+                                               int& parity) {
+    constexpr int STEP = TPR * U;
+    const int hidden = a.hidden;
+#pragma unroll 1
+    for (int k = 0; k < steps; ++k) {
+        const long long row = p + static_cast<long long>(k) * P;
+        const bool active = p_active && row < a.rows;
+        const T* xr = x + (active ? row * a.x_stride : 0);
+        const T* gr = dy + (active ? row * a.dy_stride : 0);
+        float sxx = 0.0f, sgx = 0.0f;
+        if (active) {
+            for (int base = 0; base < hidden; base += STEP) {
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int i = base + u * TPR + t;
+                    if (i < hidden) {
+                        const float fx = to_float(xr[i]);
+                        sxx = fmaf(fx, fx, sxx);
+                        sgx = fmaf(to_float(gr[i]) * to_float(w[i]), fx, sgx);
+                    }
+                }
+            }
+        }
+        const float2 s = group_sum2<TPR / 32>(sxx, sgx, &red[parity][slot]);
+        parity ^= 1;
+        if (!active) continue;
+        const float rstd = rsqrtf(s.x * a.inv_hidden + a.eps);
+        const float kx = rstd * rstd * rstd * (s.y * a.inv_hidden);
+        T* dr = dx + row * a.dx_stride;
+        for (int base = 0; base < hidden; base += STEP) {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int i = base + u * TPR + t;
+                if (i < hidden) {
+                    const float fx = to_float(xr[i]), fg = to_float(gr[i]);
+                    dr[i] = from_float<T>(dx_value(fg, to_float(w[i]), fx, rstd, kx));
+                    leaf[i] = dw_term(fg, fx, rstd, k == 0 ? 0.0f : leaf[i]);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace ktune::dev::rmsnorm_bwd
+
+template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT>
+__global__ void __launch_bounds__(BLOCK)
+    rmsnorm_bwd(T* __restrict__ dx, float* __restrict__ dw, float* __restrict__ scratch, const T* __restrict__ x,
+                const T* __restrict__ dy, const T* __restrict__ w, int rows, int hidden, long long x_row_stride,
+                long long dy_row_stride, long long dx_row_stride, float eps) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 2, "rmsnorm_bwd: T is float, __half or __nv_bfloat16");
+    static_assert(ROWS_PER_BLOCK >= 1 && 8 % ROWS_PER_BLOCK == 0, "rmsnorm_bwd: ROWS_PER_BLOCK divides 8");
+    static_assert(BLOCK >= 32 && BLOCK <= 1024, "rmsnorm_bwd: BLOCK in [32, 1024]");
+    static_assert(BLOCK % (32 * ROWS_PER_BLOCK) == 0, "rmsnorm_bwd: BLOCK % (32 * ROWS_PER_BLOCK) == 0");
+    static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "rmsnorm_bwd: VEC is a power of two");
+    static_assert(VEC * sizeof(T) <= 16, "rmsnorm_bwd: VEC * sizeof(T) <= 16");
+    static_assert(UNROLL >= 1 && UNROLL <= 32, "rmsnorm_bwd: UNROLL in [1, 32]");
+    static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2, "rmsnorm_bwd: ROWS_IN_FLIGHT is 1 or 2");
+    static_assert(ktune::rmsnorm_bwd_layout::DW_TREE_FAN % ROWS_PER_BLOCK == 0,
+                  "rmsnorm_bwd: a block's partials share a node");
+
+    using namespace ktune::dev;
+    using namespace ktune::dev::rmsnorm_bwd;
+    constexpr int TPR = BLOCK / ROWS_PER_BLOCK;
+    constexpr unsigned VEC_BYTES = VEC * sizeof(T);
+    constexpr bool VECTOR_PATH = VEC_BYTES >= 4;
+    __shared__ float2 red[2][32];  // per warp of a group, double-buffered (see group_sum2)
+    __shared__ int s_last;
+
+    const Tree tree{scratch + DW_COUNTER_WORDS, reinterpret_cast<unsigned*>(scratch), dw, hidden,
+                    dw_row_stride(hidden)};
+    const int P = dw_partials(rows, hidden);
+    const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden), eps};
+    const int row_in_block = threadIdx.x / TPR;
+    const int t = threadIdx.x % TPR;
+    const int slot = row_in_block * (TPR / 32);
+
+    // Uniform over the grid, so every barrier is reached by all threads of a block.
+    const bool vector_ok = VECTOR_PATH && is_aligned(x, VEC_BYTES) && is_aligned(dy, VEC_BYTES) &&
+                           is_aligned(dx, VEC_BYTES) && is_aligned(w, VEC_BYTES) && is_aligned(dw, 16) &&
+                           is_aligned(scratch, 16) && x_row_stride % VEC == 0 && dy_row_stride % VEC == 0 &&
+                           dx_row_stride % VEC == 0 && hidden / VEC <= TPR * UNROLL;
+
+    int parity = 0;  // red's buffer: alternates over every group_sum2 of the launch
+#pragma unroll 1
+    for (int group = blockIdx.x; group * ROWS_PER_BLOCK < P; group += gridDim.x) {
+        const int first = group * ROWS_PER_BLOCK;
+        const int p = first + row_in_block;
+        const bool p_active = p < P;
+        const int steps = (rows - first + P - 1) / P;  // rows of the group's first partial: the most of any
+        float* leaf = P == 1 ? dw : tree.rows + (p_active ? p : first) * tree.stride;  // a single partial is dw
+        if constexpr (VECTOR_PATH) {
+            if (vector_ok)
+                partial_vector<T, TPR, VEC, UNROLL, ROWS_IN_FLIGHT == 2>(dx, x, dy, w, leaf, a, p, P, p_active, steps,
+                                                                         t, red, slot, parity);
+            else
+                partial_scalar<T, TPR, UNROLL>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot, parity);
+        } else {
+            partial_scalar<T, TPR, UNROLL>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot, parity);
+        }
+    }
+    // Arrivals after all of this block's rows: the tree code kept out of the row loop leaves its registers alone.
+#pragma unroll 1
+    for (int group = blockIdx.x; group * ROWS_PER_BLOCK < P; group += gridDim.x) {
+        const int first = group * ROWS_PER_BLOCK;
+        const int count = P - first < ROWS_PER_BLOCK ? P - first : ROWS_PER_BLOCK;
+        tree_arrive<BLOCK>(tree, P, first, count, &s_last);
+    }
+}
