@@ -23,6 +23,59 @@ for step in "$@"; do
     stability) # an independent second tuning in a fresh database and cache, to compare best times per problem
       KTUNE_CACHE_DIR=/tmp/ktune-cache-2 $k --db "$out/ktune-2.db" tune rmsnorm --quiet > "$out/tune-independent.txt" 2>&1
       $k --db "$out/ktune-2.db" best rmsnorm --json > "$out/best-2.json" ;;
+    stability-small) # two independent tunings of the small (latency-bound) problems, fresh databases and caches
+      for i in a b; do
+        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/small-$i.db" tune rmsnorm --problem M=1 --problem M=16 --quiet >/dev/null 2>&1
+        $k --db "$out/small-$i.db" best rmsnorm --json > "$out/small-$i.json"
+      done
+      python3 "$root/bench/compare_best.py" "$out/small-a.json" "$out/small-b.json" ;;
+    ops) # every other op's default space: bf16 with a random budget, fp32/fp16 validated with a smaller one
+      for f in "$root"/search_spaces/*.yaml; do
+        name=$(basename "$f" .yaml); [ "$name" = rmsnorm ] && continue
+        $k --db "$db" tune "$f" --dtype bf16 --strategy random --budget ${OPS_BUDGET:-24} --quiet --time-cap 0.5 2>&1 | tail -2
+        $k --db "$db" tune "$f" --dtype fp16 --dtype fp32 --strategy random --budget ${OPS_SMALL_BUDGET:-4} --quiet --time-cap 0.3 2>&1 | tail -1
+      done ;;
+    kill-resume) # issue 7: kill -9 a tuning mid-run, count rows, resume, count again, check integrity
+      kdb="$out/kill.db"; rm -f "$kdb"*
+      $k --db "$kdb" tune rmsnorm --dtype bf16 --quiet & pid=$!
+      sleep ${KILL_AFTER:-12}; kill -9 $pid; wait $pid 2>/dev/null
+      python3 - "$kdb" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print("after kill -9: per run", c.execute("select run_id, count(*) from measurements group by run_id").fetchall(),
+      "integrity", c.execute("pragma integrity_check").fetchone()[0])
+PY
+      $k --db "$kdb" tune rmsnorm --dtype bf16 --quiet 2>&1 | tail -1
+      python3 - "$kdb" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+n, distinct = c.execute("select count(*), count(distinct kernel_id||'/'||configuration_id||'/'||problem_id||'/'||device_key) from measurements").fetchone()
+print("after resume: measurements", n, "distinct identities", distinct, "integrity", c.execute("pragma integrity_check").fetchone()[0])
+print("per run (the killed run's rows are kept, none measured again):", c.execute("select run_id, count(*) from measurements group by run_id").fetchall())
+PY
+      ;;
+    check-demo) # issue 6: baseline, two checks on unchanged code, then a slower configuration substituted
+      cdb="$out/check.db"
+      $k --db "$cdb" tune rmsnorm --dtype bf16 --problem M=4096 --problem M=32768 --problem M=16,H=4096 --quiet | tail -1
+      $k --db "$cdb" baseline save --out "$out/baseline.json" 2>&1 | tail -1
+      $k --db "$cdb" check --baseline "$out/baseline.json" --junit "$out/check1.xml" > "$out/check1.txt" 2>&1; echo "check 1 exit $?"
+      $k --db "$cdb" check --baseline "$out/baseline.json" > "$out/check2.txt" 2>&1; echo "check 2 exit $?"
+      # The recorded samples stay those of the best configuration; the case now names a slow one, as if a change had
+      # made the kernel at that problem slower.
+      python3 - "$out/baseline.json" "$out/baseline-slower.json" "$cdb" <<'PY'
+import json, sqlite3, sys
+b = json.load(open(sys.argv[1]))
+case = next(c for c in b["cases"] if c["problem"]["key"] == "bf16:M=4096,H=8192")
+db = sqlite3.connect(sys.argv[3])
+slow = db.execute("""select c.key, m.p50_us from measurements m join configurations c on c.id = m.configuration_id
+  join problems p on p.id = m.problem_id where p.key = 'bf16:M=4096,H=8192' and m.status = 'ok'
+  order by m.p50_us desc limit 1""").fetchone()
+print("substituted", slow[0], "p50", slow[1], "for", case["config_key"])
+case["config_key"] = slow[0]
+json.dump(b, open(sys.argv[2], "w"), indent=1)
+PY
+      $k --db "$cdb" check --baseline "$out/baseline-slower.json" --markdown "$out/check-slower.md" > "$out/check3.txt" 2>&1; echo "check 3 (slower substituted) exit $?"
+      cat "$out/check1.txt" "$out/check3.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -116,7 +116,8 @@ void latency_table(std::string& out, const OpSection& s) {
                 out += td(std::string(k_missing), true) + td(std::string(k_missing), true);
                 continue;
             }
-            const double a = improvement_pct(r.stats.p50, p->p50_us);
+            // ktune's percentiles are event-timed: a kernel-duration peer has no like-for-like p95/p99.
+            const double a = is_kernel_duration_method(p->method) ? k_report_nan : improvement_pct(r.stats.p50, p->p50_us);
             auto one = [](double v) { return std::isfinite(v) ? fmt::format("{:+.1f}", v) : std::string(k_missing); };
             const std::string imp =
                 std::isfinite(a) ? fmt::format("{} / {} / {} %", one(a), one(improvement_pct(r.stats.p95, p->p95_us)),

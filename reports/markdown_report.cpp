@@ -28,6 +28,8 @@ std::string triple(double p50, double p95, double p99) {
 }
 
 std::string improvement_triple(const ProblemRow& row, const PeerTiming& peer) {
+    // ktune's percentiles are event-timed: a kernel-duration peer has no like-for-like p95/p99 to compare with.
+    if (is_kernel_duration_method(peer.method)) return std::string(k_missing);
     const double a = improvement_pct(row.stats.p50, peer.p50_us);
     if (!std::isfinite(a)) return std::string(k_missing);
     auto one = [](double v) { return std::isfinite(v) ? fmt::format("{:+.1f}", v) : std::string(k_missing); };
@@ -129,7 +131,9 @@ std::string render_markdown(const ReportData& data) {
     out += "\n---\n\n"
            "p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the op must move / p50; "
            "% of copy: of the device's measured device-to-device copy bandwidth. Speedup: peer p50 / ktune p50 (above "
-           "1, ktune is faster); best peer: the fastest peer. Improvement: (peer - ktune) / peer, per percentile. "
+           "1, ktune is faster), like for like: event-timed peers against ktune's event p50, kernel-duration peers "
+           "(`cupti_kernel_sum`) against ktune's CUPTI p50; best peer: the one ktune leads least. Improvement: "
+           "(peer - ktune) / peer, per percentile, for event-timed peers only. "
            "Peers are matched to ktune's results by op, variant, problem and device name.\n";
     return out;
 }

@@ -39,7 +39,9 @@ struct PeerTiming {
     std::vector<double> samples_us;  // may be empty
     std::string source;              // the file it was imported from
     std::string environment_json = "{}";  // versions of torch, triton... as the peer file gave them
-    double speedup = k_report_nan;   // peer p50 / ktune p50: above 1, ktune is faster
+    // peer p50 / ktune p50 measured the same way: event-timed peers against ktune's event p50, kernel-duration peers
+    // (method "cupti_kernel_sum") against ktune's CUPTI p50. Above 1, ktune is faster. NaN: no like-for-like time.
+    double speedup = k_report_nan;
 };
 
 // ktune's best configuration for one problem, and the peers' timings of the same problem.
@@ -48,6 +50,7 @@ struct ProblemRow {
     std::string config_key;
     SampleStats stats;               // of the best configuration (smallest p50 among ok results)
     std::vector<double> samples_us;  // its raw samples, in sampling order
+    double cupti_p50_us = k_report_nan;  // its CUPTI kernel-duration p50: what kernel-time peer methods compare with
     bool time_cap_hit = false;       // sampling stopped at the time cap before the median's CI target was met
     double gbps = k_report_nan;         // bytes the op must move / p50
     double bytes_moved = k_report_nan;  // gbps * p50: the store keeps the bandwidth, the op knows the bytes
@@ -55,7 +58,7 @@ struct ProblemRow {
     double flops = 0;                   // per call; 0 when unknown or irrelevant (see ReportOptions::flops)
     double tflops = k_report_nan;       // flops / p50 / 1e12
     std::vector<PeerTiming> peers;      // in the order of OpSection::peer_labels; a peer without a timing is absent
-    std::string best_peer;              // label of the fastest peer (smallest p50); empty without peers
+    std::string best_peer;              // label of the peer with the smallest speedup (the fastest like for like)
 
     const PeerTiming* peer(std::string_view label) const;  // nullptr when that peer did not time this problem
 };
@@ -81,5 +84,9 @@ struct ReportData {
     // Every peer label of every section, sorted: the CSV's per-peer columns and the chart colours.
     std::vector<std::string> peer_labels() const;
 };
+
+// Peers timed as kernel durations (method "cupti_kernel_sum": CUPTI or the profiler) compare with ktune's CUPTI p50;
+// every other method is event-timed like ktune's primary percentiles, which only those can be compared with.
+bool is_kernel_duration_method(const std::string& method);
 
 }  // namespace ktune

@@ -15,6 +15,7 @@
 #include "tuner/check/check_output.hpp"
 #include "tuner/check/check_runner.hpp"
 #include "tuner/core/error.hpp"
+#include "tuner/export/export_header.hpp"
 #include "tuner/session/check_measurer.hpp"
 #include "tuner/session/environment.hpp"
 
@@ -26,6 +27,10 @@ namespace {
 struct ReportCliOptions {
     std::vector<std::string> ops, devices;
     std::string format, out, title = "ktune report";
+};
+struct ExportCliOptions {
+    std::string op, variant = "fwd", out;
+    std::vector<std::string> devices;
 };
 struct ImportOptions {
     std::vector<std::string> files;
@@ -43,6 +48,7 @@ struct CheckCliOptions {
 };
 
 ReportCliOptions g_report;
+ExportCliOptions g_export;
 ImportOptions g_import;
 BaselineOptions g_baseline;
 CheckCliOptions g_check;
@@ -98,6 +104,22 @@ int cmd_report(const GlobalOptions& g) {
         write_file(g_report.out, text, "--out");
         fmt::print("wrote {} ({} report)\n", g_report.out, report_format_name(format));
     }
+    return exit_ok;
+}
+
+int cmd_export_header(const GlobalOptions& g) {
+    const Paths p = resolve(g);
+    Store store = Store::open(p.db, Store::Mode::read_only);
+    ExportOptions o;
+    o.op = g_export.op;
+    o.variant = g_export.variant;
+    o.root = p.root;
+    o.devices = g_export.devices;
+    o.out_dir = g_export.out;
+    const ExportResult r = export_header(store, o);
+    for (const auto& w : r.warnings) fmt::print(stderr, "warning: {}\n", w);
+    fmt::print("wrote {}: {} for {} device(s), {} tuned problems, {} kernel instances\n", r.header_path, r.function,
+               r.device_keys.size(), r.entries, r.configs);
     return exit_ok;
 }
 
@@ -201,6 +223,15 @@ void register_result_commands(CLI::App& app) {
     report->add_option("--out", g_report.out, "Output file (default: standard output)");
     report->add_option("--title", g_report.title, "Report title")->capture_default_str();
 
+    auto* exp = app.add_subcommand(
+        "export-header", "Write a C++ header with the best configuration per device and problem and a dispatcher that "
+                         "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
+                         "default; an untuned shape takes the nearest tuned one)");
+    exp->add_option("--op", g_export.op, "Op to export (e.g. rmsnorm)")->required();
+    exp->add_option("--variant", g_export.variant, "Variant")->capture_default_str();
+    exp->add_option("--devices", g_export.devices, "Only devices whose key contains this; repeatable (default: all)");
+    exp->add_option("--out", g_export.out, "Output directory")->required();
+
     auto* peers = app.add_subcommand("import-peers", "Store peer measurements (PyTorch, torch.compile, Liger...) from "
                                                      "JSON files written by bench/peers/measure_peers.py");
     peers->add_option("files", g_import.files, "JSON files (format: reports/PEERS_FORMAT.md)")
@@ -242,6 +273,7 @@ void register_result_commands(CLI::App& app) {
 std::optional<int> run_result_command(CLI::App& app, const GlobalOptions& global) {
     if (app.got_subcommand("report")) return cmd_report(global);
     if (app.got_subcommand("import-peers")) return cmd_import_peers(global);
+    if (app.got_subcommand("export-header")) return cmd_export_header(global);
     if (app.got_subcommand("baseline")) return cmd_baseline_save(global);
     if (app.got_subcommand("check")) return cmd_check(global);
     return std::nullopt;

@@ -17,23 +17,6 @@ struct GpuCaseMeasurer::Space {
     std::unique_ptr<SpaceMeasurer> measurer;
 };
 
-std::string find_space_file(const std::string& root, const std::string& op, const std::string& variant) {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(fs::path(root) / "search_spaces"))
-        if (e.path().extension() == ".yaml") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-        try {
-            const SearchSpace s = SearchSpace::load_file(f.string());
-            if (s.op() == op && s.variant() == variant) return f.string();
-        } catch (const Error&) {
-            // A broken file elsewhere does not stop the look-up; `ktune list` reports it.
-        }
-    }
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("no search space for op {} variant {} under {}/search_spaces", op, variant, root));
-}
-
 GpuCaseMeasurer::GpuCaseMeasurer(std::string root, CompileService& jit, GpuWorker& gpu, const Store* store,
                                  BaselineMethod method, std::uint64_t seed)
     : m_root(std::move(root)), m_jit(jit), m_gpu(gpu), m_store(store), m_method(method), m_seed(seed) {}

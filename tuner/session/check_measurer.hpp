@@ -35,7 +35,4 @@ private:
     std::map<std::string, std::unique_ptr<Space>> m_spaces;  // by "op/variant"
 };
 
-// The search space file of an op and variant under <root>/search_spaces. Throws Error(bad_input) when none.
-std::string find_space_file(const std::string& root, const std::string& op, const std::string& variant);
-
 }  // namespace ktune

@@ -1,5 +1,7 @@
 #include "tuner/space/search_space.hpp"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <array>
 #include <fstream>
@@ -22,6 +24,8 @@ constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a 
 constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
 constexpr std::int64_t max_values_per_parameter = 65536;
 constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 40;
+// problems() materialises every problem: a dozen axes of eight values would be 7e10 of them.
+constexpr std::uint64_t max_problems = std::uint64_t{1} << 16;
 constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
 
 // Names that would shadow something in an expression or in kernel.name.
@@ -143,6 +147,13 @@ Parsed Loader::load(const std::string& yaml) {
     out.axes = read_axes(*find_field(problems, "axes"));
     for (const auto& a : out.axes) m_axis_names.push_back(a.name);
     out.dtypes = read_dtypes(*find_field(problems, "dtypes"));
+    std::uint64_t problem_count = out.dtypes.size();
+    for (const auto& a : out.axes) {
+        problem_count *= a.values.size();  // both factors are below 2^32: no overflow before the check
+        if (problem_count > max_problems)
+            find_field(problems, "axes")
+                ->fail(fmt::format("the axes and dtypes make more than {} problems", max_problems));
+    }
 
     auto kernel = find_field(top, "kernel")->fields({"source", "name", "reference", "reference_source"},
                                                     {"source", "name", "reference"});
@@ -568,6 +579,27 @@ Tolerance SearchSpace::tolerance(Dtype d) const {
     for (const auto& [dtype, t] : m_tolerances)
         if (dtype == d) return t;
     throw Error(ErrorCategory::bad_input, fmt::format("no tolerance for dtype {}", dtype_name(d)), m_file);
+}
+
+std::string find_space_file(const std::string& root, const std::string& op, const std::string& variant) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(root) / "search_spaces";
+    std::error_code ec;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".yaml") files.push_back(e.path());
+    if (ec) throw Error(ErrorCategory::bad_input, "cannot list the search spaces: " + ec.message(), dir.string());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+        try {
+            const SearchSpace s = SearchSpace::load_file(f.string());
+            if (s.op() == op && s.variant() == variant) return f.string();
+        } catch (const Error&) {
+            // Another op's file that does not load is not this look-up's problem; `ktune list` reports it.
+        }
+    }
+    throw Error(ErrorCategory::bad_input, fmt::format("no search space for {}/{} under {}", op, variant, dir.string()),
+                "--op");
 }
 
 }  // namespace ktune

@@ -113,4 +113,8 @@ private:
     std::vector<std::pair<Dtype, Tolerance>> m_tolerances;
 };
 
+// The search-space file of an op and variant under <root>/search_spaces (files that do not load are skipped: they
+// belong to other ops). Throws Error(bad_input) when there is none.
+std::string find_space_file(const std::string& root, const std::string& op, const std::string& variant);
+
 }  // namespace ktune

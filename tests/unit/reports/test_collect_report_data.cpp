@@ -198,3 +198,37 @@ TEST_F(CollectEmptyReport, AStoreWithoutResultsGivesAnEmptyReport) {
 
 }  // namespace
 }  // namespace ktune::test
+
+namespace ktune::test {
+namespace {
+
+class LikeForLike : public TempDirTest {};
+
+TEST_F(LikeForLike, KernelDurationPeersCompareWithKtunesCuptiTimeAndEventPeersWithItsEventTime) {
+    Store store = Store::open(path("r.db"));
+    DeviceInfo d;
+    d.key = "dev-h100";
+    d.name = "NVIDIA H100 80GB HBM3";
+    d.cc_major = 9;
+    store.upsert_device(d);
+    const Problem p{Dtype::bf16, {{"M", 16}, {"H", 4096}}};
+    ResultRecord r = result("BLOCK=256", p, 5.0, 50);  // event p50 5 us
+    r.measurement.cupti_p50_us = 2.0;                   // the kernel itself: 2 us
+    store.record(r);
+    store.record_peers({peer("torch_compile", p, 4.0, d.name, "cold_l2_events"),
+                        peer("torch_compile", p, 1.4, d.name, "cupti_kernel_sum")});
+    const ReportData data = collect_report_data(store, {});
+    ASSERT_EQ(data.sections.size(), 1u);
+    const ProblemRow& row = data.sections[0].rows.at(0);
+    const PeerTiming* events = row.peer("torch_compile@cold_l2_events");
+    const PeerTiming* kernel = row.peer("torch_compile@cupti_kernel_sum");
+    ASSERT_NE(events, nullptr);
+    ASSERT_NE(kernel, nullptr);
+    EXPECT_DOUBLE_EQ(events->speedup, 4.0 / 5.0);
+    EXPECT_DOUBLE_EQ(kernel->speedup, 1.4 / 2.0);
+    // The best peer is the one ktune trails most like for like (0.7 against 0.8).
+    EXPECT_EQ(row.best_peer, "torch_compile@cupti_kernel_sum");
+}
+
+}  // namespace
+}  // namespace ktune::test

@@ -1,0 +1,698 @@
+#include "tuner/export/export_header.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tuner/core/error.hpp"
+#include "tuner/export/cpp_expression.hpp"
+#include "tuner/export/header_text.hpp"
+#include "tuner/export/op_binding.hpp"
+#include "tuner/export/space_text.hpp"
+
+namespace ktune {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr Dtype k_dtypes[] = {Dtype::fp32, Dtype::fp16, Dtype::bf16};  // the header's Dtype enum order
+
+struct ConfigInstance {
+    Dtype dtype = Dtype::fp32;
+    Config config;
+    std::string kernel;  // the template instance: "rmsnorm_fwd<__nv_bfloat16, 256, 8, 2, 1>"
+};
+
+struct Entry {
+    Problem problem;
+    std::vector<std::int64_t> shape;  // the binding's axes, in its order
+    std::size_t config = 0;           // index into Model::configs
+    double p50_us = 0;
+};
+
+struct Device {
+    DeviceInfo info;
+    std::string source_hash;
+    std::vector<Entry> entries;
+};
+
+struct Model {
+    const OpBinding* binding = nullptr;
+    std::string stem;  // "rmsnorm_fwd": the dispatcher's name
+    std::vector<ConfigInstance> configs;
+    std::vector<Device> devices;
+    std::map<Dtype, std::size_t> default_config;
+    std::vector<std::string> warnings;
+};
+
+std::string identifier(const std::string& s) {
+    std::string out;
+    for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return out;
+}
+
+std::string cpp_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\', out += c;
+        else if (static_cast<unsigned char>(c) < 0x20)
+            out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        else
+            out += c;
+    }
+    return out + "\"";
+}
+
+std::string dtype_enum(Dtype d) { return fmt::format("Dtype::{}", dtype_name(d)); }
+
+std::string now_utc() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// "BLOCK=256,VEC=8" -> the values in the space's parameter order; bad_input when it does not fit the space.
+Config parse_config(const std::string& key, const SearchSpace& space, const std::string& where) {
+    Config c;
+    std::size_t start = 0;
+    while (start <= key.size() && !key.empty()) {
+        const std::size_t comma = std::min(key.find(',', start), key.size());
+        const std::string item = key.substr(start, comma - start);
+        const std::size_t eq = item.find('=');
+        std::int64_t value = 0;
+        try {
+            if (eq == std::string::npos) throw std::invalid_argument(item);
+            std::size_t used = 0;
+            value = std::stoll(item.substr(eq + 1), &used);
+            if (used != item.size() - eq - 1) throw std::invalid_argument(item);
+        } catch (const std::exception&) {
+            throw Error(ErrorCategory::bad_input, fmt::format("stored configuration '{}' is not NAME=VALUE,...", key),
+                        where);
+        }
+        c.values.emplace_back(item.substr(0, eq), value);
+        start = comma + 1;
+    }
+    const auto& params = space.parameters();
+    bool fits = c.values.size() == params.size();
+    for (std::size_t i = 0; fits && i < params.size(); ++i) fits = c.values[i].first == params[i].name;
+    if (!fits)
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("stored configuration '{}' does not have the parameters of the search space {}", key,
+                                space.file()),
+                    where);
+    return c;
+}
+
+std::vector<std::int64_t> bound_shape(const Problem& p, const OpBinding& b, const std::string& where) {
+    for (const auto& [name, value] : p.shape) {
+        const bool known = std::any_of(b.axes.begin(), b.axes.end(), [&](const AxisBinding& a) { return a.axis == name; });
+        if (!known)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("problem {} has axis {}, which the {} dispatcher does not take", p.key(), name, b.op),
+                        where);
+    }
+    std::vector<std::int64_t> shape;
+    for (const AxisBinding& a : b.axes) {
+        std::optional<std::int64_t> v = lookup(p.shape, a.axis);
+        if (!v && !a.default_axis.empty()) v = lookup(p.shape, a.default_axis);
+        if (!v) throw Error(ErrorCategory::bad_input, fmt::format("problem {} lacks axis {}", p.key(), a.axis), where);
+        if (*v < 1) throw Error(ErrorCategory::bad_input, fmt::format("problem {} has {} < 1", p.key(), a.axis), where);
+        shape.push_back(*v);
+    }
+    return shape;
+}
+
+// The axis an optional axis defaults to (its own index for a required axis).
+std::size_t default_index(const OpBinding& b, std::size_t axis) {
+    for (std::size_t i = 0; i < b.axes.size(); ++i)
+        if (!b.axes[axis].default_axis.empty() && b.axes[i].axis == b.axes[axis].default_axis) return i;
+    return axis;
+}
+
+// One coordinate of a shape's log point, as the header's log_point() computes it.
+double log_coordinate(const OpBinding& b, const std::vector<std::int64_t>& shape, std::size_t axis) {
+    const std::size_t d = default_index(b, axis);
+    const double v = std::log(static_cast<double>(shape[axis]));
+    return d == axis ? v : v - std::log(static_cast<double>(shape[d]));
+}
+
+bool device_selected(const std::string& key, const std::vector<std::string>& filter) {
+    if (filter.empty()) return true;
+    return std::any_of(filter.begin(), filter.end(),
+                       [&](const std::string& f) { return key == f || key.find(f) != std::string::npos; });
+}
+
+Model collect(const Store& store, const SearchSpace& space, const ExportOptions& o) {
+    Model m;
+    m.binding = find_op_binding(space.op(), space.variant());
+    if (m.binding == nullptr) {
+        std::string known;
+        for (const std::string& s : exportable_ops()) known += (known.empty() ? "" : ", ") + s;
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("export-header cannot export {}/{}: it exports {}", space.op(), space.variant(), known),
+                    "--op");
+    }
+    m.stem = identifier(space.op() + "_" + space.variant());
+
+    std::vector<std::string> tuned;
+    for (const TunedOp& t : store.tuned_ops())
+        if (t.op == space.op() && t.variant == space.variant()) tuned.push_back(t.device_key);
+    for (const std::string& f : o.devices)
+        if (std::none_of(tuned.begin(), tuned.end(), [&](const std::string& k) { return device_selected(k, {f}); }))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("no device with tuned results for {}/{} matches '{}'", space.op(), space.variant(), f),
+                        "--devices");
+
+    std::map<std::pair<Dtype, std::string>, std::size_t> config_index;
+    for (const std::string& key : tuned) {
+        if (!device_selected(key, o.devices)) continue;
+        std::optional<DeviceInfo> info = store.device(key);
+        // A result recorded before its device was described leaves a bare row: nothing a user's device can match.
+        if (!info || info->name.empty() || info->cc_major == 0) {
+            m.warnings.push_back(fmt::format("device '{}' has results but no device description: left out", key));
+            continue;
+        }
+        Device d;
+        d.info = *info;
+        for (const ResultRecord& r : store.best(space.op(), space.variant(), key)) {
+            const std::string where = fmt::format("{} ({} on {})", store.path(), r.problem.key(), key);
+            Entry e;
+            e.problem = r.problem;
+            e.shape = bound_shape(r.problem, *m.binding, where);
+            e.p50_us = r.measurement.stats.p50;
+            Config c = parse_config(r.config_key, space, where);
+            auto [it, added] = config_index.try_emplace({r.problem.dtype, c.key()}, m.configs.size());
+            if (added) m.configs.push_back({r.problem.dtype, c, space.kernel_name(c, r.problem.dtype)});
+            e.config = it->second;
+            d.source_hash = r.kernel.source_hash;
+            d.entries.push_back(std::move(e));
+        }
+        if (!d.entries.empty()) m.devices.push_back(std::move(d));
+    }
+    if (m.devices.empty())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no tuned results for {}/{} in {}{}", space.op(), space.variant(), store.path(),
+                                o.devices.empty() ? "" : " on the selected devices"),
+                    "--op");
+
+    // Configurations in (dtype, parameter values) order, so the header does not depend on the store's row order.
+    std::vector<std::size_t> order(m.configs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const auto& ca = m.configs[a];
+        const auto& cb = m.configs[b];
+        if (ca.dtype != cb.dtype) return ca.dtype < cb.dtype;
+        return ca.config.values < cb.config.values;
+    });
+    std::vector<std::size_t> new_index(order.size());
+    std::vector<ConfigInstance> sorted;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        new_index[order[i]] = i;
+        sorted.push_back(m.configs[order[i]]);
+    }
+    m.configs = std::move(sorted);
+    for (Device& d : m.devices)
+        for (Entry& e : d.entries) e.config = new_index[e.config];
+
+    // The most thoroughly tuned device first among those of one level; then by key.
+    std::stable_sort(m.devices.begin(), m.devices.end(), [](const Device& a, const Device& b) {
+        if (a.entries.size() != b.entries.size()) return a.entries.size() > b.entries.size();
+        return a.info.key < b.info.key;
+    });
+
+    // Default per dtype: the configuration that is best for the most tuned problems over all devices (ties: the
+    // earlier configuration).
+    for (Dtype dt : k_dtypes) {
+        std::map<std::size_t, int> wins;
+        for (const Device& d : m.devices)
+            for (const Entry& e : d.entries)
+                if (e.problem.dtype == dt) ++wins[e.config];
+        std::optional<std::size_t> best;
+        for (const auto& [config, count] : wins)
+            if (!best || count > wins[*best]) best = config;
+        if (best) m.default_config[dt] = *best;
+    }
+    return m;
+}
+
+// Checks that the launch texts read from the file are the expressions the space evaluates: their values must agree
+// with SearchSpace::launch() for every exported (configuration, problem).
+void check_launch_texts(const export_detail::LaunchTexts& t, const SearchSpace& space, const Model& m) {
+    std::vector<Expression> grid, block;
+    for (const auto& s : t.grid) grid.emplace_back(s, t.where);
+    for (const auto& s : t.block) block.emplace_back(s, t.where);
+    const Expression shared(t.shared_bytes, t.where);
+    for (const Device& d : m.devices)
+        for (const Entry& e : d.entries) {
+            const Config& c = m.configs[e.config].config;
+            const LaunchGeometry g = space.launch(c, e.problem);
+            const auto vars = expression_variables(c, e.problem);
+            bool same = shared.evaluate_int(vars) == g.shared_bytes;
+            for (std::size_t i = 0; i < grid.size(); ++i) same = same && grid[i].evaluate_int(vars) == g.grid[i];
+            for (std::size_t i = 0; i < block.size(); ++i) same = same && block[i].evaluate_int(vars) == g.block[i];
+            if (!same)
+                throw Error(ErrorCategory::internal,
+                            fmt::format("the launch expressions read from {} disagree with the search space for {} {}",
+                                        space.file(), c.key(), e.problem.key()),
+                            t.where);
+        }
+}
+
+CppExpressionNames names_for(const ConfigInstance& ci, const OpBinding& b) {
+    CppExpressionNames n;
+    for (const auto& [name, value] : ci.config.values) n.constants[name] = static_cast<double>(value);
+    n.constants["DTYPE_BYTES"] = dtype_bytes(ci.dtype);
+    for (std::size_t i = 0; i < b.axes.size(); ++i)
+        n.variables[b.axes[i].axis] = fmt::format("static_cast<double>(shape[{}])", i);
+    n.helper_prefix = "detail::";
+    return n;
+}
+
+class Writer {
+public:
+    void line(const std::string& s = {}) { m_text += s + "\n"; }
+    template <typename... A>
+    void linef(fmt::format_string<A...> f, A&&... a) {
+        line(fmt::format(f, std::forward<A>(a)...));
+    }
+    void raw(std::string_view s) { m_text += s; }
+    std::string take() { return std::move(m_text); }
+
+private:
+    std::string m_text;
+};
+
+std::string render(const Model& m, const SearchSpace& space, const export_detail::LaunchTexts& launch,
+                   const Store& store, const ExportOptions& o) {
+    const OpBinding& b = *m.binding;
+    const std::string file_name = "ktune_tuned_" + m.stem + ".hpp";
+    const std::string table = m.stem + "_table";
+    const std::size_t axes = b.axes.size();
+    std::size_t entry_count = 0;
+    for (const Device& d : m.devices) entry_count += d.entries.size();
+
+    Writer w;
+    w.linef("// {}: tuned configurations of {}/{}, compiled ahead of time.", file_name, space.op(), space.variant());
+    w.linef("// GENERATED by `ktune export-header` from {} ({}); do not edit: regenerate.",
+            fs::path(store.path()).filename().string(), o.generated_at.empty() ? now_utc() : o.generated_at);
+    if (!o.note.empty()) {
+        // Wrapped at 120 columns.
+        std::string line = "// NOTE:";
+        std::size_t start = 0;
+        while (start < o.note.size()) {
+            std::size_t end = o.note.find(' ', start);
+            if (end == std::string::npos) end = o.note.size();
+            const std::string word = o.note.substr(start, end - start);
+            if (line.size() + 1 + word.size() > 120 && line.size() > 9) {
+                w.line(line);
+                line = "//      ";
+            }
+            line += " " + word;
+            start = end + 1;
+        }
+        w.line(line);
+    }
+    w.linef("// Kernel {} (search space {}). Tuned devices, in lookup order:", space.kernel_source(),
+            fs::path(space.file()).filename().string());
+    for (std::size_t i = 0; i < m.devices.size(); ++i)
+        w.linef("//   [{}] {}: {} problems, kernel source {}", i, m.devices[i].info.key, m.devices[i].entries.size(),
+                m.devices[i].source_hash.substr(0, 16));
+    w.line("//");
+    w.line("// Use: nvcc -std=c++17 -arch=sm_90 -I<ktune root> -I<this folder>, then");
+    w.line("//   ktune_tuned::DeviceProps props;");
+    w.line("//   ktune_tuned::query_device_props(device, &props);  // once");
+    w.line("//   ktune_tuned::Choice choice;");
+    w.linef("//   ktune_tuned::Status s = ktune_tuned::{}(props, ktune_tuned::Dtype::bf16, ..., stream, &choice);", m.stem);
+    w.line("//   if (s != ktune_tuned::Status::ok) ... ktune_tuned::status_message(s) ...");
+    w.line("// Selection: the first tuned device below that matches at the most specific level (exact device, same chip,");
+    w.line("// same architecture) and has an entry for the dtype; in its table the nearest tuned problem (bucket): same");
+    w.line("// dtype, smallest sum over the axes of |ln(value / bucket value)| (an optional axis, such as a row stride, by");
+    w.line("// its ratio to the axis it defaults to), ties to the earlier entry, among the buckets whose configuration the");
+    w.line("// YAML's constraints allow for the problem. No matching device: the dtype's default configuration (best for");
+    w.line("// the most tuned problems over all devices). Choice says which level was used.");
+    w.line("// Define KTUNE_TUNED_HOST_ONLY for the tables and the selection alone (no CUDA), e.g. in host-only tests.");
+    w.line("#pragma once");
+    w.line("#include <cmath>");
+    w.line("#include <cstdint>");
+    w.line("#include <limits>");
+    w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
+    w.line("#include <cuda_runtime.h>");
+    w.linef("#include \"{}\"", space.kernel_source());
+    w.line("#endif");
+    w.line();
+    w.raw(export_detail::header_common_text());
+    w.line();
+    w.line("namespace ktune_tuned {");
+    w.linef("namespace {} {{", table);
+    w.line();
+    w.linef("inline constexpr const char* op = {};", cpp_string(space.op()));
+    w.linef("inline constexpr const char* variant = {};", cpp_string(space.variant()));
+    w.linef("inline constexpr const char* kernel_source = {};", cpp_string(space.kernel_source()));
+    std::string axis_names, param_names;
+    for (const AxisBinding& a : b.axes) axis_names += (axis_names.empty() ? "" : ", ") + cpp_string(a.axis);
+    for (const ParameterSpec& p : space.parameters())
+        param_names += (param_names.empty() ? "" : ", ") + cpp_string(p.name);
+    std::string axis_doc;
+    for (const AxisBinding& a : b.axes)
+        axis_doc += fmt::format("{}{} = {}{}", axis_doc.empty() ? "" : ", ", a.axis, a.cpp,
+                                a.default_axis.empty() ? "" : fmt::format(" (default {})", a.default_axis));
+    w.linef("// Shape axes: {}.", axis_doc);
+    w.linef("inline constexpr int axis_count = {};", axes);
+    w.linef("inline constexpr const char* axis_names[axis_count] = {{{}}};", axis_names);
+    w.linef("inline constexpr int parameter_count = {};", space.parameters().size());
+    w.linef("inline constexpr const char* parameter_names[parameter_count] = {{{}}};", param_names);
+    w.line();
+
+    w.line("struct Config {");
+    w.line("    Dtype dtype;");
+    w.line("    int values[parameter_count];");
+    w.line("    const char* key;");
+    w.line("    const char* kernel;");
+    w.line("};");
+    w.linef("inline constexpr int config_count = {};", m.configs.size());
+    w.line("inline constexpr Config configs[config_count] = {");
+    for (std::size_t i = 0; i < m.configs.size(); ++i) {
+        const ConfigInstance& c = m.configs[i];
+        std::string values;
+        for (const auto& [name, v] : c.config.values) values += (values.empty() ? "" : ", ") + std::to_string(v);
+        w.linef("    /* {} */ {{{}, {{{}}}, {}, {}}},", i, dtype_enum(c.dtype), values, cpp_string(c.config.key()),
+                cpp_string(c.kernel));
+    }
+    w.line("};");
+    w.line();
+
+    w.line("// One tuned problem (bucket) of one device: its shape, its log point (see log_point), the best configuration and");
+    w.line("// the tuner's p50 in microseconds.");
+    w.line("struct Entry {");
+    w.line("    Dtype dtype;");
+    w.line("    long long shape[axis_count];");
+    w.line("    double log_shape[axis_count];");
+    w.line("    int config;");
+    w.line("    double p50_us;");
+    w.line("    const char* problem;");
+    w.line("};");
+    w.linef("inline constexpr int entry_count = {};", entry_count);
+    w.line("inline constexpr Entry entries[entry_count] = {");
+    std::size_t index = 0;
+    for (std::size_t di = 0; di < m.devices.size(); ++di) {
+        w.linef("    // [{}] {}", di, m.devices[di].info.key);
+        for (const Entry& e : m.devices[di].entries) {
+            std::string shape, logs;
+            for (std::size_t a = 0; a < axes; ++a) {
+                shape += (a ? ", " : "") + std::to_string(e.shape[a]);
+                logs += (a ? ", " : "") + cpp_double_literal(log_coordinate(b, e.shape, a));
+            }
+            w.linef("    /* {} */ {{{}, {{{}}}, {{{}}}, {}, {}, {}}},", index++, dtype_enum(e.problem.dtype), shape, logs,
+                    e.config, cpp_double_literal(e.p50_us), cpp_string(e.problem.key()));
+        }
+    }
+    w.line("};");
+    w.line();
+
+    w.linef("inline constexpr int device_count = {};", m.devices.size());
+    w.line("inline constexpr detail::DeviceRecord devices[device_count] = {");
+    index = 0;
+    for (const Device& d : m.devices) {
+        const DeviceInfo& i = d.info;
+        int drv_major = -1, drv_minor = -1;
+        if (std::sscanf(i.driver_version.c_str(), "%d.%d", &drv_major, &drv_minor) != 2) drv_major = drv_minor = -1;
+        w.linef("    {{{}, {}, {}, {}, {}, {}LL, {}LL, {}, {}, {}, {}, {}, {}}},", cpp_string(i.key), cpp_string(i.name),
+                i.cc_major, i.cc_minor, i.sm_count, i.l2_bytes, i.memory_bytes / (1024LL * 1024 * 1024),
+                (i.memory_clock_khz + 500) / 1000, i.memory_bus_bits, drv_major, drv_minor, index, d.entries.size());
+        index += d.entries.size();
+    }
+    w.line("};");
+    w.line();
+    std::string defaults;
+    for (Dtype dt : k_dtypes) {
+        auto it = m.default_config.find(dt);
+        defaults += fmt::format("{}{}", defaults.empty() ? "" : ", ",
+                                it == m.default_config.end() ? -1 : static_cast<long long>(it->second));
+    }
+    w.line("// Per dtype (fp32, fp16, bf16): the configuration best for the most tuned problems; -1 when none.");
+    w.linef("inline constexpr int default_config[3] = {{{}}};", defaults);
+    w.line();
+
+    // Shape-dependent legality: the YAML constraints that read a shape axis. Those on parameters alone held when the
+    // configuration was tuned; prune rules are heuristics, not legality, and are left out.
+    std::set<std::string> axis_set;
+    for (const AxisBinding& a : b.axes) axis_set.insert(a.axis);
+    w.line("// True when the YAML's constraints that read the shape hold for this configuration and shape.");
+    w.line("inline bool legal(int config, const long long* shape) {");
+    w.line("    (void)shape;");
+    w.line("    switch (config) {");
+    for (std::size_t i = 0; i < m.configs.size(); ++i) {
+        std::string conds;
+        for (const Expression& c : space.constraints()) {
+            const auto vars = c.variables();
+            if (std::none_of(vars.begin(), vars.end(), [&](const std::string& v) { return axis_set.count(v) > 0; }))
+                continue;
+            conds += fmt::format("{}detail::ex_holds({})", conds.empty() ? "" : " && ",
+                                 expression_to_cpp(c.text(), names_for(m.configs[i], b), c.where()));
+        }
+        if (!conds.empty()) w.linef("    case {}: return {};", i, conds);
+    }
+    w.line("    default: return config >= 0 && config < config_count;");
+    w.line("    }");
+    w.line("}");
+    w.line();
+
+    static constexpr const char* grid_limit[] = {"2147483647.0", "65535.0", "65535.0"};
+    static constexpr const char* block_limit[] = {"1024.0", "1024.0", "64.0"};
+    w.line("// The launch geometry of a configuration for a shape (the YAML's launch expressions); false when it is out");
+    w.line("// of range.");
+    w.line("inline bool geometry(int config, const long long* shape, detail::Geometry* g) {");
+    w.line("    (void)shape;");
+    w.line("    *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};");
+    w.line("    switch (config) {");
+    for (std::size_t i = 0; i < m.configs.size(); ++i) {
+        const CppExpressionNames n = names_for(m.configs[i], b);
+        w.linef("    case {}:", i);
+        for (std::size_t k = 0; k < launch.grid.size(); ++k)
+            w.linef("        g->grid[{}] = detail::ex_dim({}, {});", k, expression_to_cpp(launch.grid[k], n, launch.where),
+                    grid_limit[k]);
+        for (std::size_t k = 0; k < launch.block.size(); ++k)
+            w.linef("        g->block[{}] = detail::ex_dim({}, {});", k,
+                    expression_to_cpp(launch.block[k], n, launch.where), block_limit[k]);
+        w.linef("        if (!detail::ex_shared({}, &g->shared_bytes)) return false;",
+                expression_to_cpp(launch.shared_bytes, n, launch.where));
+        w.line("        break;");
+    }
+    w.line("    default: return false;");
+    w.line("    }");
+    w.line("    for (int i = 0; i < 3; ++i)");
+    w.line("        if (g->grid[i] == 0 || g->block[i] == 0) return false;");
+    w.line("    return g->block[0] * g->block[1] * g->block[2] <= 1024u;");
+    w.line("}");
+    w.line();
+
+    w.line("// Where a shape lies for the distance between shapes: the natural log of each axis; an optional axis that");
+    w.line("// defaults to another counts by its ratio to it (a row stride by its padding), so that its default adds nothing.");
+    w.line("inline void log_point(const long long* shape, double* out) {");
+    for (std::size_t a = 0; a < axes; ++a) {
+        const std::string v = fmt::format("std::log(static_cast<double>(shape[{}] < 1 ? 1 : shape[{}]))", a, a);
+        const std::size_t d = default_index(b, a);
+        if (d == a)
+            w.linef("    out[{}] = {};", a, v);
+        else
+            w.linef("    out[{}] = {} - std::log(static_cast<double>(shape[{}] < 1 ? 1 : shape[{}]));", a, v, d, d);
+    }
+    w.line("}");
+    w.line();
+    w.line("// The entry nearest to `shape` among entries [begin, end) of this dtype whose configuration is legal for it;");
+    w.line("// -1 when none.");
+    w.line("inline int nearest(int begin, int end, Dtype dtype, const long long* shape) {");
+    w.line("    int best = -1;");
+    w.line("    double best_distance = 0;");
+    w.line("    double point[axis_count];");
+    w.line("    log_point(shape, point);");
+    w.line("    for (int i = begin; i < end; ++i) {");
+    w.line("        const Entry& e = entries[i];");
+    w.line("        if (e.dtype != dtype || !legal(e.config, shape)) continue;");
+    w.line("        if (detail::same_shape(e.shape, shape, axis_count)) return i;");
+    w.line("        const double d = detail::log_distance(e.log_shape, point, axis_count);");
+    w.line("        if (best < 0 || d < best_distance) {");
+    w.line("            best = i;");
+    w.line("            best_distance = d;");
+    w.line("        }");
+    w.line("    }");
+    w.line("    return best;");
+    w.line("}");
+    w.line();
+    w.line("inline Choice choose(Level level, const char* device_key, int entry, int config, const long long* shape) {");
+    w.line("    Choice c;");
+    w.line("    c.level = level;");
+    w.line("    c.device_key = device_key;");
+    w.line("    c.entry = entry;");
+    w.line("    c.config = config;");
+    w.line("    c.config_key = configs[config].key;");
+    w.line("    c.kernel = configs[config].kernel;");
+    w.line("    if (entry >= 0) {");
+    w.line("        c.exact_bucket = detail::same_shape(entries[entry].shape, shape, axis_count);");
+    w.line("        c.tuned_p50_us = entries[entry].p50_us;");
+    w.line("    }");
+    w.line("    return c;");
+    w.line("}");
+    w.line();
+    w.line("inline bool supports(Dtype dtype) {");
+    w.line("    for (const Config& c : configs)");
+    w.line("        if (c.dtype == dtype) return true;");
+    w.line("    return false;");
+    w.line("}");
+    w.line();
+    w.linef("}}  // namespace {}", table);
+    w.line();
+
+    std::string shape_init;
+    for (const AxisBinding& a : b.axes) shape_init += (shape_init.empty() ? "" : ", ") + a.cpp;
+    w.linef("// Which entry and configuration {}() uses for this device, dtype and shape ({} values, in the order of", m.stem,
+            axes);
+    w.linef("// {}::axis_names). Host code: no CUDA needed. Choice::config is -1 when nothing fits.", table);
+    w.linef("inline Choice {}_select(const DeviceProps& device, Dtype dtype, const long long* shape) {{", m.stem);
+    w.linef("    using namespace {};", table);
+    w.line("    const int dt = static_cast<int>(dtype);");
+    w.line("    if (dt < 0 || dt > 2 || shape == nullptr) return Choice{};");
+    w.line("    for (int level = 0; level < 3; ++level)");
+    w.line("        for (const detail::DeviceRecord& d : devices) {");
+    w.line("            if (!detail::device_matches(d, device, static_cast<Level>(level))) continue;");
+    w.line("            const int e = nearest(d.first_entry, d.first_entry + d.entry_count, dtype, shape);");
+    w.line("            if (e >= 0) return choose(static_cast<Level>(level), d.key, e, entries[e].config, shape);");
+    w.line("        }");
+    w.line("    const int k = default_config[dt];");
+    w.line("    if (k >= 0 && legal(k, shape)) return choose(Level::default_config, \"\", -1, k, shape);");
+    w.line("    // The default is not legal for this shape: the nearest legal bucket of any device.");
+    w.line("    const int e = nearest(0, entry_count, dtype, shape);");
+    w.line("    if (e >= 0) return choose(Level::default_config, \"\", e, entries[e].config, shape);");
+    w.line("    return Choice{};");
+    w.line("}");
+    w.line();
+    w.linef("inline Choice {}_select(const DeviceProps& device, Dtype dtype, {}) {{", m.stem, b.shape_parameters);
+    w.linef("    const long long shape[{}::axis_count] = {{{}}};", table, shape_init);
+    w.linef("    return {}_select(device, dtype, shape);", m.stem);
+    w.line("}");
+    w.line();
+
+    w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
+    for (const std::string& d : b.doc) w.linef("// {}", d);
+    w.line("// Validates the arguments, selects the configuration (see the top of this file) and launches it. Writes what");
+    w.line("// it picked to *choice when given. Never faults on bad input: returns a Status instead.");
+    w.linef("inline Status {}(const DeviceProps& device, Dtype dtype, {}, cudaStream_t stream = nullptr,", m.stem,
+            b.parameters);
+    w.line("                   Choice* choice = nullptr) {");
+    w.linef("    using namespace {};", table);
+    w.line("    if (choice != nullptr) *choice = Choice{};");
+    w.line("    const int elem_bytes = dtype_bytes(dtype);");
+    w.line("    if (elem_bytes == 0) return Status::bad_argument;");
+    for (const std::string& c : b.checks) w.linef("    {}", c);
+    w.line("    if (!supports(dtype)) return Status::unsupported_dtype;");
+    w.linef("    const long long shape[axis_count] = {{{}}};", shape_init);
+    w.linef("    const Choice c = {}_select(device, dtype, shape);", m.stem);
+    w.line("    if (choice != nullptr) *choice = c;");
+    w.line("    if (c.config < 0) return Status::no_config;");
+    w.line("    detail::Geometry g;");
+    w.line("    if (!geometry(c.config, shape, &g)) return Status::bad_launch;");
+    w.line("    const dim3 grid(g.grid[0], g.grid[1], g.grid[2]), block(g.block[0], g.block[1], g.block[2]);");
+    w.line("    cudaError_t err = cudaSuccess;");
+    w.line("    switch (c.config) {");
+    for (std::size_t i = 0; i < m.configs.size(); ++i) {
+        std::string args = b.call_arguments;
+        const std::string type(dtype_cpp_type(m.configs[i].dtype));
+        for (std::size_t p = args.find("{T}"); p != std::string::npos; p = args.find("{T}", p + type.size()))
+            args.replace(p, 3, type);
+        w.linef("    case {}: {{", i);
+        w.linef("        auto* kernel = &::{};", m.configs[i].kernel);
+        w.line("        if (g.shared_bytes > 48u * 1024u)");
+        w.line("            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,");
+        w.line("                                       static_cast<int>(g.shared_bytes));");
+        w.line("        if (err == cudaSuccess) {");
+        w.linef("            kernel<<<grid, block, g.shared_bytes, stream>>>({});", args);
+        w.line("            err = cudaGetLastError();");
+        w.line("        }");
+        w.line("        break;");
+        w.line("    }");
+    }
+    w.line("    default: return Status::no_config;");
+    w.line("    }");
+    w.line("    if (err != cudaSuccess) {");
+    w.line("        if (choice != nullptr) choice->cuda_error = static_cast<int>(err);");
+    w.line("        return Status::cuda_error;");
+    w.line("    }");
+    w.line("    return Status::ok;");
+    w.line("}");
+    w.line("#endif  // KTUNE_TUNED_HOST_ONLY");
+    w.line();
+    w.line("}  // namespace ktune_tuned");
+    return w.take();
+}
+
+}  // namespace
+
+RenderedHeader render_header(const Store& store, const SearchSpace& space, const ExportOptions& options) {
+    if (!options.op.empty() && (options.op != space.op() || options.variant != space.variant()))
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),
+                                options.op, options.variant),
+                    "--op");
+    const Model m = collect(store, space, options);
+    const export_detail::LaunchTexts launch = export_detail::read_launch_texts(space.file());
+    check_launch_texts(launch, space, m);
+
+    RenderedHeader h;
+    h.text = render(m, space, launch, store, options);
+    h.result.file_name = "ktune_tuned_" + m.stem + ".hpp";
+    h.result.function = "ktune_tuned::" + m.stem;
+    for (const Device& d : m.devices) {
+        h.result.device_keys.push_back(d.info.key);
+        h.result.entries += d.entries.size();
+    }
+    h.result.configs = m.configs.size();
+    h.result.warnings = m.warnings;
+    return h;
+}
+
+ExportResult export_header(const Store& store, const ExportOptions& options) {
+    if (options.out_dir.empty()) throw Error(ErrorCategory::bad_input, "no output folder given", "--out");
+    const std::string space_path = options.space_path.empty()
+                                       ? find_space_file(options.root, options.op, options.variant)
+                                       : options.space_path;
+    const SearchSpace space = SearchSpace::load_file(space_path);
+    RenderedHeader h = render_header(store, space, options);
+
+    const fs::path dir(options.out_dir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error(ErrorCategory::bad_input, "cannot create the output folder: " + ec.message(), dir.string());
+    const fs::path target = dir / h.result.file_name;
+    const fs::path temp = dir / (h.result.file_name + ".tmp");
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << h.text;
+        out.close();
+        if (!out) {
+            fs::remove(temp, ec);
+            throw Error(ErrorCategory::bad_input, "cannot write the header", temp.string());
+        }
+    }
+    fs::rename(temp, target, ec);
+    if (ec) {
+        fs::remove(temp, ec);
+        throw Error(ErrorCategory::bad_input, "cannot write the header", target.string());
+    }
+    h.result.header_path = target.string();
+    return h.result;
+}
+
+}  // namespace ktune
