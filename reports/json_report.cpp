@@ -74,6 +74,7 @@ Json row_json(const ProblemRow& r) {
                 {"stddev_us", number(s.stddev)},
                 {"iqr_us", number(s.iqr)},
                 {"median_ci_rel", number(s.median_ci_rel)},
+                {"cupti_p50_us", number(r.cupti_p50_us)},
                 {"time_cap_hit", r.time_cap_hit},
                 {"gbps", number(r.gbps)},
                 {"bytes_moved", number(r.bytes_moved)},

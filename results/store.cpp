@@ -497,14 +497,15 @@ std::optional<RunInfo> Store::run(std::int64_t run_id) const {
 
 // ---- results ----------------------------------------------------------------------------------------------------------
 
-bool Store::has_result(const std::string& source_hash, const std::string& config_key, const std::string& problem_key,
+bool Store::has_result(const KernelInfo& kernel, const std::string& config_key, const std::string& problem_key,
                        const std::string& device_key) const {
     // Resolving the ids first lets SQLite use the measurements UNIQUE index for the whole look-up.
     Stmt s(m_impl->db,
-           "SELECT 1 FROM measurements WHERE kernel_id IN (SELECT id FROM kernels WHERE source_hash = ?1) "
-           "AND configuration_id = (SELECT id FROM configurations WHERE key = ?2) "
-           "AND problem_id = (SELECT id FROM problems WHERE key = ?3) AND device_key = ?4 LIMIT 1");
-    s.bind(1, source_hash).bind(2, config_key).bind(3, problem_key).bind(4, device_key);
+           "SELECT 1 FROM measurements WHERE kernel_id = (SELECT id FROM kernels WHERE op = ?1 AND variant = ?2 AND "
+           "source_hash = ?3) AND configuration_id = (SELECT id FROM configurations WHERE key = ?4) "
+           "AND problem_id = (SELECT id FROM problems WHERE key = ?5) AND device_key = ?6 LIMIT 1");
+    s.bind(1, kernel.op).bind(2, kernel.variant).bind(3, kernel.source_hash).bind(4, config_key).bind(5, problem_key)
+        .bind(6, device_key);
     return s.step();
 }
 

@@ -108,8 +108,9 @@ public:
     void finish_run(std::int64_t run_id, const std::string& status);
     std::optional<RunInfo> run(std::int64_t run_id) const;
 
-    // True when a result exists for this identity (any status: a compile error or a fault is a result too).
-    bool has_result(const std::string& source_hash, const std::string& config_key, const std::string& problem_key,
+    // True when a result exists for this identity (any status: a compile error or a fault is a result too). The
+    // kernel is its op, variant and source hash: two variants built from one source file are different kernels.
+    bool has_result(const KernelInfo& kernel, const std::string& config_key, const std::string& problem_key,
                     const std::string& device_key) const;
     // Inserts or, with replace=true (--force), replaces; one transaction.
     void record(const ResultRecord& r, bool replace = false);

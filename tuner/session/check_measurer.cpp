@@ -58,7 +58,7 @@ std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& 
 }
 
 std::optional<std::string> GpuCaseMeasurer::current_source_hash(const BaselineCase& c) {
-    return m_jit.source_hash(space_for(c.op, c.variant).space.kernel_source());
+    return kernel_identity(space_for(c.op, c.variant).space, m_jit).source_hash;
 }
 
 }  // namespace ktune

@@ -10,6 +10,7 @@
 
 #include "harness/protocol/protocol.hpp"
 #include "kernels/op.hpp"
+#include "results/store.hpp"
 #include "tuner/core/measurement.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/gpu_worker.hpp"
@@ -46,6 +47,10 @@ private:
     std::optional<std::string> m_current_problem;
     double m_best_p50_us = 0;  // on the current problem
 };
+
+// What identifies the tuned kernel in the store: op, variant, and a hash of the source with every header it includes
+// plus the kernel name template (variants of one file differ there: another entry point, a literal argument).
+KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit);
 
 // Keeps the first lines of a compile log: the error is at the top, the rest is the instantiation backtrace.
 std::string first_lines(const std::string& log, int lines);

@@ -185,7 +185,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
                                .dump();
     s.run_id = store.begin_run(run);
 
-    const KernelInfo kernel{space.op(), space.variant(), space.kernel_source(), jit.source_hash(space.kernel_source())};
+    const KernelInfo kernel = kernel_identity(space, jit);
     SpaceMeasurer measurer(space, op, jit, *gpu, o.seed);
 
     // Plan every problem first, so compilation of all of it overlaps the measurements.
@@ -196,7 +196,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
         ProblemOutcome outcome;
     };
     auto measured_before = [&](const Config& c, const Problem& p) {
-        return !o.force && store.has_result(kernel.source_hash, c.key(), p.key(), device.key);
+        return !o.force && store.has_result(kernel, c.key(), p.key(), device.key);
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;

@@ -82,6 +82,7 @@ public:
     // The NVRTC name expression of the tuned kernel / of the reference kernel for one configuration and dtype:
     // "rmsnorm_fwd<__nv_bfloat16, 256, 8, 2, 1>".
     std::string kernel_name(const Config& c, Dtype d) const;
+    const std::string& kernel_name_template() const { return m_kernel_name; }  // "rmsnorm_fwd<{T}, {BLOCK}, 1>"
     std::string reference_name(Dtype d) const;
 
     // Every problem: axes' cartesian product (first axis outermost) times dtypes (outermost).

@@ -38,6 +38,12 @@ private:
 inline Problem problem(NamedValues shape, Dtype dtype = Dtype::bf16) { return Problem{dtype, std::move(shape)}; }
 
 // A result with the identity given and plausible numbers around `p50`.
+// The kernel identity make_record() writes by default (op rmsnorm, variant fwd).
+inline KernelInfo kernel(const std::string& source_hash, const std::string& op = "rmsnorm",
+                         const std::string& variant = "fwd") {
+    return KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash};
+}
+
 inline ResultRecord make_record(const std::string& config_key, const Problem& p, double p50,
                                 Status status = Status::ok, const std::string& device_key = "dev-A",
                                 const std::string& source_hash = "hash-1", const std::string& op = "rmsnorm",

@@ -23,8 +23,8 @@ TEST_F(StoreConcurrency, TwoStoresOnOneFileInterleaveWritesAndSeeEachOthersResul
         rb.run_id = run_b;
         b.record(rb);
         // Each sees the other's last write at once.
-        EXPECT_TRUE(a.has_result("hash-1", rb.config_key, rb.problem.key(), "dev-A"));
-        EXPECT_TRUE(b.has_result("hash-1", ra.config_key, ra.problem.key(), "dev-A"));
+        EXPECT_TRUE(a.has_result(kernel("hash-1"), rb.config_key, rb.problem.key(), "dev-A"));
+        EXPECT_TRUE(b.has_result(kernel("hash-1"), ra.config_key, ra.problem.key(), "dev-A"));
     }
     EXPECT_EQ(a.count_results({}), 100);
     EXPECT_EQ(b.count_results({}), 100);

@@ -132,26 +132,35 @@ TEST_F(StoreRecords, AnEmptyMeasuredAtIsFilledWithTheRecordingTime) {
 TEST_F(StoreRecords, HasResultIsFalseBeforeRecordingAndTrueAfter) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}, {"H", 4096}});
-    EXPECT_FALSE(store.has_result("hash-1", "B=1", p.key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1"), "B=1", p.key(), "dev-A"));
     store.record(make_record("B=1", p, 1.0));
-    EXPECT_TRUE(store.has_result("hash-1", "B=1", p.key(), "dev-A"));
+    EXPECT_TRUE(store.has_result(kernel("hash-1"), "B=1", p.key(), "dev-A"));
 }
 
 TEST_F(StoreRecords, HasResultIsTrueForAFailedResult) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});
     store.record(make_record("B=1", p, 0.0, Status::launch_error));
-    EXPECT_TRUE(store.has_result("hash-1", "B=1", p.key(), "dev-A"));
+    EXPECT_TRUE(store.has_result(kernel("hash-1"), "B=1", p.key(), "dev-A"));
 }
 
 TEST_F(StoreRecords, HasResultIsFalseWhenAnyPartOfTheIdentityDiffers) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});
     store.record(make_record("B=1", p, 1.0));
-    EXPECT_FALSE(store.has_result("hash-2", "B=1", p.key(), "dev-A"));
-    EXPECT_FALSE(store.has_result("hash-1", "B=2", p.key(), "dev-A"));
-    EXPECT_FALSE(store.has_result("hash-1", "B=1", problem({{"M", 17}}).key(), "dev-A"));
-    EXPECT_FALSE(store.has_result("hash-1", "B=1", p.key(), "dev-B"));
+    EXPECT_FALSE(store.has_result(kernel("hash-2"), "B=1", p.key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1"), "B=2", p.key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1"), "B=1", problem({{"M", 17}}).key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1"), "B=1", p.key(), "dev-B"));
+}
+
+TEST_F(StoreRecords, TwoVariantsOfOneSourceAreDifferentKernels) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    store.record(make_record("B=1", p, 1.0, Status::ok, "dev-A", "hash-1", "add_rmsnorm", "fwd"));
+    EXPECT_TRUE(store.has_result(kernel("hash-1", "add_rmsnorm", "fwd"), "B=1", p.key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1", "add_rmsnorm", "fwd_inplace"), "B=1", p.key(), "dev-A"));
+    EXPECT_FALSE(store.has_result(kernel("hash-1", "rmsnorm", "fwd"), "B=1", p.key(), "dev-A"));
 }
 
 TEST_F(StoreRecords, AResultIsStillFoundAfterReopeningTheFile) {
@@ -161,7 +170,7 @@ TEST_F(StoreRecords, AResultIsStillFoundAfterReopeningTheFile) {
         store.record(make_record("B=1", p, 1.0));
     }
     Store reopened = Store::open(db_path());
-    EXPECT_TRUE(reopened.has_result("hash-1", "B=1", p.key(), "dev-A"));
+    EXPECT_TRUE(reopened.has_result(kernel("hash-1"), "B=1", p.key(), "dev-A"));
     EXPECT_EQ(reopened.count_results({}), 1);
 }
 
@@ -234,7 +243,7 @@ TEST_F(StoreRecords, AReadOnlyStoreReadsResultsButRefusesToRecord) {
     Store::open(db_path()).record(make_record("B=1", p, 1.0));
 
     Store ro = Store::open(db_path(), Store::Mode::read_only);
-    EXPECT_TRUE(ro.has_result("hash-1", "B=1", p.key(), "dev-A"));
+    EXPECT_TRUE(ro.has_result(kernel("hash-1"), "B=1", p.key(), "dev-A"));
     const Error e = error_of([&] { ro.record(make_record("B=2", p, 1.0)); });
     EXPECT_EQ(e.category(), ErrorCategory::store);
     EXPECT_NE(e.message().find("read-only"), std::string::npos) << e.message();
