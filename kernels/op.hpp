@@ -75,6 +75,22 @@ public:
     virtual void cpu_reference(const Problem& p, HostBuffers& buffers) const = 0;
 };
 
+// Problems over M rows of H elements with an optional row stride S in elements (default H): the axes of every
+// row-wise op. Throws Error(bad_input) naming `op_key` ("rmsnorm/fwd") and the problem for an unknown or missing axis,
+// M or H outside [1, 2^31), S < H, or M*S overflowing.
+struct RowShape {
+    std::int64_t m = 0;  // rows
+    std::int64_t h = 0;  // elements per row
+    std::int64_t s = 0;  // row stride in elements
+};
+RowShape row_shape(const Problem& p, std::string_view op_key);
+
+// A CPU reference's input: Error(bad_input) naming `op_key` when it is missing or not `elements` long.
+const std::vector<double>& host_input(const HostBuffers& buffers, const std::string& name, std::int64_t elements,
+                                      std::string_view op_key);
+// A CPU reference's output, created (NaN-filled) when missing or of another size.
+std::vector<double>& host_output(HostBuffers& buffers, const std::string& name, std::int64_t elements);
+
 // The registry: kernels/registry.cpp lists every op (one line per op).
 const std::vector<const OpDescription*>& all_ops();
 // Throws Error(bad_input) listing the known ops when there is no such op/variant.

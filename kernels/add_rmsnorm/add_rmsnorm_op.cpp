@@ -22,9 +22,6 @@ namespace {
 
 constexpr double add_rmsnorm_eps = 1e-6;
 
-struct Shape {
-    std::int64_t m = 0, h = 0, s = 0;  // rows, hidden, row stride (elements)
-};
 
 enum class Kind { fwd, fwd_inplace, fwd_gemma };
 
@@ -58,7 +55,7 @@ public:
     }
 
     std::vector<BufferSpec> buffers(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         const ElemType t = elem_type(p.dtype);
         const bool gemma = m_kind == Kind::fwd_gemma;
         std::vector<BufferSpec> b{
@@ -74,7 +71,7 @@ public:
 
     // add_rmsnorm_fwd(y, residual_out, x, residual, w, ...) / add_rmsnorm_fwd_inplace(y, residual, x, w, ...).
     std::vector<KernelArg> arguments(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         std::vector<KernelArg> a{KernelArg::buf("y")};
         if (m_kind == Kind::fwd_inplace) {
             a.push_back(KernelArg::buf("residual"));
@@ -92,14 +89,14 @@ public:
 
     // x and residual read, y and the residual written (valid columns only), w read once.
     double bytes_moved(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return (4.0 * static_cast<double>(s.m) * static_cast<double>(s.h) + static_cast<double>(s.h)) *
                elem_bytes(elem_type(p.dtype));
     }
 
     // Per element: add (1), square-accumulate (2), scale by rstd and the weight (2; Gemma's 1 + w: one more).
     double flops(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return (m_kind == Kind::fwd_gemma ? 6.0 : 5.0) * static_cast<double>(s.m) * static_cast<double>(s.h);
     }
 
@@ -107,14 +104,14 @@ public:
     // exact sum, y normalises it. Padding columns of the outputs are left as they are (outputs created with NaN when
     // absent or mis-sized; the in-place residual's padding keeps its input values).
     void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         const std::int64_t n = s.m * s.s;
-        const std::vector<double> x = input_of(buffers, "x", n);
-        const std::vector<double> w = input_of(buffers, "w", s.h);
-        std::vector<double> residual = input_of(buffers, "residual", n);  // a copy: in place, it is overwritten
-        std::vector<double>& y = output_of(buffers, "y", n);
+        const std::vector<double> x = host_input(buffers, "x", n, m_key);
+        const std::vector<double> w = host_input(buffers, "w", s.h, m_key);
+        std::vector<double> residual = host_input(buffers, "residual", n, m_key);  // a copy: in place, it is overwritten
+        std::vector<double>& y = host_output(buffers, "y", n);
         std::vector<double>& res_out =
-            m_kind == Kind::fwd_inplace ? buffers["residual"] : output_of(buffers, "residual_out", n);
+            m_kind == Kind::fwd_inplace ? buffers["residual"] : host_output(buffers, "residual_out", n);
         const double eps = static_cast<double>(static_cast<float>(add_rmsnorm_eps));
         for (std::int64_t r = 0; r < s.m; ++r) {
             const std::size_t row = static_cast<std::size_t>(r * s.s);
@@ -134,55 +131,7 @@ public:
     }
 
 private:
-    Shape shape_of(const Problem& p) const {
-        for (const auto& [name, value] : p.shape)
-            if (name != "M" && name != "H" && name != "S")
-                throw Error(ErrorCategory::bad_input,
-                            fmt::format("{} has axes M, H and optionally S; unknown axis {}", m_key, name), p.key());
-        auto required = [&](std::string_view name) {
-            if (auto v = lookup(p.shape, name)) return *v;
-            throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", m_key, name), p.key());
-        };
-        Shape s;
-        s.m = required("M");
-        s.h = required("H");
-        s.s = lookup(p.shape, "S").value_or(s.h);
-        constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-        if (s.m < 1 || s.h < 1)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} needs M >= 1 and H >= 1, got M={} H={}", m_key, s.m, s.h), p.key());
-        if (s.m > int_max || s.h > int_max)
-            throw Error(ErrorCategory::bad_input, fmt::format("{} needs M and H <= {}", m_key, int_max), p.key());
-        if (s.s < s.h)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} row stride S={} is smaller than the row length H={}", m_key, s.s, s.h),
-                        p.key());
-        if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
-            throw Error(ErrorCategory::bad_input, fmt::format("{} M*S overflows: M={} S={}", m_key, s.m, s.s), p.key());
-        return s;
-    }
-
-    const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name,
-                                        std::int64_t elements) const {
-        auto it = buffers.find(name);
-        if (it == buffers.end())
-            throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), m_key);
-        if (static_cast<std::int64_t>(it->second.size()) != elements)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(),
-                                    elements),
-                        m_key);
-        return it->second;
-    }
-
-    static std::vector<double>& output_of(HostBuffers& buffers, const std::string& name, std::int64_t elements) {
-        std::vector<double>& v = buffers[name];
-        if (static_cast<std::int64_t>(v.size()) != elements)
-            v.assign(static_cast<std::size_t>(elements), std::numeric_limits<double>::quiet_NaN());
-        return v;
-    }
-
-    Kind m_kind;
+                Kind m_kind;
     std::string m_key;  // "add_rmsnorm/fwd": names the op in messages
 };
 

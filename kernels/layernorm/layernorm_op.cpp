@@ -21,9 +21,6 @@ namespace {
 
 constexpr double layernorm_eps = 1e-5;  // torch.nn.LayerNorm's default
 
-struct Shape {
-    std::int64_t m = 0, h = 0, s = 0;  // rows, hidden, row stride (elements)
-};
 
 class LayerNormOp final : public OpDescription {
 public:
@@ -41,7 +38,7 @@ public:
 
     // x has a mean of 1 and a standard deviation of 1.15: a row's mean matters, and so does how the variance is taken.
     std::vector<BufferSpec> buffers(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         const ElemType t = elem_type(p.dtype);
         std::vector<BufferSpec> b{
             {"x", t, s.m * s.s, BufferRole::input, -1.0, 3.0},
@@ -54,7 +51,7 @@ public:
 
     // layernorm_fwd(y, x, w, b, rows, hidden, x_row_stride, y_row_stride, eps); _nobias without b.
     std::vector<KernelArg> arguments(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         std::vector<KernelArg> a{KernelArg::buf("y"), KernelArg::buf("x"), KernelArg::buf("w")};
         if (m_bias) a.push_back(KernelArg::buf("b"));
         for (KernelArg v : {KernelArg::i32(s.m), KernelArg::i32(s.h), KernelArg::i64(s.s), KernelArg::i64(s.s),
@@ -65,24 +62,24 @@ public:
 
     // x read and y written once (valid columns), w (and b) read once.
     double bytes_moved(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         const double h = static_cast<double>(s.h);
         return (2.0 * static_cast<double>(s.m) * h + (m_bias ? 2.0 : 1.0) * h) * elem_bytes(elem_type(p.dtype));
     }
 
     // Per element: sum (1), deviation square-accumulate (3), normalise, scale and shift (3, or 2 without bias).
     double flops(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return (m_bias ? 7.0 : 6.0) * static_cast<double>(s.m) * static_cast<double>(s.h);
     }
 
     // y in double (two-pass variance, eps rounded to float as the kernels receive it), not rounded to the storage
     // type. y's padding columns are left as they are (y created with NaN when absent or mis-sized).
     void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
-        const Shape s = shape_of(p);
-        const std::vector<double>& x = input_of(buffers, "x", s.m * s.s);
-        const std::vector<double>& w = input_of(buffers, "w", s.h);
-        const std::vector<double>* b = m_bias ? &input_of(buffers, "b", s.h) : nullptr;
+        const RowShape s = row_shape(p, m_key);
+        const std::vector<double>& x = host_input(buffers, "x", s.m * s.s, m_key);
+        const std::vector<double>& w = host_input(buffers, "w", s.h, m_key);
+        const std::vector<double>* b = m_bias ? &host_input(buffers, "b", s.h, m_key) : nullptr;
         std::vector<double>& y = buffers["y"];
         if (static_cast<std::int64_t>(y.size()) != s.m * s.s)
             y.assign(static_cast<std::size_t>(s.m * s.s), std::numeric_limits<double>::quiet_NaN());
@@ -104,48 +101,7 @@ public:
     }
 
 private:
-    Shape shape_of(const Problem& p) const {
-        for (const auto& [name, value] : p.shape)
-            if (name != "M" && name != "H" && name != "S")
-                throw Error(ErrorCategory::bad_input,
-                            fmt::format("{} has axes M, H and optionally S; unknown axis {}", m_key, name), p.key());
-        auto required = [&](std::string_view name) {
-            if (auto v = lookup(p.shape, name)) return *v;
-            throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", m_key, name), p.key());
-        };
-        Shape s;
-        s.m = required("M");
-        s.h = required("H");
-        s.s = lookup(p.shape, "S").value_or(s.h);
-        constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-        if (s.m < 1 || s.h < 1)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} needs M >= 1 and H >= 1, got M={} H={}", m_key, s.m, s.h), p.key());
-        if (s.m > int_max || s.h > int_max)
-            throw Error(ErrorCategory::bad_input, fmt::format("{} needs M and H <= {}", m_key, int_max), p.key());
-        if (s.s < s.h)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} row stride S={} is smaller than the row length H={}", m_key, s.s, s.h),
-                        p.key());
-        if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
-            throw Error(ErrorCategory::bad_input, fmt::format("{} M*S overflows: M={} S={}", m_key, s.m, s.s), p.key());
-        return s;
-    }
-
-    const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name,
-                                        std::int64_t elements) const {
-        auto it = buffers.find(name);
-        if (it == buffers.end())
-            throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), m_key);
-        if (static_cast<std::int64_t>(it->second.size()) != elements)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(),
-                                    elements),
-                        m_key);
-        return it->second;
-    }
-
-    bool m_bias;
+            bool m_bias;
     std::string m_key;  // "layernorm/fwd": names the op in messages
 };
 

@@ -23,54 +23,6 @@ namespace {
 constexpr double rmsnorm_bwd_eps = 1e-6;
 constexpr std::string_view op_key = "rmsnorm/bwd";
 
-struct Shape {
-    std::int64_t m = 0, h = 0, s = 0;  // rows, hidden, row stride (elements)
-};
-
-Shape shape_of(const Problem& p) {
-    for (const auto& [name, value] : p.shape)
-        if (name != "M" && name != "H" && name != "S")
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} has axes M, H and optionally S; unknown axis {}", op_key, name), p.key());
-    auto required = [&](std::string_view name) {
-        if (auto v = lookup(p.shape, name)) return *v;
-        throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", op_key, name), p.key());
-    };
-    Shape s;
-    s.m = required("M");
-    s.h = required("H");
-    s.s = lookup(p.shape, "S").value_or(s.h);
-    constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-    if (s.m < 1 || s.h < 1)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("{} needs M >= 1 and H >= 1, got M={} H={}", op_key, s.m, s.h), p.key());
-    if (s.m > int_max || s.h > int_max)
-        throw Error(ErrorCategory::bad_input, fmt::format("{} needs M and H <= {}", op_key, int_max), p.key());
-    if (s.s < s.h)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("{} row stride S={} is smaller than the row length H={}", op_key, s.s, s.h), p.key());
-    if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
-        throw Error(ErrorCategory::bad_input, fmt::format("{} M*S overflows: M={} S={}", op_key, s.m, s.s), p.key());
-    return s;
-}
-
-const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name, std::int64_t elements) {
-    auto it = buffers.find(name);
-    if (it == buffers.end())
-        throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), std::string(op_key));
-    if (static_cast<std::int64_t>(it->second.size()) != elements)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(), elements),
-                    std::string(op_key));
-    return it->second;
-}
-
-std::vector<double>& output_of(HostBuffers& buffers, const std::string& name, std::int64_t elements) {
-    std::vector<double>& v = buffers[name];
-    if (static_cast<std::int64_t>(v.size()) != elements)
-        v.assign(static_cast<std::size_t>(elements), std::numeric_limits<double>::quiet_NaN());
-    return v;
-}
 
 class RmsNormBwdOp final : public OpDescription {
 public:
@@ -84,7 +36,7 @@ public:
     // x is shifted and dy has a positive mean so that mean(dy * w * x) is O(1): the second term of dx is then as
     // large as the first, and validation checks it; and every dw[c] is a sum with a non-zero mean, judged by rtol.
     std::vector<BufferSpec> buffers(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, op_key);
         const ElemType t = elem_type(p.dtype);
         return {
             {"x", t, s.m * s.s, BufferRole::input, -1.0, 3.0},
@@ -97,7 +49,7 @@ public:
     }
 
     std::vector<KernelArg> arguments(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, op_key);
         return {KernelArg::buf("dx"), KernelArg::buf("dw"), KernelArg::buf("scratch"), KernelArg::buf("x"),
                 KernelArg::buf("dy"), KernelArg::buf("w"),  KernelArg::i32(s.m),         KernelArg::i32(s.h),
                 KernelArg::i64(s.s),  KernelArg::i64(s.s),  KernelArg::i64(s.s),
@@ -107,26 +59,26 @@ public:
     // x, dy read and dx written once (valid columns), w read once, dw (fp32) written once. Scratch traffic (the
     // partial rows, mostly in L2) is the kernel's cost, not the op's.
     double bytes_moved(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, op_key);
         const double mh = static_cast<double>(s.m) * static_cast<double>(s.h);
         return (3.0 * mh + static_cast<double>(s.h)) * elem_bytes(elem_type(p.dtype)) + 4.0 * static_cast<double>(s.h);
     }
 
     // Per element: two sums (x^2: 2, dy*w*x: 3), dx (4), dw term (3).
     double flops(const Problem& p) const override {
-        const Shape s = shape_of(p);
+        const RowShape s = row_shape(p, op_key);
         return 12.0 * static_cast<double>(s.m) * static_cast<double>(s.h);
     }
 
     // dx and dw in double from the given x, dy and w (eps rounded to float as the kernels receive it), not rounded to
     // the storage type. dx's padding columns are left as they are (dx created with NaN when absent or mis-sized).
     void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
-        const Shape s = shape_of(p);
-        const std::vector<double>& x = input_of(buffers, "x", s.m * s.s);
-        const std::vector<double>& dy = input_of(buffers, "dy", s.m * s.s);
-        const std::vector<double>& w = input_of(buffers, "w", s.h);
-        std::vector<double>& dx = output_of(buffers, "dx", s.m * s.s);
-        std::vector<double>& dw = output_of(buffers, "dw", s.h);
+        const RowShape s = row_shape(p, op_key);
+        const std::vector<double>& x = host_input(buffers, "x", s.m * s.s, op_key);
+        const std::vector<double>& dy = host_input(buffers, "dy", s.m * s.s, op_key);
+        const std::vector<double>& w = host_input(buffers, "w", s.h, op_key);
+        std::vector<double>& dx = host_output(buffers, "dx", s.m * s.s);
+        std::vector<double>& dw = host_output(buffers, "dw", s.h);
         std::fill(dw.begin(), dw.end(), 0.0);
         const double eps = static_cast<double>(static_cast<float>(rmsnorm_bwd_eps));
         const double h = static_cast<double>(s.h);

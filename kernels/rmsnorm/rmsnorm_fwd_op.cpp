@@ -21,53 +21,10 @@ namespace {
 
 constexpr double rmsnorm_eps = 1e-6;
 
-struct RmsNormShape {
-    std::int64_t m = 0;  // rows
-    std::int64_t h = 0;  // hidden: elements normalised per row
-    std::int64_t s = 0;  // row stride in elements
-};
-
-RmsNormShape shape_of(const Problem& p) {
-    for (const auto& [name, value] : p.shape)
-        if (name != "M" && name != "H" && name != "S")
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("rmsnorm/fwd has axes M, H and optionally S; unknown axis {}", name), p.key());
-    auto required = [&](std::string_view name) {
-        if (auto v = lookup(p.shape, name)) return *v;
-        throw Error(ErrorCategory::bad_input, fmt::format("rmsnorm/fwd needs axis {}", name), p.key());
-    };
-    RmsNormShape s;
-    s.m = required("M");
-    s.h = required("H");
-    s.s = lookup(p.shape, "S").value_or(s.h);
-    constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-    if (s.m < 1 || s.h < 1)
-        throw Error(ErrorCategory::bad_input, fmt::format("rmsnorm/fwd needs M >= 1 and H >= 1, got M={} H={}", s.m, s.h),
-                    p.key());
-    if (s.m > int_max || s.h > int_max)  // the kernels take rows and hidden as int
-        throw Error(ErrorCategory::bad_input, fmt::format("rmsnorm/fwd needs M and H <= {}", int_max), p.key());
-    if (s.s < s.h)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("rmsnorm/fwd row stride S={} is smaller than the row length H={}", s.s, s.h), p.key());
-    if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
-        throw Error(ErrorCategory::bad_input, fmt::format("rmsnorm/fwd M*S overflows: M={} S={}", s.m, s.s), p.key());
-    return s;
-}
-
-const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name, std::int64_t elements) {
-    auto it = buffers.find(name);
-    if (it == buffers.end())
-        throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), "rmsnorm/fwd");
-    if (static_cast<std::int64_t>(it->second.size()) != elements)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(), elements),
-                    "rmsnorm/fwd");
-    return it->second;
-}
 
 class RmsNormFwdOp final : public OpDescription {
 public:
-    explicit RmsNormFwdOp(bool gemma) : m_gemma(gemma) {}
+    explicit RmsNormFwdOp(bool gemma) : m_gemma(gemma), m_key(gemma ? "rmsnorm/fwd_gemma" : "rmsnorm/fwd") {}
 
     std::string_view name() const override { return "rmsnorm"; }
     std::string_view variant() const override { return m_gemma ? "fwd_gemma" : "fwd"; }
@@ -79,7 +36,7 @@ public:
     }
 
     std::vector<BufferSpec> buffers(const Problem& p) const override {
-        const RmsNormShape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         const ElemType t = elem_type(p.dtype);
         return {
             {"x", t, s.m * s.s, BufferRole::input, -2.0, 2.0},
@@ -90,7 +47,7 @@ public:
     }
 
     std::vector<KernelArg> arguments(const Problem& p) const override {
-        const RmsNormShape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return {KernelArg::buf("y"),   KernelArg::buf("x"),   KernelArg::buf("w"),
                 KernelArg::i32(s.m),   KernelArg::i32(s.h),   KernelArg::i64(s.s),
                 KernelArg::i64(s.s),   KernelArg::f32(rmsnorm_eps)};
@@ -98,14 +55,14 @@ public:
 
     // x and y once each (valid columns only), w once.
     double bytes_moved(const Problem& p) const override {
-        const RmsNormShape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return (2.0 * static_cast<double>(s.m) * static_cast<double>(s.h) + static_cast<double>(s.h)) *
                elem_bytes(elem_type(p.dtype));
     }
 
     // Per element: square-accumulate (2), scale by 1/rms and by w (2).
     double flops(const Problem& p) const override {
-        const RmsNormShape s = shape_of(p);
+        const RowShape s = row_shape(p, m_key);
         return 4.0 * static_cast<double>(s.m) * static_cast<double>(s.h);
     }
 
@@ -113,12 +70,10 @@ public:
     // to the storage type, so compare with the dtype's tolerance. y's padding columns are left as they are (y is
     // created, filled with NaN, when absent or of the wrong size).
     void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
-        const RmsNormShape s = shape_of(p);
-        const std::vector<double>& x = input_of(buffers, "x", s.m * s.s);
-        const std::vector<double>& w = input_of(buffers, "w", s.h);
-        std::vector<double>& y = buffers["y"];
-        if (static_cast<std::int64_t>(y.size()) != s.m * s.s)
-            y.assign(static_cast<std::size_t>(s.m * s.s), std::numeric_limits<double>::quiet_NaN());
+        const RowShape s = row_shape(p, m_key);
+        const std::vector<double>& x = host_input(buffers, "x", s.m * s.s, m_key);
+        const std::vector<double>& w = host_input(buffers, "w", s.h, m_key);
+        std::vector<double>& y = host_output(buffers, "y", s.m * s.s);
         const double eps = static_cast<double>(static_cast<float>(rmsnorm_eps));
         for (std::int64_t r = 0; r < s.m; ++r) {
             const std::size_t row = static_cast<std::size_t>(r * s.s);
@@ -134,6 +89,7 @@ public:
 
 private:
     bool m_gemma;
+    std::string m_key;  // "rmsnorm/fwd": names the op in messages
 };
 
 }  // namespace
