@@ -151,8 +151,14 @@ CUfunction Worker::function(const std::string& cubin, const std::string& lowered
 }
 
 void Worker::launch(CUfunction f, const wire::Launch& l, LaunchParams& params) {
-    if (l.shared_bytes > 48 * 1024)
-        KTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(l.shared_bytes)));
+    // Above 48 KiB of shared memory per block, static plus dynamic, a kernel must opt in to its dynamic part.
+    if (l.shared_bytes > 0 && m_dynamic_smem_set[f] < l.shared_bytes) {
+        int static_bytes = 0;
+        KTUNE_CU(cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+        if (l.shared_bytes + unsigned(static_bytes) > 48 * 1024)
+            KTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(l.shared_bytes)));
+        m_dynamic_smem_set[f] = l.shared_bytes;
+    }
     KTUNE_CU(cuLaunchKernel(f, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes,
                             m_stream, params.pointers.data(), nullptr));
 }

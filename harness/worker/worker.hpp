@@ -67,6 +67,7 @@ private:
     wire::DeviceProps m_props;
 
     std::map<std::string, CUmodule> m_modules;  // by cubin path
+    std::map<CUfunction, unsigned> m_dynamic_smem_set;  // the dynamic shared memory each function was checked for
     CUmodule m_utility_module = nullptr;
     std::map<std::string, CUfunction> m_utility;  // "empty", "spin", "fill.bf16", "poison.f32", "compare.f16", ...
 

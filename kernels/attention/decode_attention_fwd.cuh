@@ -10,13 +10,13 @@
 // decode_attention, variant fwd); reference: kernels/attention/decode_attention_reference.cuh.
 //
 // Work split: block (split, kv head, sequence) = blockIdx (x, y, z). Each sequence's tokens are cut into SPLITS
-// contiguous chunks of ceil(len / SPLITS); a block reads its chunk of K and V once for all GROUP q heads of its kv head.
-// Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the head
-// dimension); the block's WARPS * 32 / (HEAD_DIM / VEC) groups take consecutive tokens, TOKENS each per step. Every
-// group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main loop
-// has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the splits
-// merge in the same launch: each block writes its (m, l, acc) to scratch, and the last block of a (sequence, kv head)
-// to arrive (atomic counter, reset by that block) combines all SPLITS partials in split order: deterministic.
+// contiguous chunks of ceil(len / SPLITS); a block reads its chunk of K and V once for all GROUP q heads of its kv
+// head. Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the
+// head dimension); the block's WARPS * 32 / (HEAD_DIM / VEC) groups take consecutive tokens, TOKENS each per step.
+// Every group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main
+// loop has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the
+// splits merge in the same launch: each block writes its (m, l, acc) to scratch, and the last block of a (sequence, kv
+// head) to arrive (atomic counter, reset by that block) combines all SPLITS partials in split order: deterministic.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
@@ -32,9 +32,12 @@
 //   SPLITS    chunks per sequence (blocks along grid x), 1..128, at most max_splits(B, HK) of the layout (else the
 //             kernel writes nothing).
 //
-// Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory >= smem_bytes() below (the YAML's
-// shared_bytes; checked at run time, too little and the kernel writes nothing). The fast path needs k and v aligned to
-// the access size (8 or 16 bytes); otherwise every lane loads its elements one by one, without the pipeline.
+// Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory of at least max(pipeline, warps' merge,
+// splits' merge) = max(STAGES * 2 * TOKENS * VEC * sizeof(T) * WARPS * 32, WARPS * GROUP * (HEAD_DIM + 2) * 4,
+// (2 * SPLITS + 1) * GROUP * 4) bytes, at most 227 KiB (the YAML's shared_bytes; checked at run time: with too
+// little the kernel writes nothing). No static shared memory, so 48 KiB and less need no opt-in. The fast path needs k
+// and v aligned to the access size (8 or 16 bytes); otherwise every lane loads its elements one by one, without the
+// pipeline.
 #include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/common/ktune_device.cuh"
 
@@ -45,14 +48,14 @@ inline constexpr unsigned FULL_MASK = 0xffffffffu;
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES>
 struct Shape {
     static constexpr int THREADS = WARPS * 32;
-    static constexpr int TPT = HEAD_DIM / VEC;       // lanes per token group
-    static constexpr int GPW = 32 / TPT;             // groups per warp
-    static constexpr int GROUPS = WARPS * GPW;       // groups per block
-    static constexpr int STEP = GROUPS * TOKENS;     // tokens per block per step
-    static constexpr int SLICE_BYTES = VEC * int(sizeof(T));              // one lane's part of one token row
-    static constexpr int W = SLICE_BYTES / 4;                             // ... in 32-bit words
+    static constexpr int TPT = HEAD_DIM / VEC;                               // lanes per token group
+    static constexpr int GPW = 32 / TPT;                                     // groups per warp
+    static constexpr int GROUPS = WARPS * GPW;                               // groups per block
+    static constexpr int STEP = GROUPS * TOKENS;                             // tokens per block per step
+    static constexpr int SLICE_BYTES = VEC * int(sizeof(T));                 // one lane's part of one token row
+    static constexpr int W = SLICE_BYTES / 4;                                // ... in 32-bit words
     static constexpr int CHUNK_BYTES = SLICE_BYTES < 16 ? SLICE_BYTES : 16;  // one cp.async
-    static constexpr int CPS = SLICE_BYTES / CHUNK_BYTES;                 // cp.asyncs per slice
+    static constexpr int CPS = SLICE_BYTES / CHUNK_BYTES;                    // cp.asyncs per slice
     static constexpr int PIPE_BYTES = STAGES * 2 * TOKENS * SLICE_BYTES * THREADS;
     static constexpr int MERGE_BYTES = WARPS * GROUP * (HEAD_DIM + 2) * 4;
     static constexpr int SMEM_BYTES = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
@@ -174,8 +177,8 @@ struct Walk {
     long long head_base;  // element offset of this (sequence, kv head) in k and v
     int start, end;       // this block's tokens [start, end)
     int steps;
-    int gid;              // this lane's token group
-    int d0;               // this lane's first element of the head dimension
+    int gid;  // this lane's token group
+    int d0;   // this lane's first element of the head dimension
 };
 
 template <int STEP, int GROUPS_PER_BLOCK>
@@ -211,10 +214,10 @@ __device__ __forceinline__ void walk_pipelined(const Walk& wk, const T* __restri
                 const long long off = valid ? static_cast<long long>(tok) * HEAD_DIM + wk.d0 : 0;
 #pragma unroll
                 for (int c = 0; c < S::CPS; ++c) {
-                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 0, j, c, tid), kb + off + c * (S::CHUNK_BYTES / 2),
-                                             valid);
-                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 1, j, c, tid), vb + off + c * (S::CHUNK_BYTES / 2),
-                                             valid);
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 0, j, c, tid),
+                                             kb + off + c * (S::CHUNK_BYTES / 2), valid);
+                    cp_async<S::CHUNK_BYTES>(smem + slot<S, TOKENS>(st0, 1, j, c, tid),
+                                             vb + off + c * (S::CHUNK_BYTES / 2), valid);
                 }
             }
         }
@@ -236,13 +239,21 @@ __device__ __forceinline__ void walk_pipelined(const Walk& wk, const T* __restri
                 if constexpr (CW == 4) {
                     const uint4 a = *reinterpret_cast<const uint4*>(ks);
                     const uint4 b = *reinterpret_cast<const uint4*>(vs);
-                    kw[j][c * 4 + 0] = a.x; kw[j][c * 4 + 1] = a.y; kw[j][c * 4 + 2] = a.z; kw[j][c * 4 + 3] = a.w;
-                    vw[j][c * 4 + 0] = b.x; vw[j][c * 4 + 1] = b.y; vw[j][c * 4 + 2] = b.z; vw[j][c * 4 + 3] = b.w;
+                    kw[j][c * 4 + 0] = a.x;
+                    kw[j][c * 4 + 1] = a.y;
+                    kw[j][c * 4 + 2] = a.z;
+                    kw[j][c * 4 + 3] = a.w;
+                    vw[j][c * 4 + 0] = b.x;
+                    vw[j][c * 4 + 1] = b.y;
+                    vw[j][c * 4 + 2] = b.z;
+                    vw[j][c * 4 + 3] = b.w;
                 } else {
                     const uint2 a = *reinterpret_cast<const uint2*>(ks);
                     const uint2 b = *reinterpret_cast<const uint2*>(vs);
-                    kw[j][c * 2 + 0] = a.x; kw[j][c * 2 + 1] = a.y;
-                    vw[j][c * 2 + 0] = b.x; vw[j][c * 2 + 1] = b.y;
+                    kw[j][c * 2 + 0] = a.x;
+                    kw[j][c * 2 + 1] = a.y;
+                    vw[j][c * 2 + 0] = b.x;
+                    vw[j][c * 2 + 1] = b.y;
                 }
             }
         }
@@ -289,12 +300,14 @@ __device__ __forceinline__ void walk_unaligned(const Walk& wk, const T* __restri
             const long long off = valid[j] ? static_cast<long long>(tok) * HEAD_DIM + wk.d0 : 0;
 #pragma unroll
             for (int w = 0; w < W; ++w) {
-                kw[j][w] = valid[j] ? (static_cast<unsigned>(kb[off + 2 * w]) |
-                                       (static_cast<unsigned>(kb[off + 2 * w + 1]) << 16))
-                                    : 0u;
-                vw[j][w] = valid[j] ? (static_cast<unsigned>(vb[off + 2 * w]) |
-                                       (static_cast<unsigned>(vb[off + 2 * w + 1]) << 16))
-                                    : 0u;
+                kw[j][w] =
+                    valid[j]
+                        ? (static_cast<unsigned>(kb[off + 2 * w]) | (static_cast<unsigned>(kb[off + 2 * w + 1]) << 16))
+                        : 0u;
+                vw[j][w] =
+                    valid[j]
+                        ? (static_cast<unsigned>(vb[off + 2 * w]) | (static_cast<unsigned>(vb[off + 2 * w + 1]) << 16))
+                        : 0u;
             }
         }
         attend<T, GROUP, VEC, TOKENS, S::TPT, W>(kw, vw, valid, qf, st);
@@ -320,14 +333,93 @@ __device__ __forceinline__ void merge_lanes(State<GROUP, VEC>& st, int off) {
     }
 }
 
+// The splits' merge, run by every thread of each block after it wrote its partial (SPLITS > 1). The block that
+// completes a (sequence, kv head) merges all SPLITS partials; the order of every sum is fixed by the split index, so
+// the result does not depend on which block arrives last. smem: at least (2 * SPLITS + 1) * GROUP floats.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int SPLITS>
+__device__ __forceinline__ void merge_splits(T* __restrict__ ob, const float* parts, unsigned* counter,
+                                             unsigned char* smem) {
+    namespace layout = ktune::decode_attention_layout;
+    constexpr int THREADS = WARPS * 32;
+    constexpr long long PH = layout::partial_head_floats(HEAD_DIM);
+    constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    int* flag = reinterpret_cast<int*>(smem);
+    // Publish this split, then count it.
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(SPLITS - 1);
+        if (last) *counter = 0u;  // every split has arrived: nobody else touches it in this launch
+        *flag = last;
+    }
+    __syncthreads();
+    const bool last = *flag != 0;
+    if (!last) return;  // uniform over the block
+    __syncthreads();    // the flag is read before the weights overwrite it
+    __threadfence();    // the other splits' partials, published before their arrivals, are seen
+
+    // 1. Every split's (m, l) per head into shared memory, all loads at once.
+    float* wts = reinterpret_cast<float*>(smem);  // [SPLITS][GROUP]: m, then the split's weight exp2(m - max)
+    float* lws = wts + SPLITS * GROUP;            // [SPLITS][GROUP]: l
+    float* ltot = lws + SPLITS * GROUP;           // [GROUP]: the merged l
+    for (int i = tid; i < SPLITS * GROUP; i += THREADS) {
+        const int sp = i / GROUP, h = i % GROUP;
+        wts[i] = __ldcg(parts + sp * PF + h * PH + HEAD_DIM);
+        lws[i] = __ldcg(parts + sp * PF + h * PH + HEAD_DIM + 1);
+    }
+    __syncthreads();
+    // 2. One warp per head: the max over splits, each split's weight, and the merged l (lanes sum their splits in
+    //    order, then a butterfly: a fixed order).
+    for (int h = warp; h < GROUP; h += WARPS) {
+        float mx = neg_inf();
+        for (int sp = lane; sp < SPLITS; sp += 32) mx = fmaxf(mx, wts[sp * GROUP + h]);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, off));
+        const float ref = safe_max_ref(mx);
+        float l = 0.0f;
+        for (int sp = lane; sp < SPLITS; sp += 32) {
+            const float wgt = fast_exp2(wts[sp * GROUP + h] - ref);
+            wts[sp * GROUP + h] = wgt;
+            l = fmaf(lws[sp * GROUP + h], wgt, l);
+        }
+        l = warp_sum(l);
+        if (lane == 0) ltot[h] = l;
+    }
+    __syncthreads();
+    // 3. Four output elements per thread: the weighted sum of the splits' accumulators, in split order.
+    const bool quads = is_aligned(parts, 16);
+    for (int i = tid; i < GROUP * HEAD_DIM / 4; i += THREADS) {
+        const int h = (4 * i) / HEAD_DIM, d = (4 * i) % HEAD_DIM;
+        const float* p = parts + h * PH + d;
+        float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 16
+        for (int sp = 0; sp < SPLITS; ++sp) {
+            const float wgt = wts[sp * GROUP + h];
+            float v[4];
+            if (quads) {
+                const float4 q4 = __ldcg(reinterpret_cast<const float4*>(p + sp * PF));
+                v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) v[e] = __ldcg(p + sp * PF + e);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] = fmaf(v[e], wgt, o[e]);
+        }
+        const float l = ltot[h];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ob[h * HEAD_DIM + d + e] = from_float<T>(l > 0.0f ? o[e] / l : 0.0f);
+    }
+}
+
 }  // namespace ktune::dev::decode_attention
 
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_attention_fwd(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
                          const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
-                         int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale,
-                         int max_splits) {
+                         int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale, int max_splits) {
     static_assert(sizeof(T) == 2, "decode_attention_fwd: T is __half or __nv_bfloat16");
     static_assert(VEC == 4 || VEC == 8 || VEC == 16, "decode_attention_fwd: VEC is 4, 8 or 16");
     static_assert(HEAD_DIM % VEC == 0, "decode_attention_fwd: HEAD_DIM % VEC == 0");
@@ -344,14 +436,16 @@ __global__ void __launch_bounds__(WARPS * 32)
     using namespace ktune::dev::decode_attention;
     namespace layout = ktune::decode_attention_layout;
     using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
-    static_assert(S::SMEM_BYTES <= 232448, "decode_attention_fwd: dynamic shared memory <= 227 KiB");
+    // Shared memory: the pipeline's stages, then the warps' merge, then the splits' merge (weights and sums).
+    constexpr int SPLIT_BYTES = SPLITS > 1 ? (2 * SPLITS + 1) * GROUP * 4 : 0;
+    constexpr int SMEM_BYTES = S::SMEM_BYTES > SPLIT_BYTES ? S::SMEM_BYTES : SPLIT_BYTES;
+    static_assert(SMEM_BYTES <= 232448, "decode_attention_fwd: dynamic shared memory <= 227 KiB");
     extern __shared__ __align__(16) unsigned char smem[];
-    __shared__ int s_last;
 
     // A launch that does not match the configuration writes nothing (the validation then fails): uniform.
     if (gridDim.x != SPLITS || gridDim.y != static_cast<unsigned>(kv_heads) ||
         gridDim.z != static_cast<unsigned>(batch) || q_heads != kv_heads * GROUP || head_dim != HEAD_DIM ||
-        SPLITS > max_splits || dynamic_smem_bytes() < static_cast<unsigned>(S::SMEM_BYTES))
+        SPLITS > max_splits || dynamic_smem_bytes() < static_cast<unsigned>(SMEM_BYTES))
         return;
 
     const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
@@ -392,11 +486,11 @@ __global__ void __launch_bounds__(WARPS * 32)
     else
         walk_unaligned<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, qf, st);
 
-    // Groups of a warp merge by shuffles, warps through shared memory (the pipeline's, now drained).
+        // Groups of a warp merge by shuffles, warps through shared memory (the pipeline's, now drained).
 #pragma unroll
     for (int off = S::TPT; off < 32; off <<= 1) merge_lanes<GROUP, VEC>(st, off);
     __syncthreads();
-    float* ms = reinterpret_cast<float*>(smem);   // [WARPS][GROUP]
+    float* ms = reinterpret_cast<float*>(smem);  // [WARPS][GROUP]
     float* ls = ms + WARPS * GROUP;              // [WARPS][GROUP]
     float* as = ls + WARPS * GROUP;              // [WARPS][GROUP][HEAD_DIM]
     if (lane < S::TPT) {
@@ -412,10 +506,11 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     __syncthreads();
 
+    constexpr long long PH = layout::partial_head_floats(HEAD_DIM);
     constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
     T* ob = out + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
-    float* parts = scratch + layout::counter_words(batch, kv_heads) +
-                   (static_cast<long long>(b) * kv_heads + hk) * SPLITS * PF;
+    float* parts =
+        scratch + layout::counter_words(batch, kv_heads) + (static_cast<long long>(b) * kv_heads + hk) * SPLITS * PF;
     for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
         const int h = i / HEAD_DIM, d = i % HEAD_DIM;
         float mx = neg_inf();
@@ -432,42 +527,15 @@ __global__ void __launch_bounds__(WARPS * 32)
         if constexpr (SPLITS == 1) {
             ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
         } else {
-            float* p = parts + split * PF + h * (HEAD_DIM + 2);
+            float* p = parts + split * PF + h * PH;
+            p[d] = o;
             if (d == 0) {
-                p[0] = mx;
-                p[1] = l;
+                p[HEAD_DIM] = mx;
+                p[HEAD_DIM + 1] = l;
             }
-            p[2 + d] = o;
         }
     }
-    if constexpr (SPLITS > 1) {
-        // Publish this split, then count it; the last of the (sequence, kv head)'s splits merges them all in order.
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-            unsigned* counter = reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk;
-            const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(SPLITS - 1);
-            if (last) *counter = 0u;  // every split has arrived: nobody else touches it in this launch
-            s_last = last;
-        }
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();  // the other splits' partials, published before their arrivals, are seen
-        for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
-            const int h = i / HEAD_DIM, d = i % HEAD_DIM;
-            const float* p = parts + h * (HEAD_DIM + 2);
-            float mx = neg_inf();
-#pragma unroll 8
-            for (int sp = 0; sp < SPLITS; ++sp) mx = fmaxf(mx, __ldcg(p + sp * PF));
-            const float ref = safe_max_ref(mx);
-            float o = 0.0f, l = 0.0f;
-#pragma unroll 8
-            for (int sp = 0; sp < SPLITS; ++sp) {
-                const float c = fast_exp2(__ldcg(p + sp * PF) - ref);
-                o = fmaf(__ldcg(p + sp * PF + 2 + d), c, o);
-                l = fmaf(__ldcg(p + sp * PF + 1), c, l);
-            }
-            ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
-        }
-    }
+    if constexpr (SPLITS > 1)
+        merge_splits<T, HEAD_DIM, GROUP, WARPS, SPLITS>(
+            ob, parts, reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk, smem);
 }

@@ -13,8 +13,9 @@
 //
 // Scratch (fp32 words, zero-filled once; the tuned kernel leaves the counters at zero):
 //   [0, counter_words)          one arrival counter (unsigned) per (sequence, kv head)
-//   then per (sequence, kv head, split), in that order, per q head of the group: m, l, then D accumulator floats
-//   (the split's running max in log2 units, its sum of exp2(s - m), and its unnormalised output).
+//   then per (sequence, kv head, split), in that order, per q head of the group: D accumulator floats, m, l and two
+//   unused floats (the split's unnormalised output, its running max in log2 units, its sum of exp2(s - m)); D + 4
+//   floats keep every head's accumulators 16-byte aligned for the merge's vector loads.
 #include "kernels/common/ktune_device.cuh"
 
 namespace ktune::decode_attention_layout {
@@ -35,8 +36,11 @@ KTUNE_HD constexpr long long counter_words(long long batch, long long kv_heads) 
     return (batch * kv_heads + 3) / 4 * 4;
 }
 
-// Floats of one split's partial state: per q head of the group, m, l and D accumulators.
-KTUNE_HD constexpr long long partial_floats(long long group, long long head_dim) { return group * (head_dim + 2); }
+// Floats of one split's partial state for one q head (D accumulators, m, l, 2 unused), and for the group's heads.
+KTUNE_HD constexpr long long partial_head_floats(long long head_dim) { return head_dim + 4; }
+KTUNE_HD constexpr long long partial_floats(long long group, long long head_dim) {
+    return group * partial_head_floats(head_dim);
+}
 
 KTUNE_HD constexpr long long scratch_floats(long long batch, long long kv_heads, long long group, long long head_dim) {
     return counter_words(batch, kv_heads) +

@@ -1,20 +1,22 @@
 // decode_attention/fwd: one query token per sequence against a KV cache, grouped-query heads, per-sequence lengths.
-//   out[b, hq, :] = softmax_t(q[b, hq, :] . k[b, hk, t, :] / sqrt(D)) @ v[b, hk, :, :],  t < len[b], hk = hq / (HQ / HK)
+//   out[b, hq, :] = softmax_t(q[b, hq, :] . k[b, hk, t, :] / sqrt(D)) @ v[b, hk, :, :],  t < len[b], hk = hq / (HQ /
+//   HK)
 // Kernels: kernels/attention/*.cuh (layouts in decode_attention_layout.cuh); search spaces:
 // search_spaces/decode_attention.yaml (32/8 heads, D 128) and decode_attention_gqa8.yaml (64/8 heads, D 64 and 128).
 //
 // Problem axes: B (sequences), L (KV cache capacity, tokens), HQ, HK (q and kv heads, HK divides HQ), D (head
-// dimension, <= 256), optional U (0 or 1, default 0): U = 0 gives every sequence exactly L tokens; U = 1 draws each
-// length uniformly from [1, L] (the generator's [1, L + 1), clamped to L by every kernel), so batches are uneven.
-// Bytes moved count K and V of the sequences' tokens once (for U = 1 at the expected length (L + 1) / 2, so the
-// bandwidth of U = 1 problems is approximate: report bandwidth on U = 0), plus q, out and the lengths.
+// dimension, <= 256), optional U (>= 1, default 1): U = 1 gives every sequence exactly L tokens; U > 1 draws each
+// length uniformly from [floor(L / U), L] (at least 1; the generator's [lo, L + 1), clamped to L by every kernel), so
+// batches are uneven. Bytes moved count K and V of the sequences' tokens once (for U > 1 at the expected length
+// (floor(L / U) + L) / 2, so the bandwidth of uneven problems is approximate: report bandwidth on U = 1), plus q, out
+// and the lengths.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/op.hpp"
@@ -26,8 +28,11 @@ namespace {
 namespace layout = decode_attention_layout;
 
 struct DecodeShape {
-    std::int64_t b = 0, l = 0, hq = 0, hk = 0, d = 0, u = 0;
+    std::int64_t b = 0, l = 0, hq = 0, hk = 0, d = 0, u = 1;
     std::int64_t group() const { return hq / hk; }
+    // The shortest length the generator draws, and the expected length.
+    std::int64_t min_len() const { return u == 1 ? l : std::max<std::int64_t>(1, l / u); }
+    double mean_len() const { return (static_cast<double>(min_len()) + static_cast<double>(l)) / 2.0; }
     std::int64_t kv_elements() const { return b * hk * l * d; }
     std::int64_t q_elements() const { return b * hq * d; }
 };
@@ -49,7 +54,7 @@ DecodeShape shape_of(const Problem& p) {
     s.hq = required("HQ");
     s.hk = required("HK");
     s.d = required("D");
-    s.u = lookup(p.shape, "U").value_or(0);
+    s.u = lookup(p.shape, "U").value_or(1);
     if (s.b < 1 || s.l < 1 || s.hq < 1 || s.hk < 1 || s.d < 1)
         throw Error(ErrorCategory::bad_input,
                     fmt::format("{} needs B, L, HQ, HK, D >= 1, got B={} L={} HQ={} HK={} D={}", where, s.b, s.l, s.hq,
@@ -60,8 +65,9 @@ DecodeShape shape_of(const Problem& p) {
                     fmt::format("{}: HK={} does not divide HQ={} (grouped-query heads)", where, s.hk, s.hq), p.key());
     if (s.d > 256)
         throw Error(ErrorCategory::bad_input, fmt::format("{} takes D <= 256, got D={}", where, s.d), p.key());
-    if (s.u != 0 && s.u != 1)
-        throw Error(ErrorCategory::bad_input, fmt::format("{}: U is 0 (equal lengths) or 1 (uneven), got {}", where, s.u),
+    if (s.u < 1)
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{}: U is 1 (equal lengths) or more (lengths in [L / U, L]), got {}", where, s.u),
                     p.key());
     constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
     if (s.b > 65535 || s.hk > 65535 || s.hq > int_max || s.l >= int_max)  // grid y, z; lengths and heads are int
@@ -74,7 +80,8 @@ DecodeShape shape_of(const Problem& p) {
 const std::vector<double>& input_of(const HostBuffers& buffers, const std::string& name, std::int64_t elements) {
     auto it = buffers.find(name);
     if (it == buffers.end())
-        throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name), "decode_attention/fwd");
+        throw Error(ErrorCategory::bad_input, fmt::format("cpu_reference needs buffer {}", name),
+                    "decode_attention/fwd");
     if (static_cast<std::int64_t>(it->second.size()) != elements)
         throw Error(ErrorCategory::bad_input,
                     fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(), elements),
@@ -88,7 +95,7 @@ public:
     std::string_view variant() const override { return "fwd"; }
     std::string_view summary() const override {
         return "Decode attention (flash-decoding): one query token per sequence, GQA, per-sequence lengths (axes B, L, "
-               "HQ, HK, D, optional U)";
+               "HQ, HK, D, optional U for uneven lengths)";
     }
 
     std::vector<BufferSpec> buffers(const Problem& p) const override {
@@ -96,8 +103,8 @@ public:
         const ElemType t = elem_type(p.dtype);
         // q in [-4, 4) makes the scores' spread about 1.3 (in units of the softmax), so attention is neither uniform
         // (where a dropped tile of tokens would hide in the rounding) nor one-hot.
-        const double len_lo = s.u ? 1.0 : static_cast<double>(s.l);
-        const double len_hi = s.u ? static_cast<double>(s.l + 1) : static_cast<double>(s.l);  // lo == hi: exactly L
+        const double len_lo = static_cast<double>(s.min_len());
+        const double len_hi = s.u == 1 ? static_cast<double>(s.l) : static_cast<double>(s.l + 1);  // lo == hi: L
         return {
             {"q", t, s.q_elements(), BufferRole::input, -4.0, 4.0},
             {"k", t, s.kv_elements(), BufferRole::input, -1.0, 1.0},
@@ -129,14 +136,14 @@ public:
     double bytes_moved(const Problem& p) const override {
         const DecodeShape s = shape_of(p);
         const double eb = elem_bytes(elem_type(p.dtype));
-        const double len = s.u ? (static_cast<double>(s.l) + 1.0) / 2.0 : static_cast<double>(s.l);
+        const double len = s.mean_len();
         return 2.0 * s.b * s.hk * len * s.d * eb + 2.0 * s.q_elements() * eb + 4.0 * s.b;
     }
 
     // Per q head and token: the score (2D) and the weighted sum (2D).
     double flops(const Problem& p) const override {
         const DecodeShape s = shape_of(p);
-        const double len = s.u ? (static_cast<double>(s.l) + 1.0) / 2.0 : static_cast<double>(s.l);
+        const double len = s.mean_len();
         return 4.0 * s.b * s.hq * len * s.d;
     }
 
@@ -153,8 +160,8 @@ public:
         const double scale = static_cast<double>(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.d))));
         std::vector<double> scores;
         for (std::int64_t b = 0; b < s.b; ++b) {
-            const auto len = static_cast<std::int64_t>(std::clamp(std::floor(lens[static_cast<std::size_t>(b)]), 0.0,
-                                                                  static_cast<double>(s.l)));
+            const auto len = static_cast<std::int64_t>(
+                std::clamp(std::floor(lens[static_cast<std::size_t>(b)]), 0.0, static_cast<double>(s.l)));
             for (std::int64_t hq = 0; hq < s.hq; ++hq) {
                 const std::int64_t hk = hq / s.group();
                 const std::size_t qrow = static_cast<std::size_t>((b * s.hq + hq) * s.d);

@@ -42,7 +42,8 @@ __global__ void __launch_bounds__(256)
     double mx = -__longlong_as_double(0x7FF0000000000000ll);  // -inf (no <cmath> under NVRTC)
     for (int t = tid; t < len; t += THREADS) {
         double s = 0.0;
-        for (int d = 0; d < head_dim; ++d) s += qs[d] * static_cast<double>(to_float(kb[static_cast<long long>(t) * head_dim + d]));
+        for (int d = 0; d < head_dim; ++d)
+            s += qs[d] * static_cast<double>(to_float(kb[static_cast<long long>(t) * head_dim + d]));
         s *= static_cast<double>(scale);
         mx = s > mx ? s : mx;
     }

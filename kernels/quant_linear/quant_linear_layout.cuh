@@ -36,7 +36,9 @@ inline constexpr int MAX_SPLIT_K = 16;
 inline constexpr long long MAX_SPLIT_FLOATS = 1ll << 24;  // bound of SPLIT_K * M * N (64 MiB of partials)
 
 template <int BITS>
-KTUNE_HD constexpr int chunk_k() { return BITS == 4 ? INT4_CHUNK_K : INT8_CHUNK_K; }
+KTUNE_HD constexpr int chunk_k() {
+    return BITS == 4 ? INT4_CHUNK_K : INT8_CHUNK_K;
+}
 
 KTUNE_HD constexpr long long padded_n(long long n) { return (n + TILE_N - 1) / TILE_N * TILE_N; }
 KTUNE_HD constexpr long long chunks(long long k, int chunk) { return (k + chunk - 1) / chunk; }
@@ -64,7 +66,7 @@ struct Position {
 KTUNE_HD constexpr Position int4_position(long long n, long long k, long long K) {
     const long long tile = n / TILE_N, chunk = k / INT4_CHUNK_K;
     const int r = static_cast<int>(n % TILE_N), kk = static_cast<int>(k % INT4_CHUNK_K);
-    const int g = r % 8, upper = r / 8;        // row g or g + 8 of the mma fragment
+    const int g = r % 8, upper = r / 8;                    // row g or g + 8 of the mma fragment
     const int t = kk / 16, j = (kk % 16) / 4, e = kk % 4;  // lane 4g + t, mma step j, element e of the step
     // Word j's nibbles: 0, 4 = (row g, e 0, 1); 1, 5 = (row g + 8, e 0, 1); 2, 6 = (row g, e 2, 3); 3, 7 = (row g + 8,
     // e 2, 3): (w >> 4p) & 0x000F000F puts nibbles p and p + 4 in the two halves of fragment register p.

@@ -8,11 +8,11 @@
 // Inputs are generated in the packed layout (random bytes are valid weights in any layout); scales are positive, in a
 // range that keeps y of order 1 to 10 at K = 4096..14336; INT4 zero points in [0, 16).
 // Bytes moved: the weights (N * K / 2 or N * K bytes, without the layout's padding), scales (and zero points), x and y.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <limits>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "kernels/op.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
@@ -33,8 +33,8 @@ LinearShape shape_of(const Problem& p, int bits) {
     for (const auto& [name, value] : p.shape)
         if (name != "M" && name != "N" && name != "K" && !(bits == 4 && name == "G"))
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} has axes M, N, K{}; unknown axis {}", where, bits == 4 ? " and optionally G" : "",
-                                    name),
+                        fmt::format("{} has axes M, N, K{}; unknown axis {}", where,
+                                    bits == 4 ? " and optionally G" : "", name),
                         p.key());
     auto required = [&](std::string_view name) {
         if (auto v = lookup(p.shape, name)) return *v;
@@ -105,7 +105,8 @@ public:
 
     std::vector<KernelArg> arguments(const Problem& p) const override {
         const LinearShape s = shape_of(p, m_bits);
-        std::vector<KernelArg> a{KernelArg::buf("y"), KernelArg::buf("x"), KernelArg::buf("w"), KernelArg::buf("scales")};
+        std::vector<KernelArg> a{KernelArg::buf("y"), KernelArg::buf("x"), KernelArg::buf("w"),
+                                 KernelArg::buf("scales")};
         if (m_bits == 4) a.push_back(KernelArg::buf("zeros"));
         a.push_back(KernelArg::buf("scratch"));
         a.push_back(KernelArg::i32(s.m));
@@ -139,7 +140,8 @@ public:
             m_bits == 4 ? layout::int4_weight_bytes(s.n, s.k) : layout::int8_weight_bytes(s.n, s.k);
         const std::vector<double>& w = input_of(buffers, "w", wbytes, m_bits);
         const std::vector<double>& scales = input_of(buffers, "scales", m_bits == 4 ? s.groups() * s.n : s.n, m_bits);
-        const std::vector<double>* zeros = m_bits == 4 ? &input_of(buffers, "zeros", s.groups() * s.n, m_bits) : nullptr;
+        const std::vector<double>* zeros =
+            m_bits == 4 ? &input_of(buffers, "zeros", s.groups() * s.n, m_bits) : nullptr;
         std::vector<double>& y = buffers["y"];
         y.assign(static_cast<std::size_t>(s.m * s.n), 0.0);
         std::vector<double> row(static_cast<std::size_t>(s.k));
@@ -148,8 +150,8 @@ public:
                 double q;
                 if (m_bits == 4) {
                     const layout::Position pos = layout::int4_position(n, k, s.k);
-                    q = static_cast<double>((static_cast<unsigned>(w[static_cast<std::size_t>(pos.byte)]) >> pos.shift) &
-                                            0xFu);
+                    q = static_cast<double>(
+                        (static_cast<unsigned>(w[static_cast<std::size_t>(pos.byte)]) >> pos.shift) & 0xFu);
                     const std::size_t gi = static_cast<std::size_t>((k / s.g) * s.n + n);
                     row[static_cast<std::size_t>(k)] = (q - (*zeros)[gi]) * scales[gi];
                 } else {

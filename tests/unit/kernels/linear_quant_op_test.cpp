@@ -1,0 +1,232 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+
+#include "kernels/op.hpp"
+#include "kernels/quant_linear/quant_linear_layout.cuh"
+#include "kernels/quant_linear/quant_linear_pack.hpp"
+#include "tuner/core/error.hpp"
+
+namespace ktune {
+namespace {
+
+namespace layout = quant_linear_layout;
+
+const OpDescription& int4() { return find_op("linear_int4", "fwd"); }
+const OpDescription& int8() { return find_op("linear_int8", "fwd"); }
+
+Problem problem(NamedValues shape, Dtype d = Dtype::bf16) { return Problem{d, std::move(shape)}; }
+
+const BufferSpec& buffer(const std::vector<BufferSpec>& specs, const std::string& name) {
+    for (const BufferSpec& b : specs)
+        if (b.name == name) return b;
+    throw std::runtime_error("no buffer " + name);
+}
+
+std::vector<std::uint8_t> random_int4_plain(std::int64_t n, std::int64_t k, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::vector<std::uint8_t> plain(static_cast<std::size_t>(n * ((k + 1) / 2)));
+    for (auto& b : plain) b = static_cast<std::uint8_t>(gen() & 0xFF);
+    if (k % 2)  // the padding nibble of odd K is 0 in the plain layout
+        for (std::int64_t r = 0; r < n; ++r) plain[static_cast<std::size_t>(r * ((k + 1) / 2) + k / 2)] &= 0x0F;
+    return plain;
+}
+
+std::vector<double> random_doubles(std::size_t n, double lo, double hi, unsigned seed, bool integers = false) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(n);
+    for (auto& x : v) x = integers ? std::floor(d(gen)) : d(gen);
+    return v;
+}
+
+TEST(QuantLinearPack, Int4PackingThenUnpackingGivesThePlainWeightsBack) {
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{16, 64}, {37, 131}, {5, 200}, {33, 1}}) {
+        const auto plain = random_int4_plain(n, k, 7);
+        const auto packed = pack_int4(plain, n, k);
+        EXPECT_EQ(static_cast<std::int64_t>(packed.size()), layout::int4_weight_bytes(n, k));
+        EXPECT_EQ(unpack_int4(packed, n, k), plain) << "N=" << n << " K=" << k;
+    }
+}
+
+TEST(QuantLinearPack, Int8PackingThenUnpackingGivesThePlainWeightsBack) {
+    std::mt19937 gen(3);
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{16, 32}, {21, 77}, {3, 1}}) {
+        std::vector<std::int8_t> plain(static_cast<std::size_t>(n * k));
+        for (auto& q : plain) q = static_cast<std::int8_t>(static_cast<int>(gen() % 256) - 128);
+        const auto packed = pack_int8(plain, n, k);
+        EXPECT_EQ(static_cast<std::int64_t>(packed.size()), layout::int8_weight_bytes(n, k));
+        EXPECT_EQ(unpack_int8(packed, n, k), plain) << "N=" << n << " K=" << k;
+    }
+}
+
+TEST(QuantLinearPack, PlacesEveryInt4WeightInItsOwnNibble) {
+    const std::int64_t n = 32, k = 128;
+    std::set<std::pair<long long, int>> seen;
+    for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < k; ++c) {
+            const auto p = layout::int4_position(r, c, k);
+            ASSERT_LT(p.byte, layout::int4_weight_bytes(n, k));
+            seen.insert({p.byte, p.shift});
+        }
+    EXPECT_EQ(static_cast<std::int64_t>(seen.size()), n * k);  // a bijection onto the 2 * bytes nibbles
+}
+
+TEST(QuantLinearPack, PutsALanesFragmentOfOneMmaStepInOneWord) {
+    // Lane 4g + t of tile 0, chunk 0, step j: word j holds rows g and g + 8 at k = 16t + 4j + 0..3; nibbles p and
+    // p + 4 form fragment register p: (row g, k 0, 1), (row g + 8, k 0, 1), (row g, k 2, 3), (row g + 8, k 2, 3).
+    const int g = 3, t = 2, j = 1;
+    const long long word = (4 * g + t) * 16 + 4 * j;
+    const long long k0 = 16 * t + 4 * j;
+    auto nibble = [&](long long r, long long c) {
+        const auto p = layout::int4_position(r, c, 64);
+        EXPECT_EQ(p.byte / 4 * 4, word);
+        return (p.byte - word) * 2 + p.shift / 4;
+    };
+    EXPECT_EQ(nibble(g, k0), 0);
+    EXPECT_EQ(nibble(g, k0 + 1), 4);
+    EXPECT_EQ(nibble(g + 8, k0), 1);
+    EXPECT_EQ(nibble(g + 8, k0 + 1), 5);
+    EXPECT_EQ(nibble(g, k0 + 2), 2);
+    EXPECT_EQ(nibble(g, k0 + 3), 6);
+    EXPECT_EQ(nibble(g + 8, k0 + 2), 3);
+    EXPECT_EQ(nibble(g + 8, k0 + 3), 7);
+}
+
+TEST(QuantLinearPack, RejectsPlainWeightsOfTheWrongSize) {
+    EXPECT_THROW(pack_int4(std::vector<std::uint8_t>(10), 4, 4), Error);
+    EXPECT_THROW(pack_int8(std::vector<std::int8_t>(15), 4, 4), Error);
+    EXPECT_THROW(unpack_int4(std::vector<std::uint8_t>(10), 4, 4), Error);
+}
+
+TEST(LinearInt4Op, DequantizesWithTheZeroPointAndScaleOfTheGroup) {
+    // N = 1, K = 2, G = 64: w = (q - 1) * 0.5 with q = 3, 5; y = 1 * 1 + 2 * 2 = 5.
+    const std::vector<std::uint8_t> plain{static_cast<std::uint8_t>(3 | (5 << 4))};
+    const auto packed = pack_int4(plain, 1, 2);
+    HostBuffers b{{"x", {1.0, 2.0}},
+                  {"w", std::vector<double>(packed.begin(), packed.end())},
+                  {"scales", {0.5}},
+                  {"zeros", {1.0}}};
+    int4().cpu_reference(problem({{"M", 1}, {"N", 1}, {"K", 2}, {"G", 64}}), b);
+    ASSERT_EQ(b["y"].size(), 1u);
+    EXPECT_DOUBLE_EQ(b["y"][0], 5.0);
+}
+
+TEST(LinearInt4Op, ReferenceOnPackedWeightsEqualsTheReferenceOnPlainWeights) {
+    const std::int64_t m = 3, n = 21, k = 200, g = 64;  // K = 3.125 groups, N not a multiple of 16
+    const std::int64_t groups = layout::groups(k, g);
+    const auto plain = random_int4_plain(n, k, 11);
+    const auto packed = pack_int4(plain, n, k);
+    const auto x = random_doubles(static_cast<std::size_t>(m * k), -1, 1, 1);
+    const auto scale = random_doubles(static_cast<std::size_t>(groups * n), 0.005, 0.02, 2);
+    const auto zero = random_doubles(static_cast<std::size_t>(groups * n), 0, 16, 3, true);
+    HostBuffers b{
+        {"x", x}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", scale}, {"zeros", zero}};
+    int4().cpu_reference(problem({{"M", m}, {"N", n}, {"K", k}, {"G", g}}), b);
+    const auto expected = linear_int4_plain_reference(x, plain, scale, zero, m, n, k, g);
+    ASSERT_EQ(b["y"].size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(b["y"][i], expected[i], 1e-12) << i;
+}
+
+TEST(LinearInt8Op, ReferenceOnPackedWeightsEqualsTheReferenceOnPlainWeights) {
+    const std::int64_t m = 2, n = 19, k = 77;
+    std::mt19937 gen(5);
+    std::vector<std::int8_t> plain(static_cast<std::size_t>(n * k));
+    for (auto& q : plain) q = static_cast<std::int8_t>(static_cast<int>(gen() % 256) - 128);
+    const auto packed = pack_int8(plain, n, k);
+    const auto x = random_doubles(static_cast<std::size_t>(m * k), -1, 1, 6);
+    const auto scale = random_doubles(static_cast<std::size_t>(n), 0.0005, 0.002, 7);
+    HostBuffers b{{"x", x}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", scale}};
+    int8().cpu_reference(problem({{"M", m}, {"N", n}, {"K", k}}), b);
+    const auto expected = linear_int8_plain_reference(x, plain, scale, m, n, k);
+    ASSERT_EQ(b["y"].size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(b["y"][i], expected[i], 1e-12) << i;
+}
+
+TEST(LinearInt8Op, MultipliesSignedWeightsByThePerChannelScale) {
+    const std::vector<std::int8_t> plain{-3, 4, 100, -128};  // N = 2, K = 2
+    const auto packed = pack_int8(plain, 2, 2);
+    HostBuffers b{{"x", {1.0, 0.5}}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", {2.0, 0.25}}};
+    int8().cpu_reference(problem({{"M", 1}, {"N", 2}, {"K", 2}}), b);
+    EXPECT_DOUBLE_EQ(b["y"][0], (-3.0 + 4.0 * 0.5) * 2.0);
+    EXPECT_DOUBLE_EQ(b["y"][1], (100.0 - 128.0 * 0.5) * 0.25);
+}
+
+TEST(LinearInt4Op, HasPackedWeightsGroupScalesZeroPointsAndScratch) {
+    const auto specs = int4().buffers(problem({{"M", 4}, {"N", 4100}, {"K", 4160}, {"G", 128}}));
+    EXPECT_EQ(buffer(specs, "x").elements, 4 * 4160);
+    EXPECT_EQ(buffer(specs, "w").type, ElemType::u8);
+    EXPECT_EQ(buffer(specs, "w").elements, 4112 * 4160 / 2);  // N padded to 16, K a multiple of 64
+    EXPECT_EQ(buffer(specs, "w").hi, 256.0);
+    EXPECT_EQ(buffer(specs, "scales").elements, 33 * 4100);  // 32.5 groups round up
+    EXPECT_EQ(buffer(specs, "zeros").type, ElemType::u8);
+    EXPECT_EQ(buffer(specs, "zeros").hi, 16.0);
+    EXPECT_EQ(buffer(specs, "y").role, BufferRole::output);
+    EXPECT_EQ(buffer(specs, "scratch").elements, layout::scratch_floats(4, 4100));
+}
+
+TEST(LinearInt8Op, HasSignedPackedWeightsAndPerChannelScales) {
+    const auto specs = int8().buffers(problem({{"M", 1}, {"N", 4096}, {"K", 4100}}, Dtype::fp16));
+    EXPECT_EQ(buffer(specs, "w").type, ElemType::i8);
+    EXPECT_EQ(buffer(specs, "w").elements, 4096ll * 4128);
+    EXPECT_EQ(buffer(specs, "w").lo, -128.0);
+    EXPECT_EQ(buffer(specs, "scales").elements, 4096);
+    EXPECT_EQ(buffer(specs, "scales").type, ElemType::f16);
+}
+
+TEST(LinearInt4Op, PassesArgumentsInKernelOrder) {
+    const auto args = int4().arguments(problem({{"M", 16}, {"N", 14336}, {"K", 4096}, {"G", 64}}));
+    ASSERT_EQ(args.size(), 11u);
+    EXPECT_EQ(args[0].buffer, "y");
+    EXPECT_EQ(args[1].buffer, "x");
+    EXPECT_EQ(args[2].buffer, "w");
+    EXPECT_EQ(args[3].buffer, "scales");
+    EXPECT_EQ(args[4].buffer, "zeros");
+    EXPECT_EQ(args[5].buffer, "scratch");
+    EXPECT_EQ(args[6].integer, 16);
+    EXPECT_EQ(args[7].integer, 14336);
+    EXPECT_EQ(args[8].integer, 4096);
+    EXPECT_EQ(args[9].integer, 64);
+    EXPECT_EQ(args[10].integer, layout::max_split_k(16, 14336));
+}
+
+TEST(LinearInt8Op, PassesArgumentsInKernelOrder) {
+    const auto args = int8().arguments(problem({{"M", 1}, {"N", 4096}, {"K", 4096}}));
+    ASSERT_EQ(args.size(), 9u);
+    EXPECT_EQ(args[3].buffer, "scales");
+    EXPECT_EQ(args[4].buffer, "scratch");
+    EXPECT_EQ(args[8].integer, 16);
+}
+
+TEST(LinearInt4Op, CountsWeightsScalesZeroPointsXAndYAsBytesMoved) {
+    const double n = 14336, k = 4096;
+    const double expected = n * k / 2 + 32 * n * 3 + 1 * k * 2 + 1 * n * 2;
+    EXPECT_DOUBLE_EQ(int4().bytes_moved(problem({{"M", 1}, {"N", 14336}, {"K", 4096}, {"G", 128}})), expected);
+    EXPECT_DOUBLE_EQ(int8().bytes_moved(problem({{"M", 1}, {"N", 14336}, {"K", 4096}})), n * k + n * 2 + k * 2 + n * 2);
+}
+
+TEST(LinearInt4Op, RejectsGroupSizesThatAreNotMultiplesOf64AndBadAxes) {
+    EXPECT_THROW(int4().buffers(problem({{"M", 1}, {"N", 64}, {"K", 64}, {"G", 96}})), Error);
+    EXPECT_THROW(int4().buffers(problem({{"M", 5000}, {"N", 64}, {"K", 64}})), Error);
+    EXPECT_THROW(int4().buffers(problem({{"M", 1}, {"N", 64}})), Error);
+    EXPECT_THROW(int8().buffers(problem({{"M", 1}, {"N", 64}, {"K", 64}, {"G", 128}})), Error);  // no groups in INT8
+    try {
+        int4().arguments(problem({{"M", 1}, {"N", 0}, {"K", 64}}));
+        FAIL() << "expected an Error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+    }
+}
+
+TEST(QuantLinearLayout, BoundsSplitKSoThatPartialsFitIn64MiB) {
+    EXPECT_EQ(layout::max_split_k(1, 4096), 16);
+    EXPECT_EQ(layout::max_split_k(64, 14336), 16);
+    EXPECT_EQ(layout::max_split_k(64, 128256), 2);
+    EXPECT_EQ(layout::counter_words(1, 4100), 260);  // 257 tiles, one m block, rounded to 4
+}
+
+}  // namespace
+}  // namespace ktune
