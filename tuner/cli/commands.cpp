@@ -1,7 +1,10 @@
 #include "tuner/cli/commands.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -71,6 +74,56 @@ Paths resolve_paths(const GlobalOptions& g) {
     return p;
 }
 
+// CLI11's PositiveNumber and NonNegativeNumber say "not in range 0 to 1797...(309 digits).000000"; say it plainly.
+CLI::Validator integer_at_least(std::int64_t lo) {
+    return CLI::Validator(
+        [lo](std::string& text) -> std::string {
+            std::int64_t v = 0;
+            if (CLI::detail::lexical_cast(text, v) && v >= lo) return {};
+            return fmt::format("must be an integer >= {}, got '{}'", lo, text);
+        },
+        fmt::format("INT>={}", lo));
+}
+CLI::Validator positive_number() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            double v = 0;
+            if (CLI::detail::lexical_cast(text, v) && v > 0) return {};
+            return fmt::format("must be a positive number, got '{}'", text);
+        },
+        "POSITIVE");
+}
+
+// A space whose rules reject every configuration for every problem is a mistake in its YAML, not something to
+// sweep: fail before anything is compiled or written, naming the rule that rejects the most (configuration, problem)
+// pairs first, with its file, line and field.
+void require_some_valid_config(const SearchSpace& s) {
+    const auto problems = s.problems();
+    for (const Problem& p : problems)
+        if (!s.valid_configs(p).empty()) return;
+    std::map<std::string, std::int64_t> first_failures;  // rule text -> pairs it is the first to reject
+    std::int64_t pairs = 0;
+    const auto configs = s.all_configs();
+    for (const Problem& p : problems)
+        for (const Config& c : configs) {
+            ++first_failures[s.failed_constraint(c, p)];
+            ++pairs;
+        }
+    if (first_failures.empty())
+        throw Error(ErrorCategory::bad_input, "the space has no problem to tune", s.file());
+    const auto& [rule, rejected] = *std::max_element(
+        first_failures.begin(), first_failures.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::string where = s.file();
+    for (const auto* rules : {&s.constraints(), &s.prune()})
+        for (const Expression& e : *rules)
+            if (where == s.file() && e.text() == rule) where = e.where();
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("no configuration is valid for any problem of {}: '{}' is the first rule to reject {} of "
+                            "the {} (configuration, problem) pairs",
+                            s.file(), rule, rejected, pairs),
+                where);
+}
+
 std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", double(bytes) / (1 << 20)); }
 std::string gib(std::int64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / (1 << 30)); }
 
@@ -136,9 +189,13 @@ void print_best_table(const std::vector<ResultRecord>& rows, const std::optional
 int cmd_devices(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
     CompileService jit({p.root, p.cache, "", 0});
+    // Probe first: without a GPU this fails (no_gpu) before the database is created or touched.
+    auto reports = probe_devices(default_worker_path(), jit, !g_devices.no_measure, g_devices.copy_mib << 20, nullptr);
     Store store = Store::open(p.db);
-    const auto reports =
-        probe_devices(default_worker_path(), jit, !g_devices.no_measure, g_devices.copy_mib << 20, &store);
+    for (auto& r : reports) {
+        store.upsert_device(r.info);
+        if (auto stored = store.device(r.info.key)) r.info = *stored;  // keeps earlier ceilings when not measured
+    }
     if (g_devices.json) {
         json out = json::array();
         for (const auto& r : reports) {
@@ -230,6 +287,7 @@ int cmd_space(const GlobalOptions& g) {
             j["problems"].push_back(pj);
         }
         std::cout << j.dump(2) << "\n";
+        if (total_valid == 0) require_some_valid_config(s);
         return exit_ok;
     }
     fmt::print("{} ({} {}): kernel {}\n", s.file(), s.op(), s.variant(), s.kernel_source());
@@ -254,6 +312,10 @@ int cmd_space(const GlobalOptions& g) {
                        lg.block[0], lg.block[1], lg.block[2], lg.shared_bytes);
         }
     }
+    if (total_valid == 0) {
+        std::fflush(stdout);  // the table first, then the error on stderr
+        require_some_valid_config(s);
+    }
     return exit_ok;
 }
 
@@ -262,6 +324,17 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     TuneOptions o;
     o.root = p.root;
     o.space_path = resolve_space_path(p.root, g_tune.op);
+    {
+        // What the YAML gets wrong beyond its own validation fails here, naming the file, before anything is written.
+        const SearchSpace space = SearchSpace::load_file(o.space_path);
+        try {
+            find_op(space.op(), space.variant());
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::bad_input) throw;
+            throw Error(ErrorCategory::bad_input, e.message(), space.file() + ": op");
+        }
+        require_some_valid_config(space);
+    }
     o.db_path = p.db;
     o.cache_dir = p.cache;
     o.worker_path = default_worker_path();
@@ -355,7 +428,15 @@ int cmd_best(const GlobalOptions& g) {
         devices = store.devices();
     } else {
         CompileService jit({p.root, p.cache, "", 0});
-        const DeviceInfo here = current_device(default_worker_path(), jit, g_best.device);
+        DeviceInfo here;
+        try {
+            here = current_device(default_worker_path(), jit, g_best.device);
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::no_gpu) throw;
+            throw Error(ErrorCategory::no_gpu,
+                        e.message() + "\n(--all-devices or --device-key KEY read the database without a GPU)",
+                        e.where());
+        }
         auto d = store.device(here.key);
         if (!d) {
             fmt::print(stderr, "no results for this GPU ({}) in {}; --all-devices shows the others\n", here.key, p.db);
@@ -401,7 +482,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                                               "configurations are valid for each problem");
     space->add_option("op", g_space.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
     space->add_flag("--json", g_space.json, "Print JSON");
-    space->add_option("--show", g_space.show, "How many example configurations to show")->capture_default_str();
+    space->add_option("--show", g_space.show, "How many example configurations to show")
+        ->capture_default_str()
+        ->check(integer_at_least(0));
 
     auto* tune = app.add_subcommand(
         "tune", "Tune an op on this GPU: compile every proposed configuration with NVRTC, validate it against the "
@@ -410,9 +493,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                 "compile-only sweep");
     tune->add_option("op", g_tune.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
     tune->add_option("--strategy", g_tune.strategy, "Search strategy: exhaustive or random")->capture_default_str();
-    tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(CLI::PositiveNumber);
+    tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(integer_at_least(1));
     tune->add_option("--time", g_tune.time_limit, "Stop measuring after S seconds (what was measured is kept)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     tune->add_option("--dtype", g_tune.dtypes, "Only these dtypes (fp32, fp16, bf16); repeatable");
     tune->add_option("--problem", g_tune.problems, "Only problems matching AXIS=V[,AXIS=V...]; repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
@@ -433,7 +516,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
         ->check(CLI::Range(0.0001, 0.5));
     tune->add_option("--time-cap", g_tune.time_cap, "Seconds of sampling per measurement before giving up on the CI")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     tune->add_flag("--no-cupti", g_tune.no_cupti, "Skip the CUPTI kernel-duration cross-check");
     tune->add_flag("--json", g_tune.json, "Print the summary as JSON");
     tune->add_flag("--quiet", g_tune.quiet, "No progress line");

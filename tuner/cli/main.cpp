@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string>
 
 #include "tuner/cli/commands.hpp"
 #include "tuner/core/error.hpp"
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
         "  ktune best rmsnorm        the best configuration per problem on this GPU\n\n"
         "Exit codes: 0 ok, 1 failure, 2 bad input, 3 no GPU, 4 results database error."};
     app.require_subcommand(1);
+    // Global options may also follow the subcommand (`ktune tune rmsnorm --db x.db`), as the README writes them.
+    app.fallthrough();
     cli::GlobalOptions global;
     app.add_option("--root", global.root,
                    "Repository root holding kernels/ and search_spaces/ (default: $KTUNE_ROOT, the nearest such "
@@ -33,6 +36,16 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        // CLI11 answers `ktune frobnicate` and `ktune --frobnicate` with "A subcommand is required"; name the word.
+        if (app.get_subcommands().empty() && !app.remaining().empty()) {
+            const std::string word = app.remaining().front();  // remaining() returns a copy
+            std::string commands;
+            for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+                commands += (commands.empty() ? "" : ", ") + sub->get_name();
+            fmt::print(stderr, "ktune: unknown {} '{}' (commands: {})\nRun with --help for more information.\n",
+                       word.starts_with("-") ? "option" : "command", word, commands);
+            return exit_bad_input;
+        }
         const int rc = app.exit(e);
         return rc == 0 ? exit_ok : exit_bad_input;
     }

@@ -2,6 +2,7 @@
 
 #include <muParserBase.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -173,12 +174,21 @@ Expression::Expression(std::string text, std::string where)
     try {
         probe.SetExpr(m_text);
         // Parses the whole expression (syntax, argument counts) without needing values for the variables.
-        for (const auto& [name, ptr] : probe.GetUsedVar()) m_impl->names.push_back(name);
+        for (const auto& [name, ptr] : probe.GetUsedVar()) {
+            // A literal read_number refuses (beyond the range of a double, like 1e999) comes back as a "variable"
+            // named by its digits; DefineVar would then throw.
+            if (!name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.'))
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("number '{}' in expression '{}' is not a finite double", name, m_text),
+                            m_where);
+            m_impl->names.push_back(name);
+        }
+        m_impl->idle.push_back(m_impl->make(m_text));
     } catch (const mu::ParserError& e) {
+        // muParser's exception is not a std::exception: none may leave this constructor.
         throw Error(ErrorCategory::bad_input, fmt::format("syntax error in expression '{}': {}", m_text, e.GetMsg()),
                     m_where);
     }
-    m_impl->idle.push_back(m_impl->make(m_text));
 }
 
 Expression::~Expression() = default;
