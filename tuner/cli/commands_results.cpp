@@ -125,6 +125,12 @@ int cmd_export_header(const GlobalOptions& g) {
 
 int cmd_import_peers(const GlobalOptions& g) {
     const Paths p = resolve(g);
+    // Every file is validated before the database is opened, so a bad file leaves no new database behind.
+    for (const std::string& f : g_import.files) {
+        std::ifstream in(f, std::ios::binary);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        parse_peers(text, f);
+    }
     Store store = Store::open(p.db);
     for (const std::string& f : g_import.files) {
         const PeerImportResult r = import_peers(store, f);

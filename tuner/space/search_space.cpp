@@ -23,7 +23,8 @@ using detail::Located;
 constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a C++ int template argument
 constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
 constexpr std::int64_t max_values_per_parameter = 65536;
-constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 40;
+// all_configs() materialises every configuration: a few million are fine, 2^33 would exhaust memory.
+constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 22;
 // problems() materialises every problem: a dozen axes of eight values would be 7e10 of them.
 constexpr std::uint64_t max_problems = std::uint64_t{1} << 16;
 constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";

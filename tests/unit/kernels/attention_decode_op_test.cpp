@@ -40,7 +40,7 @@ TEST(DecodeAttentionOp, HasQKvLengthsOutputAndScratchOfTheProblemSizes) {
 }
 
 TEST(DecodeAttentionOp, GivesEverySequenceExactlyLTokensByDefault) {
-    const auto& lens = buffer(attention().buffers(problem(shape(8, 8192, 32, 8, 128))), "seq_lens");
+    const BufferSpec lens = buffer(attention().buffers(problem(shape(8, 8192, 32, 8, 128))), "seq_lens");
     EXPECT_EQ(lens.lo, 8192.0);
     EXPECT_EQ(lens.hi, 8192.0);  // lo + 0 * u is exactly L
 }
@@ -48,7 +48,7 @@ TEST(DecodeAttentionOp, GivesEverySequenceExactlyLTokensByDefault) {
 TEST(DecodeAttentionOp, DrawsUnevenLengthsBetweenLOverUAndL) {
     NamedValues s = shape(8, 8192, 32, 8, 128);
     s.emplace_back("U", 16);
-    const auto& lens = buffer(attention().buffers(problem(s)), "seq_lens");
+    const BufferSpec lens = buffer(attention().buffers(problem(s)), "seq_lens");
     EXPECT_EQ(lens.lo, 512.0);
     EXPECT_EQ(lens.hi, 8193.0);
 }
