@@ -24,6 +24,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace ktune::cli {
+
+Paths resolve_paths(const GlobalOptions& g) {
+    Paths p;
+    p.root = resolve_root(g.root);
+    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+    p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
+    return p;
+}
+
 namespace {
 
 struct DevicesOptions {
@@ -61,18 +70,6 @@ ListOptions g_list;
 SpaceOptions g_space;
 TuneCliOptions g_tune;
 BestOptions g_best;
-
-struct Paths {
-    std::string root, db, cache;
-};
-
-Paths resolve_paths(const GlobalOptions& g) {
-    Paths p;
-    p.root = resolve_root(g.root);
-    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
-    p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
-    return p;
-}
 
 // CLI11's PositiveNumber and NonNegativeNumber say "not in range 0 to 1797...(309 digits).000000"; say it plainly.
 CLI::Validator integer_at_least(std::int64_t lo) {

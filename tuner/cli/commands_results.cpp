@@ -53,17 +53,6 @@ ImportOptions g_import;
 BaselineOptions g_baseline;
 CheckCliOptions g_check;
 
-struct Paths {
-    std::string root, db, cache;
-};
-Paths resolve(const GlobalOptions& g) {
-    Paths p;
-    p.root = resolve_root(g.root);
-    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
-    p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
-    return p;
-}
-
 void write_file(const std::string& path, const std::string& text, const std::string& option) {
     const fs::path parent = fs::path(path).parent_path();
     std::error_code ec;
@@ -75,7 +64,7 @@ void write_file(const std::string& path, const std::string& text, const std::str
 }
 
 int cmd_report(const GlobalOptions& g) {
-    const Paths p = resolve(g);
+    const Paths p = resolve_paths(g);
     ReportFormat format;
     if (!g_report.format.empty()) {
         format = parse_report_format(g_report.format);
@@ -108,7 +97,7 @@ int cmd_report(const GlobalOptions& g) {
 }
 
 int cmd_export_header(const GlobalOptions& g) {
-    const Paths p = resolve(g);
+    const Paths p = resolve_paths(g);
     Store store = Store::open(p.db, Store::Mode::read_only);
     ExportOptions o;
     o.op = g_export.op;
@@ -124,7 +113,7 @@ int cmd_export_header(const GlobalOptions& g) {
 }
 
 int cmd_import_peers(const GlobalOptions& g) {
-    const Paths p = resolve(g);
+    const Paths p = resolve_paths(g);
     // Every file is validated before the database is opened, so a bad file leaves no new database behind.
     for (const std::string& f : g_import.files) {
         std::ifstream in(f, std::ios::binary);
@@ -150,7 +139,7 @@ struct Gpu {
 };
 
 int cmd_baseline_save(const GlobalOptions& g) {
-    const Paths p = resolve(g);
+    const Paths p = resolve_paths(g);
     Store store = Store::open(p.db, Store::Mode::read_only);
     Gpu gpu(p, g_baseline.device);
     const DeviceInfo& dev = gpu.worker.device();
@@ -197,7 +186,7 @@ int cmd_baseline_save(const GlobalOptions& g) {
 }
 
 int cmd_check(const GlobalOptions& g) {
-    const Paths p = resolve(g);
+    const Paths p = resolve_paths(g);
     const Baseline baseline = load_baseline(g_check.baseline);
     std::optional<Store> store;
     if (fs::exists(p.db)) store.emplace(Store::open(p.db, Store::Mode::read_only));
