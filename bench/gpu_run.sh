@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU host over a copy of the working tree that carries build-gpu/ (built here by bench/gpu_bundle.sh).
 # Everything it measures goes under $OUT (default ./out). Usage: bench/gpu_run.sh STEP... where STEP is one of
-#   info devices tests tune tune2 best stability
+#   info devices tests tune tune2 best stability stability-small ops copy sanitize aot kill-resume check-demo
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/out}; mkdir -p "$out"
@@ -22,7 +22,9 @@ for step in "$@"; do
     best) $k --db "$db" best rmsnorm | tee "$out/best.txt"; $k --db "$db" best rmsnorm --json > "$out/best.json" ;;
     stability) # an independent second tuning in a fresh database and cache, to compare best times per problem
       KTUNE_CACHE_DIR=/tmp/ktune-cache-2 $k --db "$out/ktune-2.db" tune rmsnorm --quiet > "$out/tune-independent.txt" 2>&1
-      $k --db "$out/ktune-2.db" best rmsnorm --json > "$out/best-2.json" ;;
+      $k --db "$out/ktune-2.db" best rmsnorm --json > "$out/best-2.json"
+      [ -f "$out/best.json" ] || $k --db "$db" best rmsnorm --json > "$out/best.json"
+      python3 "$root/bench/compare_best.py" "$out/best.json" "$out/best-2.json" | tee "$out/stability.txt" ;;
     stability-small) # two independent tunings of the small (latency-bound) problems, fresh databases and caches
       for i in a b; do
         KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/small-$i.db" tune rmsnorm --problem M=1 --problem M=16 --quiet >/dev/null 2>&1
@@ -35,6 +37,23 @@ for step in "$@"; do
         $k --db "$db" tune "$f" --dtype bf16 --strategy random --budget ${OPS_BUDGET:-24} --quiet --time-cap 0.5 2>&1 | tail -2
         $k --db "$db" tune "$f" --dtype fp16 --dtype fp32 --strategy random --budget ${OPS_SMALL_BUDGET:-4} --quiet --time-cap 0.3 2>&1 | tail -1
       done ;;
+    sanitize) # issue 7: memcheck and racecheck over every op's tuned configurations at its smallest problems
+      python3 "$root/bench/sanitize_tuned.py" --ktune $k --db "$db" --out "$out/sanitizer" ${SANITIZE_SPACES:-} 2>&1 |
+        tee "$out/sanitize.txt" ;;
+    aot) # issue 5: export a header from this host's rmsnorm tuning ($db: run the tune step first), build the example
+      # program and the Google Benchmark against it with this host's nvcc, run both
+      gen=/tmp/ktune-generated; rm -rf $gen /tmp/build-example /tmp/build-bench
+      $k --db "$db" export-header --op rmsnorm --out $gen && cp $gen/*.hpp "$out/"
+      cmake -S "$root/examples/rmsnorm_aot" -B /tmp/build-example -G Ninja -DKTUNE_TUNED_HEADER_DIR=$gen >/dev/null &&
+        cmake --build /tmp/build-example >/dev/null &
+      cmake -S "$root/bench" -B /tmp/build-bench -G Ninja -DKTUNE_BENCH_TUNED_DIR=$gen >/dev/null &&
+        cmake --build /tmp/build-bench >/dev/null; wait
+      /tmp/build-example/rmsnorm_aot 2>&1 | tee "$out/aot-example.txt"
+      /tmp/build-bench/rmsnorm_aot_bench --samples=${AOT_SAMPLES:-300} --benchmark_format=json \
+        --benchmark_out="$out/aot-bench.json" > "$out/aot-bench.txt" 2>&1; echo "bench exit $?"
+      tail -45 "$out/aot-bench.txt" ;;
+    copy) # the same-method copy roofline at every size (search_spaces/copy.yaml)
+      $k --db "$db" tune copy --quiet 2>&1 | tee "$out/copy.txt" ;;
     kill-resume) # issue 7: kill -9 a tuning mid-run, count rows, resume, count again, check integrity
       kdb="$out/kill.db"; rm -f "$kdb"*
       $k --db "$kdb" tune rmsnorm --dtype bf16 --quiet & pid=$!

@@ -55,7 +55,7 @@ struct TuneCliOptions {
     int device = 0;
     unsigned threads = 0;
     std::uint64_t seed = 1;
-    std::vector<std::string> dtypes, problems;
+    std::vector<std::string> dtypes, problems, configs;
     int min_samples = 10, max_samples = 2000;
     double target_ci = 0.01, time_cap = 1.0;
 };
@@ -351,7 +351,8 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
                                  "--dtype");
         o.dtypes.push_back(*parsed);
     }
-    for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_problem_filter(f, "--problem"));
+    for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
+    for (const auto& f : g_tune.configs) o.config_filters.push_back(parse_named_values(f, "--config", "PARAM"));
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
     o.timing.cold_l2 = !g_tune.hot;
@@ -407,7 +408,8 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     }
     if (!s.compile_only) {
         for (const auto& po : s.problems)
-            if (!po.best && !s.time_limit_hit) return exit_failure;  // a problem with no valid configuration
+            // A problem with no valid configuration (not one that --config filtered to nothing).
+            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filters.empty())) return exit_failure;
     }
     return s.compile_only && s.compile_failed > 0 && s.no_gpu_reason.empty() ? exit_failure : exit_ok;
 }
@@ -495,6 +497,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
         ->check(positive_number());
     tune->add_option("--dtype", g_tune.dtypes, "Only these dtypes (fp32, fp16, bf16); repeatable");
     tune->add_option("--problem", g_tune.problems, "Only problems matching AXIS=V[,AXIS=V...]; repeatable");
+    tune->add_option("--config", g_tune.configs,
+                     "Only configurations matching PARAM=V[,PARAM=V...] (e.g. a stored best, to re-measure it or "
+                     "run it under compute-sanitizer); repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
     tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
     tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");

@@ -36,7 +36,7 @@ GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const 
 
 std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::string& config_key, int min_samples) {
     Space& s = space_for(c.op, c.variant);
-    const Config config{parse_problem_filter(config_key, "baseline configuration")};
+    const Config config{parse_named_values(config_key, "baseline configuration", "PARAM")};
     wire::TimingOptions t;
     t.cold_l2 = m_method.cold_l2;
     t.warmup = m_method.warmup;

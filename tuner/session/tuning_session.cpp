@@ -25,22 +25,49 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool matches(const Problem& p, const NamedValues& filter) {
+bool matches(const NamedValues& values, const NamedValues& filter) {
     for (const auto& [name, value] : filter) {
-        const auto v = lookup(p.shape, name);
+        const auto v = lookup(values, name);
         if (!v || *v != value) return false;
     }
     return true;
+}
+
+bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters) {
+    return filters.empty() ||
+           std::any_of(filters.begin(), filters.end(), [&](const NamedValues& f) { return matches(values, f); });
+}
+
+// The space's valid configurations for `p` that the --config filters keep.
+std::vector<Config> selected_configs(const SearchSpace& space, const Problem& p, const TuneOptions& o) {
+    std::vector<Config> valid = space.valid_configs(p);
+    std::erase_if(valid, [&](const Config& c) { return !matches_any(c.values, o.config_filters); });
+    return valid;
+}
+
+// --config filters must name parameters of the space and keep something: a typo would otherwise select nothing.
+void check_config_filters(const SearchSpace& space, const std::vector<Problem>& problems, const TuneOptions& o) {
+    const std::vector<NamedValues>& filters = o.config_filters;
+    if (filters.empty()) return;
+    for (const NamedValues& f : filters)
+        for (const auto& [name, value] : f)
+            if (std::none_of(space.parameters().begin(), space.parameters().end(),
+                             [&](const auto& param) { return param.name == name; }))
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("'{}' is not a parameter of {}", name, space.file()), "--config");
+    if (std::all_of(problems.begin(), problems.end(),
+                    [&](const Problem& p) { return selected_configs(space, p, o).empty(); }))
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no valid configuration of {} matches the --config filters for the selected problems",
+                                space.file()),
+                    "--config");
 }
 
 std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions& o) {
     std::vector<Problem> out;
     for (const Problem& p : space.problems()) {
         if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) == o.dtypes.end()) continue;
-        if (!o.problem_filters.empty() &&
-            std::none_of(o.problem_filters.begin(), o.problem_filters.end(),
-                         [&](const NamedValues& f) { return matches(p, f); }))
-            continue;
+        if (!matches_any(p.shape, o.problem_filters)) continue;
         out.push_back(p);
     }
     if (out.empty())
@@ -49,8 +76,9 @@ std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions
     return out;
 }
 
-TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Problem>& problems, CompileService& jit,
-                               std::string arch, TuneSummary s, const ProgressCallback& progress) {
+TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Problem>& problems, const TuneOptions& o,
+                               CompileService& jit, TuneSummary s, const ProgressCallback& progress) {
+    const std::string arch = o.arch.value_or("sm_90");
     const auto t0 = Clock::now();
     s.compile_only = true;
     s.arch = arch;
@@ -59,7 +87,7 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
     for (const Problem& p : problems) {
         ProblemOutcome outcome;
         outcome.problem = p;
-        const auto valid = space.valid_configs(p);
+        const auto valid = selected_configs(space, p, o);
         outcome.valid_configs = std::int64_t(valid.size());
         s.problems.push_back(outcome);
         auto add = [&](const std::string& source, const std::string& name) {
@@ -103,7 +131,7 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
 
 }  // namespace
 
-NamedValues parse_problem_filter(const std::string& text, const std::string& where) {
+NamedValues parse_named_values(const std::string& text, const std::string& where, std::string_view name_kind) {
     NamedValues out;
     std::size_t start = 0;
     while (start <= text.size()) {
@@ -112,7 +140,9 @@ NamedValues parse_problem_filter(const std::string& text, const std::string& whe
         const std::size_t eq = item.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("'{}' is not AXIS=VALUE (write e.g. M=4096,H=8192)", item), where);
+                        fmt::format("'{}' is not {}=VALUE (write e.g. {})", item, name_kind,
+                                    name_kind == "AXIS" ? "M=4096,H=8192" : "BLOCK=256,VEC=8"),
+                        where);
         try {
             std::size_t used = 0;
             const long long v = std::stoll(item.substr(eq + 1), &used);
@@ -132,6 +162,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const SearchSpace space = SearchSpace::load_file(o.space_path);
     const OpDescription& op = find_op(space.op(), space.variant());
     const std::vector<Problem> problems = select_problems(space, o);
+    check_config_filters(space, problems, o);
     for (const Problem& p : problems) op.buffers(p);  // a shape the op cannot take fails now, before any work
     auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
 
@@ -148,7 +179,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
             gpu.reset();
         }
     }
-    if (!gpu) return compile_only_sweep(space, problems, jit, o.arch.value_or("sm_90"), std::move(s), progress);
+    if (!gpu) return compile_only_sweep(space, problems, o, jit, std::move(s), progress);
 
     Store store = Store::open(o.db_path);
     DeviceInfo device = gpu->device();
@@ -203,7 +234,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     for (const Problem& p : problems) {
         Planned pl{p, make_strategy(o.strategy, {o.budget, o.seed}), {}, {}};
         pl.outcome.problem = p;
-        std::vector<Config> valid = space.valid_configs(p);
+        std::vector<Config> valid = selected_configs(space, p, o);
         pl.outcome.valid_configs = std::int64_t(valid.size());
         pl.strategy->begin(p, std::move(valid));
         pl.batch = pl.strategy->propose();

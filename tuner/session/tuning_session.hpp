@@ -31,6 +31,7 @@ struct TuneOptions {
     bool compile_only = false;
     std::vector<Dtype> dtypes;                 // empty: the space's dtypes
     std::vector<NamedValues> problem_filters;  // keep problems matching any filter (all named axes equal)
+    std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
     unsigned threads = 0;                      // compile threads (0: all cores)
     std::uint64_t seed = 1;                    // input generator and random strategy
     wire::TimingOptions timing;
@@ -72,7 +73,8 @@ struct TuneSummary {
 
 TuneSummary run_tuning(const TuneOptions& options, const ProgressCallback& progress);
 
-// Parses "M=4096,H=8192" into a filter. Throws Error(bad_input) naming `where`.
-NamedValues parse_problem_filter(const std::string& text, const std::string& where);
+// Parses "M=4096,H=8192" (a problem filter, names are AXIS) or "BLOCK=256,VEC=8" (a configuration, names are PARAM).
+// Throws Error(bad_input) naming `where`.
+NamedValues parse_named_values(const std::string& text, const std::string& where, std::string_view name_kind);
 
 }  // namespace ktune

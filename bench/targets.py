@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Reads a tuning database (with peers imported) and prints where each op stands against the issue targets.
+
+Per op/variant, over the best configuration of every problem:
+  - validated: problems with an `ok` best, and measurements that were not ok (by status)
+  - large: the lowest % of the copy ceiling among problems moving >= 256 MB
+  - mid: the lowest % among problems moving 4 to 64 MB
+  - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
+  - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
+    and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
+Usage: bench/targets.py DB [--op OP] [--detail]
+"""
+import argparse
+import json
+import sqlite3
+from collections import defaultdict
+
+ap = argparse.ArgumentParser()
+ap.add_argument("db")
+ap.add_argument("--op", help="only this op (or op/variant)")
+ap.add_argument("--detail", action="store_true", help="print every problem")
+args = ap.parse_args()
+db = sqlite3.connect(args.db)
+copy = {k: g for k, g in db.execute("select key, copy_gbps from devices")}
+
+# The best ok measurement per (kernel, problem, device): lowest p50 of the newest kernel source per op/variant.
+rows = db.execute("""
+  select k.op, k.variant, k.source_hash, p.key, p.shape_json, c.key, m.p50_us, m.cupti_p50_us, m.gbps, m.device_key,
+         m.measured_at
+  from measurements m join kernels k on k.id = m.kernel_id join problems p on p.id = m.problem_id
+  join configurations c on c.id = m.configuration_id where m.status = 'ok'""").fetchall()
+newest = {}
+for op, variant, h, *_rest in rows:
+    t = _rest[-1]
+    if (op, variant) not in newest or t > newest[(op, variant)][1]:
+        newest[(op, variant)] = (h, t)
+best = {}
+for op, variant, h, pkey, shape, ckey, p50, cupti, gbps, dev, t in rows:
+    if newest[(op, variant)][0] != h:
+        continue
+    k = (op, variant, pkey)
+    if k not in best or p50 < best[k]["p50"]:
+        best[k] = dict(shape=json.loads(shape), config=ckey, p50=p50, cupti=cupti, gbps=gbps, dev=dev)
+failed = defaultdict(lambda: defaultdict(int))
+for op, variant, status, n in db.execute("""select k.op, k.variant, m.status, count(*) from measurements m
+        join kernels k on k.id = m.kernel_id where m.status != 'ok' group by 1, 2, 3"""):
+    failed[(op, variant)][status] += n
+
+peers = defaultdict(dict)  # (op, variant, problem_key) -> method -> (p50, impl)
+for op, variant, pkey, impl, method, p50 in db.execute(
+        "select op, variant, problem_key, impl, method, p50_us from peer_measurements"):
+    cur = peers[(op, variant, pkey)].get(method)
+    if cur is None or p50 < cur[0]:
+        peers[(op, variant, pkey)][method] = (p50, impl)
+
+
+def canonical(pkey):  # peers may write the axes in another order
+    dtype, _, shape = pkey.partition(":")
+    return dtype + ":" + ",".join(sorted(shape.split(",")))
+
+
+peer_by_canon = {(o, v, canonical(p)): m for (o, v, p), m in peers.items()}
+
+by_op = defaultdict(list)
+for (op, variant, pkey), b in best.items():
+    if args.op and args.op not in (op, f"{op}/{variant}"):
+        continue
+    by_op[(op, variant)].append((pkey, b))
+
+for (op, variant), items in sorted(by_op.items()):
+    large, mid, decode, trail = [], [], [], []
+    lead = []
+    for pkey, b in sorted(items):
+        pct = 100 * b["gbps"] / copy[b["dev"]]
+        moved = b["gbps"] * 1e3 * b["p50"]  # bytes
+        if moved >= 256e6:
+            large.append((pct, pkey))
+        elif 4e6 <= moved <= 64e6:
+            mid.append((pct, pkey))
+        if b["shape"].get("M") in (1, 16):
+            decode.append((b["cupti"] or float("nan"), pkey))
+        pm = peer_by_canon.get((op, variant, canonical(pkey)), {})
+        ev = pm.get("cold_l2_events")
+        cu = pm.get("cupti_kernel_sum")
+        ratios = []
+        if ev:
+            ratios.append((ev[0] / b["p50"], "events", ev[1], ev[0], b["p50"]))
+        if cu and b["cupti"]:
+            ratios.append((cu[0] / b["cupti"], "kernel", cu[1], cu[0], b["cupti"]))
+        if ratios:
+            worst = min(ratios)
+            lead.append(worst[0])
+            if worst[0] < 1.0:
+                trail.append((pkey, worst))
+        if args.detail:
+            r = " ".join(f"{x[1]}:{x[0]:.2f}x({x[2]})" for x in ratios)
+            print(f"  {op}/{variant} {pkey:<40} {b['p50']:9.2f} us {pct:6.1f} % cupti {b['cupti'] or 0:7.2f} {r}")
+    n_fail = dict(failed[(op, variant)])
+    f = lambda xs, fn: f"{fn(xs)[0]:.1f} ({fn(xs)[1]})" if xs else "-"
+    print(f"{op}/{variant}: {len(items)} problems ok; not ok {n_fail or 0}")
+    print(f"  large >= 256 MB: min {f(large, min)} % of copy; mid 4-64 MB: min {f(mid, min)} %, "
+          f"{sum(p < 80 for p, _ in mid)} of {len(mid)} below 80 %")
+    print(f"  decode M in (1, 16): max CUPTI {f(decode, max)} us, {sum(d > 3 for d, _ in decode)} of {len(decode)} over 3 us")
+    if lead:
+        print(f"  vs fastest peer: {len(lead)} problems with peers, trails at {len(trail)}; worst "
+              f"{min(lead):.2f}x" + "".join(f"\n    trails {k}: {w[0]:.2f}x by {w[1]} vs {w[2]} ({w[3]:.2f} vs {w[4]:.2f} us)"
+                                            for k, w in trail[:12]))
