@@ -80,7 +80,8 @@ FAMILIES = {
         dtypes=["bf16", "fp16", "fp32"], impls=["eager", "compile"], quick=dict(M=[16, 4096], N=[32768])),
     "decode_attention_fwd": dict(
         op="decode_attention", variant="fwd",
-        problems=grid(B=[1, 8, 64], L=[1024, 8192, 32768], HQ=[32], HK=[8], D=[128]),
+        # U=1: every sequence of the batch has L tokens (ktune's U axis; SDPA takes no per-sequence lengths).
+        problems=grid(B=[1, 8, 64], L=[1024, 8192, 32768], HQ=[32], HK=[8], D=[128], U=[1]),
         dtypes=["bf16", "fp16"], impls=["attn_eager", "sdpa", "sdpa_flash", "sdpa_cudnn", "compile"],
         quick=dict(B=[8], L=[8192])),
     "linear_int4_fwd": dict(
