@@ -25,12 +25,17 @@ for step in "$@"; do
       $k --db "$out/ktune-2.db" best rmsnorm --json > "$out/best-2.json"
       [ -f "$out/best.json" ] || $k --db "$db" best rmsnorm --json > "$out/best.json"
       python3 "$root/bench/compare_best.py" "$out/best.json" "$out/best-2.json" | tee "$out/stability.txt" ;;
-    stability-small) # two independent tunings of the small (latency-bound) problems, fresh databases and caches
-      for i in a b; do
-        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/small-$i.db" tune rmsnorm --problem M=1 --problem M=16 --quiet >/dev/null 2>&1
+    stability-small) # independent tunings of the small (latency-bound) problems, each in a fresh process, database
+      # and cache (STABILITY_RUNS names them: default a b), each compared with the first
+      runs=(${STABILITY_RUNS:-a b})
+      for i in "${runs[@]}"; do
+        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/small-$i.db" tune rmsnorm --problem M=1 --problem M=16 \
+          --problem M=256 --quiet >/dev/null 2>&1
         $k --db "$out/small-$i.db" best rmsnorm --json > "$out/small-$i.json"
       done
-      python3 "$root/bench/compare_best.py" "$out/small-a.json" "$out/small-b.json" ;;
+      for i in "${runs[@]:1}"; do
+        python3 "$root/bench/compare_best.py" "$out/small-${runs[0]}.json" "$out/small-$i.json" | tee "$out/small-${runs[0]}-$i.txt"
+      done ;;
     ops) # every other op's default space: bf16 with a random budget, fp32/fp16 validated with a smaller one
       for f in "$root"/search_spaces/*.yaml; do
         name=$(basename "$f" .yaml); [ "$name" = rmsnorm ] && continue

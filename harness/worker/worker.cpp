@@ -35,6 +35,17 @@ constexpr int kSamplesPerBatch = 8;
 // an H100: the same configuration's p50 moved 5 to 7 % between two sessions at 0.25 MB, under 1 % at 64 MB and up).
 constexpr std::size_t kRotateBelowBytes = 64u << 20;
 constexpr std::size_t kMaxReplicas = 7;
+// Every problem buffer starts on its own 2 MiB boundary (the GPU's large page). Smaller allocations are packed into
+// shared pages at offsets that depend on what the process allocated before, so the pages and TLB entries a
+// microsecond kernel touches, and its time, differed from one process to the next (two tunings in one H100 session
+// were 2-4 % apart at 5 us, the same sign for every small problem).
+constexpr std::size_t kBufferAlignment = 2u << 20;
+
+CUdeviceptr alloc_page_aligned(std::size_t bytes) {
+    CUdeviceptr p = 0;
+    KTUNE_CU(cuMemAlloc(&p, (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment));
+    return p;
+}
 
 }  // namespace
 
@@ -276,9 +287,9 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
         DeviceBuffer b;
         b.spec = spec;
         b.bytes = std::max<std::size_t>(1, static_cast<std::size_t>(spec.elements) * elem_size(spec.elem));
-        KTUNE_CU(cuMemAlloc(&b.ptr, b.bytes));
-        if (spec.role == "output" || spec.role == "inout") KTUNE_CU(cuMemAlloc(&b.reference, b.bytes));
-        if (spec.role == "inout") KTUNE_CU(cuMemAlloc(&b.pristine, b.bytes));
+        b.ptr = alloc_page_aligned(b.bytes);
+        if (spec.role == "output" || spec.role == "inout") b.reference = alloc_page_aligned(b.bytes);
+        if (spec.role == "inout") b.pristine = alloc_page_aligned(b.bytes);
         m_buffers.push_back(b);
         // Inputs (and inouts) from the seeded generator, never zeros; outputs poisoned.
         long long n = spec.elements;
@@ -295,8 +306,7 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
         }
         // Rotation copies hold the same inputs (the same generator stream) at other addresses.
         for (std::size_t i = 0; i < m_replicas; ++i) {
-            CUdeviceptr r = 0;
-            KTUNE_CU(cuMemAlloc(&r, b.bytes));
+            CUdeviceptr r = alloc_page_aligned(b.bytes);
             m_buffers.back().replicas.push_back(r);
             if (spec.role == "scratch")
                 KTUNE_CU(cuMemsetD8Async(r, 0, b.bytes, m_stream));

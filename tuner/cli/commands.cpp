@@ -372,7 +372,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     if (g_tune.json) {
         json j = {{"compile_only", s.compile_only}, {"arch", s.arch}, {"elapsed_s", s.elapsed_s},
                   {"run_id", s.run_id}, {"status_counts", s.status_counts}, {"worker_restarts", s.worker_restarts},
-                  {"time_limit_hit", s.time_limit_hit}};
+                  {"time_limit_hit", s.time_limit_hit}, {"confirmations", s.confirmations}};
         if (!s.no_gpu_reason.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
         if (s.device) j["device"] = device_json(*s.device);
         if (s.compile_only)
@@ -402,7 +402,11 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
         std::int64_t resumed = 0;
         for (const auto& po : s.problems) resumed += po.skipped;
         fmt::print("run {} in {:.1f} s: measured{}{}; {} resumed from {}{}{}\n", s.run_id, s.elapsed_s,
-                   counts.empty() ? " nothing" : counts, "", resumed, o.db_path,
+                   counts.empty() ? " nothing" : counts,
+                   s.confirmations ? fmt::format(" (and {} best configurations measured again to confirm them)",
+                                                 s.confirmations)
+                                   : "",
+                   resumed, o.db_path,
                    s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
                    s.time_limit_hit ? "; stopped at the --time limit" : "");
     }

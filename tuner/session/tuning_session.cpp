@@ -129,6 +129,33 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
     return s;
 }
 
+// The lowest p50 among many configurations is biased low: with near-equal kernels, the one whose estimate came out
+// luckiest wins, and two tunings then disagree by more than their measurements' noise (seen on an H100: each
+// configuration within ~1 % between two tunings, the best of ~100 up to 3 % apart at 5 us). So the best is measured
+// again, with tighter sampling, and that unselected measurement replaces the first; if another configuration is then
+// best, it is confirmed in turn. Returns the number of re-measurements.
+int confirm_best(const Problem& p, const KernelInfo& kernel, const std::string& device_key, std::int64_t run_id,
+                 const TuneOptions& o, SpaceMeasurer& measurer, Store& store) {
+    constexpr int kMaxConfirmations = 4;
+    wire::TimingOptions timing = o.timing;
+    timing.min_samples = std::min(timing.max_samples, 3 * timing.min_samples);
+    timing.target_rel = timing.target_rel / 2;
+    std::set<std::string> confirmed;
+    int n = 0;
+    while (n < kMaxConfirmations) {
+        std::optional<ResultRecord> best;
+        for (const ResultRecord& r : store.best(kernel.op, kernel.variant, device_key, kernel.source_hash))
+            if (r.problem.key() == p.key()) best = r;
+        if (!best || !confirmed.insert(best->config_key).second) break;
+        const Config c{parse_named_values(best->config_key, "stored configuration", "PARAM")};
+        ResultRecord rec{kernel, c.key(), p, device_key, run_id, utc_now_iso(),
+                         measurer.measure(c, p, timing, o.timeout_floor_s)};
+        store.record(rec, /*replace=*/true);
+        ++n;
+    }
+    return n;
+}
+
 }  // namespace
 
 NamedValues parse_named_values(const std::string& text, const std::string& where, std::string_view name_kind) {
@@ -288,6 +315,12 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
             ev.total += std::int64_t(pl.batch.size());
         }
         if (s.time_limit_hit) break;
+        if (pl.outcome.measured > 0) {
+            ev.phase = "confirm";
+            if (progress) progress(ev);
+            s.confirmations += confirm_best(p, kernel, device.key, s.run_id, o, measurer, store);
+            ev.phase = "measure";
+        }
     }
 
     const auto best = store.best(kernel.op, kernel.variant, device.key, kernel.source_hash);

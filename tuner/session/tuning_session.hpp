@@ -67,6 +67,7 @@ struct TuneSummary {
     std::int64_t compiled = 0, compile_failed = 0, compile_cache_hits = 0;
     std::vector<std::string> compile_errors;  // "name: first lines of the log" (compile-only)
     int worker_restarts = 0;
+    int confirmations = 0;  // best configurations measured again (see confirm_best in tuning_session.cpp)
     bool time_limit_hit = false;
     double elapsed_s = 0;
 };
