@@ -45,10 +45,10 @@ for step in "$@"; do
     sanitize) # issue 7: memcheck and racecheck over every op's tuned configurations at its smallest problems
       python3 "$root/bench/sanitize_tuned.py" --ktune $k --db "$db" --out "$out/sanitizer" ${SANITIZE_SPACES:-} 2>&1 |
         tee "$out/sanitize.txt" ;;
-    aot) # issue 5: export a header from this host's rmsnorm tuning ($db: run the tune step first), build the example
-      # program and the Google Benchmark against it with this host's nvcc, run both
+    aot) # issue 5: export a header from a rmsnorm tuning on this GPU model (AOT_DB, default $db: run the tune step
+      # first), build the example program and the Google Benchmark against it with this host's nvcc, run both
       gen=/tmp/ktune-generated; rm -rf $gen /tmp/build-example /tmp/build-bench
-      $k --db "$db" export-header --op rmsnorm --out $gen && cp $gen/*.hpp "$out/"
+      $k --db "${AOT_DB:-$db}" export-header --op rmsnorm --out $gen && cp $gen/*.hpp "$out/"
       cmake -S "$root/examples/rmsnorm_aot" -B /tmp/build-example -G Ninja -DKTUNE_TUNED_HEADER_DIR=$gen >/dev/null &&
         cmake --build /tmp/build-example >/dev/null &
       cmake -S "$root/bench" -B /tmp/build-bench -G Ninja -DKTUNE_BENCH_TUNED_DIR=$gen >/dev/null &&
