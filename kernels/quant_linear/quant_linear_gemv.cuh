@@ -10,28 +10,33 @@
 // fp32 accumulator, and the scale is applied in fp32: per 64-k chunk for INT4 (one group), once per row for INT8.
 //
 // Work split: block (n block, k split, m block) = blockIdx (x, y, z). A block owns TILES_N tiles of 16 rows,
-// 8 * M_FRAGS rows of x and 1 / SPLIT_K of the k chunks; its WARPS warps take UNROLL consecutive chunks each, in turn.
-// A warp issues every load of a step (UNROLL * TILES_N 16-byte weight loads, the x fragments, INT4 scales and zero
-// points) before its first mma, so their latencies overlap instead of adding up chunk by chunk (measured on an H100
-// before this was so: 23-61 % of copy bandwidth at M = 1, the chunks' x and scale loads waiting in turn). Warps
-// reduce through shared memory in warp order; k splits through scratch: every split block writes its fp32 partial, and
-// the last to arrive (atomic counter, reset by it) sums the SPLIT_K partials in split order and writes y.
-// Deterministic.
+// 8 * M_FRAGS rows of x and 1 / SPLIT_K of the k chunks; its WARPS warps take steps of UNROLL consecutive chunks, in
+// turn. Decode is bound by how many weight bytes each SM keeps in flight (~30-40 KB to saturate HBM; measured before:
+// 26-64 % of copy at M = 1 with one step of loads per warp and nothing in flight while it computed), so:
+//   - a step's weight, scale and zero-point loads all go out before its first mma; with PIPE 2 the next step's go
+//     out before this step computes (two register stages), so a warp is never without loads in flight;
+//   - PREFETCH > 1 asks L2 (one bulk prefetch per tile and step, no registers) for the weights PREFETCH - 1 steps
+//     beyond the register stages, which then hit L2;
+//   - x is read when a step computes (L1-resident, small), not held in registers across the DRAM wait;
+//   - where TILES_N * M_FRAGS <= 2 the kernel asks for 16 warps per SM (min_blocks: at most 128 registers).
+// Warps reduce through shared memory in warp order; k splits through scratch: every split block writes its fp32
+// partial, and the last to arrive (atomic counter, reset by it) sums the SPLIT_K partials in split order and writes
+// y. Deterministic.
 //
 // Tunables (template parameters, named as the YAML keys):
-//   WARPS    warps per block, 1..16; they split the block's k chunks (rows per block do not change with WARPS).
-//   TILES_N  16-row tiles per block (rows per block = 16 * TILES_N): 1, 2 or 4.
-//   UNROLL   consecutive k chunks a warp loads at once (the pipeline depth: UNROLL * TILES_N 16-byte loads in flight
-//   per
-//            lane): 1..16. K chunk of a block step = WARPS * UNROLL * CHUNK_K.
-//   SPLIT_K  blocks along k (grid y), 1..16, at most max_split_k(M, N) (else the kernel writes nothing).
-//   M_FRAGS  8-row fragments of x per block (columns per block = 8 * M_FRAGS): 1, 2, 4 or 8; grid z covers M.
+//   WARPS     warps per block, 1..16; they split the block's k chunks (rows per block do not change with WARPS).
+//   TILES_N   16-row tiles per block (rows per block = 16 * TILES_N): 1, 2 or 4.
+//   UNROLL    consecutive k chunks of a warp step (UNROLL * TILES_N 16-byte weight loads per lane): 1..16.
+//   SPLIT_K   blocks along k (grid y), 1..16, at most max_split_k(M, N) (else the kernel writes nothing).
+//   M_FRAGS   8-row fragments of x per block (columns per block = 8 * M_FRAGS): 1, 2, 4 or 8; grid z covers M.
+//   PIPE      register stages, 1 or 2.
+//   PREFETCH  1 + steps of L2 prefetch ahead of the register stages, 1..16 (1: none).
 //   WARPS * TILES_N * M_FRAGS <= 64 (the warp reduction's shared memory, 32 KiB).
 // The vector width is fixed by the packed layout: 16-byte weight loads, 16- or 32-byte x loads per lane.
 //
-// Any M, N, K (INT4: group size a multiple of 64). x rows need 16-byte alignment (x aligned and K % 8 == 0) for the
-// vector loads of x, otherwise x is read element by element; a weight buffer not aligned to 16 bytes is read byte by
-// byte. Both checked once per launch.
+// Any M, N, K (INT4: group size a multiple of 64). The tuned path needs 16-byte aligned weights, 16-byte aligned x
+// rows (x aligned and K % 8 == 0) and, for INT4, a power-of-two number of 64-k chunks per group; otherwise (checked
+// once per launch) a plain path reads weights byte by byte and x element by element, one chunk per warp step.
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
@@ -122,14 +127,16 @@ __device__ __forceinline__ void dequant_int8_word(unsigned w, unsigned& lo, unsi
 }
 
 // ---- loads ----------------------------------------------------------------------------------------------------------
+// The prefetched loads are volatile asm so that the compiler keeps them where they are issued, a step ahead of their
+// use, instead of sinking them next to it.
 
 // 16 weight bytes, streamed (no L1 allocation). `aligned`: p is 16-byte aligned; otherwise byte loads.
 __device__ __forceinline__ uint4 load_weights(const unsigned char* p, bool aligned) {
     uint4 v;
     if (aligned) {
-        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-            : "l"(p));
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
     } else {
         unsigned w[4];
 #pragma unroll
@@ -141,20 +148,53 @@ __device__ __forceinline__ uint4 load_weights(const unsigned char* p, bool align
     return v;
 }
 
-// XW words (2 * XW elements of T) of row m of x from column k: zeros past M or K. `fast`: x rows 16-byte aligned.
-template <int XW>
+__device__ __forceinline__ unsigned load_u16(const unsigned short* p) {
+    unsigned v;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ unsigned load_u8(const unsigned char* p) {
+    unsigned v;
+    asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned): no registers, no reply to wait for, so a warp can
+// have several steps of weights on their way from DRAM beside the one it holds in registers.
+__device__ __forceinline__ void prefetch_l2(const unsigned char* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+    for (unsigned off = 0; off < bytes; off += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+#endif
+}
+
+// T's bits (low 16 bits of b) as float.
+template <typename T>
+__device__ __forceinline__ float bits_to_float(unsigned b) {
+    if constexpr (is_half<T>)
+        return __half2float(__ushort_as_half(static_cast<unsigned short>(b & 0xFFFFu)));
+    else
+        return __uint_as_float(b << 16);
+}
+
+// XW words (2 * XW elements of T) of row m of x from column k: zeros past M or K. FAST: x rows 16-byte aligned and
+// K % 8 == 0, k % 8 == 0, so each 8-element vector lies wholly before K or wholly past it.
+template <int XW, bool FAST>
 __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short* __restrict__ x, int m, int M,
-                                       long long k, int K, bool fast) {
+                                       long long k, int K) {
     if (m >= M) {
 #pragma unroll
         for (int i = 0; i < XW; ++i) out[i] = 0u;
         return;
     }
     const unsigned short* row = x + static_cast<long long>(m) * K;
-    if (fast && k + 2 * XW <= K) {
+    if constexpr (FAST) {
 #pragma unroll
         for (int i = 0; i < XW; i += 4) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + k + 2 * i));
+            const uint4 v = k + 2 * i < K ? __ldg(reinterpret_cast<const uint4*>(row + k + 2 * i))
+                                          : make_uint4(0u, 0u, 0u, 0u);
             out[i] = v.x;
             out[i + 1] = v.y;
             out[i + 2] = v.z;
@@ -171,7 +211,197 @@ __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short
     }
 }
 
+// One warp step's prefetched operands: UNROLL chunks of TILES_N tiles. INT4 scales and zero points of rows g and g + 8
+// packed in one word each (low and high half, bits 0..7 and 8..15), a quarter of the registers of four floats.
+// The main loop's compile-time shape (see gemv).
+template <bool FAST_, int U_, int PIPE_, int PREFETCH_>
+struct Path {
+    static constexpr bool FAST = FAST_;
+    static constexpr int U = U_, PIPE = PIPE_, PREFETCH = PREFETCH_;
+};
+
+template <int UNROLL, int TILES_N>
+struct Stage {
+    uint4 w[UNROLL][TILES_N];
+    unsigned s[UNROLL][TILES_N];
+    unsigned z[UNROLL][TILES_N];
+};
+
+// The main loop of gemv (below), with the block's coordinates. A warp step: chunks c .. c + U - 1 of the block's
+// tiles; warps take steps in turn. P (a Path) fixes at compile time the step size U, the pipeline and whether the
+// loads are vectors (FAST: weights and x rows 16-byte aligned, power-of-two chunks per group): the fast path is the
+// tuned one; the other reads element by element, one chunk per step, so that its many addresses do not raise the
+// kernel's register count (it only serves misaligned inputs and odd group sizes).
+template <typename T, int BITS, int WARPS, int TILES_N, int M_FRAGS>
+struct MainLoop {
+    static constexpr int CHUNK_K = ktune::quant_linear_layout::chunk_k<BITS>();
+    static constexpr int STEPS = CHUNK_K / 16;  // mma steps per chunk
+    static constexpr int XW = CHUNK_K / 8;      // x words per lane per chunk (CHUNK_K / 4 elements)
+    using Acc = float[TILES_N][M_FRAGS][4];
+
+    const unsigned char* __restrict__ w;
+    const unsigned short* __restrict__ xs;
+    const unsigned short* __restrict__ ss;
+    const unsigned char* __restrict__ zeros;
+    int M, N, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift;
+    long long chunks_per_row;
+
+    // Every load of a step (weights, and for INT4 the scales and zero points), issued together so that their
+    // latencies overlap. Chunks past c_end (or tiles past N) load nothing and give zeros, never used.
+    template <typename P>
+    __device__ __forceinline__ void load_stage(Stage<P::U, TILES_N>& st, int c) const {
+        namespace layout = ktune::quant_linear_layout;
+        constexpr int U = P::U;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int cc = c + u;
+            const bool live = cc < c_end;
+#pragma unroll
+            for (int tn = 0; tn < TILES_N; ++tn)
+                st.w[u][tn] = live && tile0 + tn < tiles  // the last block's tiles may pass the padded N
+                                  ? load_weights(w + layout::lane_offset(tile0 + tn, cc, chunks_per_row, lane),
+                                                 P::FAST)
+                                  : make_uint4(0u, 0u, 0u, 0u);
+            if constexpr (BITS == 4) {
+                // Rows n_lo = g and n_hi = g + 8 of each tile: the chunk's group's zero points and scales. The fast
+                // path has a power-of-two chunks per group: a shift, and one address per chunk for all the tiles.
+                const int grp = P::FAST ? cc >> cpg_shift : cc / cpg;
+                const long long goff = static_cast<long long>(grp) * N + static_cast<long long>(tile0) * 16 + g;
+                const unsigned short* srow = ss + goff;
+                const unsigned char* zrow = zeros + goff;
+#pragma unroll
+                for (int tn = 0; tn < TILES_N; ++tn) {
+                    const int n_lo = (tile0 + tn) * 16 + g, n_hi = n_lo + 8;
+                    const bool ok_lo = live && n_lo < N, ok_hi = live && n_hi < N;
+                    // Rows past N: scale 0 (so zero contributions) and zero point 0.
+                    const unsigned z_lo = ok_lo ? load_u8(zrow + 16 * tn) : 0u;
+                    const unsigned z_hi = ok_hi ? load_u8(zrow + 16 * tn + 8) : 0u;
+                    const unsigned s_lo = ok_lo ? load_u16(srow + 16 * tn) : 0u;
+                    const unsigned s_hi = ok_hi ? load_u16(srow + 16 * tn + 8) : 0u;
+                    st.z[u][tn] = z_lo | (z_hi << 8);
+                    st.s[u][tn] = s_lo | (s_hi << 16);
+                }
+            }
+        }
+    }
+
+    // L2 prefetch of the step at chunk c: one bulk request per tile (a tile's chunks are contiguous), from lane tn.
+    template <typename P>
+    __device__ __forceinline__ void prefetch_step(int c) const {
+        namespace layout = ktune::quant_linear_layout;
+        constexpr int U = P::U;
+        if constexpr (P::PREFETCH > 0) {
+            if (P::FAST && lane < TILES_N && c < c_end && tile0 + lane < tiles) {
+                const int n_chunks = min(U, c_end - c);
+                prefetch_l2(w + layout::lane_offset(tile0 + lane, c, chunks_per_row, 0),
+                            static_cast<unsigned>(n_chunks) * layout::TILE_BYTES);
+            }
+        }
+    }
+
+    // The math of a step. x is read here, not with the weights: it is small and stays in L1 (the weights do not
+    // allocate there), so one L1 round trip per step replaces UNROLL * M_FRAGS * XW registers held across the DRAM
+    // wait (twice that with PIPE 2). All of the step's x loads go out first: one latency per step, not per chunk.
+    template <typename P>
+    __device__ __forceinline__ void compute_stage(const Stage<P::U, TILES_N>& st, int c, Acc& acc) const {
+        constexpr int U = P::U;
+        unsigned xw[U][M_FRAGS][XW];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int f = 0; f < M_FRAGS; ++f)
+                load_x<XW, P::FAST>(xw[u][f], xs, c + u < c_end ? m0 + 8 * f + g : M, M,
+                                    static_cast<long long>(c + u) * CHUNK_K + 2 * XW * t, K);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (c + u >= c_end) break;  // uniform over the warp
+#pragma unroll
+            for (int tn = 0; tn < TILES_N; ++tn) {
+                const unsigned wq[4] = {st.w[u][tn].x, st.w[u][tn].y, st.w[u][tn].z, st.w[u][tn].w};
+                if constexpr (BITS == 4) {
+                    const unsigned zp = st.z[u][tn], sp = st.s[u][tn];
+                    const unsigned neg_lo = neg_bias_pair<T>(zp & 0xFFu), neg_hi = neg_bias_pair<T>(zp >> 8);
+                    const float s_lo = bits_to_float<T>(sp), s_hi = bits_to_float<T>(sp >> 16);
+                    float part[M_FRAGS][4];
+#pragma unroll
+                    for (int f = 0; f < M_FRAGS; ++f)
+#pragma unroll
+                        for (int r = 0; r < 4; ++r) part[f][r] = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < STEPS; ++j) {
+                        unsigned a[4];
+                        dequant_int4<T>(wq[j], neg_lo, neg_hi, a);
+#pragma unroll
+                        for (int f = 0; f < M_FRAGS; ++f)
+                            mma_16816<T>(part[f], a, xw[u][f][2 * j], xw[u][f][2 * j + 1]);
+                    }
+#pragma unroll
+                    for (int f = 0; f < M_FRAGS; ++f) {
+                        acc[tn][f][0] = fmaf(s_lo, part[f][0], acc[tn][f][0]);
+                        acc[tn][f][1] = fmaf(s_lo, part[f][1], acc[tn][f][1]);
+                        acc[tn][f][2] = fmaf(s_hi, part[f][2], acc[tn][f][2]);
+                        acc[tn][f][3] = fmaf(s_hi, part[f][3], acc[tn][f][3]);
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < STEPS; ++j) {
+                        unsigned a[4];
+                        dequant_int8_word<T>(wq[2 * j], a[0], a[1]);
+                        dequant_int8_word<T>(wq[2 * j + 1], a[2], a[3]);
+#pragma unroll
+                        for (int f = 0; f < M_FRAGS; ++f)
+                            mma_16816<T>(acc[tn][f], a, xw[u][f][2 * j], xw[u][f][2 * j + 1]);
+                    }
+                }
+            }
+        }
+    }
+
+    // Pipeline: the step whose registers load at iteration i is i + PIPE - 1 (PIPE 2: the next step loads while this
+    // one computes); its L2 prefetch went out PREFETCH iterations earlier. Prefetches of steps that load in the first
+    // iteration would come too late to help, so the first ones cover steps PIPE .. PIPE + PREFETCH - 2.
+    template <typename P>
+    __device__ __forceinline__ void run(Acc& acc) const {
+        constexpr int STRIDE = WARPS * P::U;
+        int c = c_begin + warp * P::U;
+#pragma unroll 1
+        for (int j = P::PIPE; j < P::PIPE - 1 + P::PREFETCH; ++j) prefetch_step<P>(c + j * STRIDE);
+        constexpr int PF_AHEAD = (P::PIPE - 1 + P::PREFETCH) * STRIDE;
+        Stage<P::U, TILES_N> sa;
+        if constexpr (P::PIPE == 1) {
+#pragma unroll 1
+            for (; c < c_end; c += STRIDE) {
+                prefetch_step<P>(c + PF_AHEAD);
+                load_stage<P>(sa, c);
+                compute_stage<P>(sa, c, acc);
+            }
+        } else {
+            // Two register stages used in turn (unrolled by two, so no copies between them).
+            Stage<P::U, TILES_N> sb;
+            load_stage<P>(sa, c);
+#pragma unroll 1
+            while (c < c_end) {
+                prefetch_step<P>(c + PF_AHEAD);
+                load_stage<P>(sb, c + STRIDE);
+                compute_stage<P>(sa, c, acc);
+                c += STRIDE;
+                if (c >= c_end) break;
+                prefetch_step<P>(c + PF_AHEAD);
+                load_stage<P>(sa, c + STRIDE);
+                compute_stage<P>(sb, c, acc);
+                c += STRIDE;
+            }
+        }
+    }
+};
+
 // ---- the kernel body ------------------------------------------------------------------------------------------------
+
+// Blocks per SM the kernel's registers must allow (__launch_bounds__): 16 warps per SM (128 registers a thread) where
+// the accumulators and x fragments are few, so that enough warps hold loads in flight; else no bound (no spills).
+KTUNE_HD constexpr int min_blocks(int warps, int tiles_n, int m_frags) {
+    return tiles_n * m_frags <= 2 ? (16 / warps > 0 ? 16 / warps : 1) : 1;
+}
 
 struct Problem {
     int M, N, K;
@@ -179,7 +409,7 @@ struct Problem {
     int max_split_k;
 };
 
-template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS>
+template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int PIPE, int PREFETCH>
 __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x, const unsigned char* __restrict__ w,
                                      const T* __restrict__ scales, const unsigned char* __restrict__ zeros,
                                      float* __restrict__ scratch, const Problem& pr) {
@@ -192,6 +422,8 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     static_assert(M_FRAGS == 1 || M_FRAGS == 2 || M_FRAGS == 4 || M_FRAGS == 8,
                   "quant linear: M_FRAGS is 1, 2, 4 or 8");
     static_assert(WARPS * TILES_N * M_FRAGS <= 64, "quant linear: WARPS * TILES_N * M_FRAGS <= 64");
+    static_assert(PIPE == 1 || PIPE == 2, "quant linear: PIPE is 1 or 2");
+    static_assert(PREFETCH >= 1 && PREFETCH <= 16, "quant linear: PREFETCH in [1, 16]");
     namespace layout = ktune::quant_linear_layout;
     constexpr int CHUNK_K = layout::chunk_k<BITS>();
     constexpr int STEPS = CHUNK_K / 16;  // mma steps per chunk
@@ -221,6 +453,7 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const bool w_aligned = is_aligned(w, 16);
     const bool x_fast = is_aligned(x, 16) && K % 8 == 0;
     const unsigned short* xs = reinterpret_cast<const unsigned short*>(x);
+    const unsigned short* ss = reinterpret_cast<const unsigned short*>(scales);
 
     float acc[TILES_N][M_FRAGS][4];
 #pragma unroll
@@ -235,84 +468,13 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const int cpg = BITS == 4 ? pr.group / CHUNK_K : 1;
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
 
-#pragma unroll 1
-    for (int c = c_begin + warp * UNROLL; c < c_end; c += WARPS * UNROLL) {
-        // Every load of the step first (weights, x, and for INT4 the scales and zero points), so their latencies
-        // overlap; then the math. Loads of chunks past c_end (or tiles past N) give zeros and are not used.
-        uint4 wv[UNROLL][TILES_N];
-        unsigned xw[UNROLL][M_FRAGS][XW];
-        float s_lo[UNROLL][TILES_N], s_hi[UNROLL][TILES_N];
-        unsigned z_lo[UNROLL][TILES_N], z_hi[UNROLL][TILES_N];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int cc = c + u;
-            const bool live = cc < c_end;
-#pragma unroll
-            for (int tn = 0; tn < TILES_N; ++tn)
-                wv[u][tn] = live && tile0 + tn < tiles  // the last block's tiles may pass the padded N
-                                ? load_weights(w + layout::lane_offset(tile0 + tn, cc, chunks_per_row, lane), w_aligned)
-                                : make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-            for (int f = 0; f < M_FRAGS; ++f)
-                load_x<XW>(xw[u][f], xs, live ? m0 + 8 * f + g : M, M,
-                           static_cast<long long>(cc) * CHUNK_K + 2 * XW * t, K, x_fast);
-            if constexpr (BITS == 4) {
-                // Rows n_lo = g and n_hi = g + 8 of each tile: the chunk's group's zero points and scales.
-                const int grp = cpg_shift >= 0 ? cc >> cpg_shift : cc / cpg;
-                const long long srow = static_cast<long long>(grp) * N;
-#pragma unroll
-                for (int tn = 0; tn < TILES_N; ++tn) {
-                    const int n_lo = (tile0 + tn) * 16 + g, n_hi = n_lo + 8;
-                    const bool ok_lo = live && n_lo < N, ok_hi = live && n_hi < N;
-                    z_lo[u][tn] = ok_lo ? zeros[srow + n_lo] : 0u;
-                    z_hi[u][tn] = ok_hi ? zeros[srow + n_hi] : 0u;
-                    s_lo[u][tn] = ok_lo ? to_float(scales[srow + n_lo]) : 0.0f;
-                    s_hi[u][tn] = ok_hi ? to_float(scales[srow + n_hi]) : 0.0f;
-                }
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            if (c + u >= c_end) break;  // uniform over the warp
-#pragma unroll
-            for (int tn = 0; tn < TILES_N; ++tn) {
-                const unsigned wq[4] = {wv[u][tn].x, wv[u][tn].y, wv[u][tn].z, wv[u][tn].w};
-                if constexpr (BITS == 4) {
-                    const unsigned neg_lo = neg_bias_pair<T>(z_lo[u][tn]), neg_hi = neg_bias_pair<T>(z_hi[u][tn]);
-                    float part[M_FRAGS][4];
-#pragma unroll
-                    for (int f = 0; f < M_FRAGS; ++f)
-#pragma unroll
-                        for (int r = 0; r < 4; ++r) part[f][r] = 0.0f;
-#pragma unroll
-                    for (int j = 0; j < STEPS; ++j) {
-                        unsigned a[4];
-                        dequant_int4<T>(wq[j], neg_lo, neg_hi, a);
-#pragma unroll
-                        for (int f = 0; f < M_FRAGS; ++f)
-                            mma_16816<T>(part[f], a, xw[u][f][2 * j], xw[u][f][2 * j + 1]);
-                    }
-#pragma unroll
-                    for (int f = 0; f < M_FRAGS; ++f) {
-                        acc[tn][f][0] = fmaf(s_lo[u][tn], part[f][0], acc[tn][f][0]);
-                        acc[tn][f][1] = fmaf(s_lo[u][tn], part[f][1], acc[tn][f][1]);
-                        acc[tn][f][2] = fmaf(s_hi[u][tn], part[f][2], acc[tn][f][2]);
-                        acc[tn][f][3] = fmaf(s_hi[u][tn], part[f][3], acc[tn][f][3]);
-                    }
-                } else {
-#pragma unroll
-                    for (int j = 0; j < STEPS; ++j) {
-                        unsigned a[4];
-                        dequant_int8_word<T>(wq[2 * j], a[0], a[1]);
-                        dequant_int8_word<T>(wq[2 * j + 1], a[2], a[3]);
-#pragma unroll
-                        for (int f = 0; f < M_FRAGS; ++f)
-                            mma_16816<T>(acc[tn][f], a, xw[u][f][2 * j], xw[u][f][2 * j + 1]);
-                    }
-                }
-            }
-        }
-    }
+    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,  zeros, M,    N,    K,  c_begin, c_end,
+                                                        tile0, tiles, m0, lane,  warp, g,    t,  cpg,     cpg_shift,
+                                                        chunks_per_row};
+    if (w_aligned && x_fast && cpg_shift >= 0)
+        loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1>>(acc);
+    else
+        loop.template run<Path<false, 1, 1, 0>>(acc);
 
     // Warps reduce in warp order through shared memory.
 #pragma unroll
