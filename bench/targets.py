@@ -4,7 +4,9 @@
 Per op/variant, over the best configuration of every problem:
   - validated: problems with an `ok` best, and measurements that were not ok (by status)
   - large: the lowest % of the copy ceiling among problems moving >= 256 MB
-  - mid: the lowest % among problems moving 4 to 64 MB
+  - mid: the lowest % among problems moving 4 to 64 MB, and (when the database holds a tuned `copy` op, the copy
+    roofline per size) the lowest ratio of a same-size copy's time to the op's time: how close the op gets to the
+    best copy of the bytes it moves, with the same timing method
   - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
   - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
     and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
@@ -61,6 +63,20 @@ def canonical(pkey):  # peers may write the axes in another order
 
 peer_by_canon = {(o, v, canonical(p)): m for (o, v, p), m in peers.items()}
 
+# The copy roofline: best copy time per bytes moved, interpolated log-log between the measured sizes.
+copy_curve = sorted((b["gbps"] * 1e3 * b["p50"], b["p50"]) for (op, v, _), b in best.items() if op == "copy")
+
+
+def copy_time(moved):
+    import math
+    if len(copy_curve) < 2 or not copy_curve[0][0] <= moved <= copy_curve[-1][0]:
+        return None
+    for (b0, t0), (b1, t1) in zip(copy_curve, copy_curve[1:]):
+        if b0 <= moved <= b1:
+            f = (math.log(moved) - math.log(b0)) / (math.log(b1) - math.log(b0))
+            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+
+
 by_op = defaultdict(list)
 for (op, variant, pkey), b in best.items():
     if args.op and args.op not in (op, f"{op}/{variant}"):
@@ -68,7 +84,7 @@ for (op, variant, pkey), b in best.items():
     by_op[(op, variant)].append((pkey, b))
 
 for (op, variant), items in sorted(by_op.items()):
-    large, mid, decode, trail = [], [], [], []
+    large, mid, mid_vs_copy, decode, trail = [], [], [], [], []
     lead = []
     for pkey, b in sorted(items):
         pct = 100 * b["gbps"] / copy[b["dev"]]
@@ -77,6 +93,9 @@ for (op, variant), items in sorted(by_op.items()):
             large.append((pct, pkey))
         elif 4e6 <= moved <= 64e6:
             mid.append((pct, pkey))
+            ct = copy_time(moved)
+            if ct:
+                mid_vs_copy.append((100 * ct / b["p50"], pkey))
         if b["shape"].get("M") in (1, 16):
             decode.append((b["cupti"] or float("nan"), pkey))
         pm = peer_by_canon.get((op, variant, canonical(pkey)), {})
@@ -99,7 +118,8 @@ for (op, variant), items in sorted(by_op.items()):
     f = lambda xs, fn: f"{fn(xs)[0]:.1f} ({fn(xs)[1]})" if xs else "-"
     print(f"{op}/{variant}: {len(items)} problems ok; not ok {n_fail or 0}")
     print(f"  large >= 256 MB: min {f(large, min)} % of copy; mid 4-64 MB: min {f(mid, min)} %, "
-          f"{sum(p < 80 for p, _ in mid)} of {len(mid)} below 80 %")
+          f"{sum(p < 80 for p, _ in mid)} of {len(mid)} below 80 %" +
+          (f"; against a same-size copy: min {f(mid_vs_copy, min)} %" if mid_vs_copy else ""))
     print(f"  decode M in (1, 16): max CUPTI {f(decode, max)} us, {sum(d > 3 for d, _ in decode)} of {len(decode)} over 3 us")
     if lead:
         print(f"  vs fastest peer: {len(lead)} problems with peers, trails at {len(trail)}; worst "
