@@ -37,15 +37,31 @@ for step in "$@"; do
         python3 "$root/bench/compare_best.py" "$out/small-${runs[0]}.json" "$out/small-$i.json" | tee "$out/small-${runs[0]}-$i.txt"
       done ;;
     ops) # every other op's space (OPS_SPACES: names, default all): bf16 exhaustively (OPS_BUDGET=N: a random N per
-      # problem instead), fp16 and fp32 validated at a few random configurations (OPS_SMALL_BUDGET, default 4)
+      # problem instead), then fp16 and fp32 exhaustively (OPS_SMALL_BUDGET=N: a random N per problem instead)
       spaces=${OPS_SPACES:-$(ls "$root"/search_spaces/*.yaml | xargs -n1 basename | sed 's/\.yaml$//' | grep -vx rmsnorm)}
       for name in $spaces; do
         f="$root/search_spaces/$name.yaml"
         if [ -n "${OPS_BUDGET:-}" ]; then strat="--strategy random --budget $OPS_BUDGET"; else strat=""; fi
         $k --db "$db" tune "$f" --dtype bf16 $strat --quiet --time-cap 0.5 2>&1 | tail -1
-        $k --db "$db" tune "$f" --dtype fp16 --dtype fp32 --strategy random --budget ${OPS_SMALL_BUDGET:-4} --quiet \
-          --time-cap 0.3 2>&1 | tail -1
+        if [ -n "${OPS_SMALL_BUDGET:-}" ]; then small="--strategy random --budget $OPS_SMALL_BUDGET"; else small=""; fi
+        $k --db "$db" tune "$f" --dtype fp16 --dtype fp32 $small --quiet --time-cap 0.3 2>&1 | tail -1
       done ;;
+    sanitize) # issue 7: memcheck and racecheck over every op's tuned configurations (SANITIZE_DB, default $db) at its
+      # smallest problems (SANITIZE_SPACES: names, default all)
+      python3 "$root/bench/sanitize_tuned.py" --ktune $k --db "${SANITIZE_DB:-$db}" --out "$out/sanitizer" \
+        ${SANITIZE_SPACES:-} 2>&1 | tee "$out/sanitize.txt" ;;
+    aot) # issue 5: export a header from a rmsnorm tuning on this GPU model (AOT_DB, default $db: run the tune step
+      # first), build the example program and the Google Benchmark against it with this host's nvcc, run both
+      gen=/tmp/ktune-generated; rm -rf $gen /tmp/build-example /tmp/build-bench
+      $k --db "${AOT_DB:-$db}" export-header --op rmsnorm --out $gen && cp $gen/*.hpp "$out/"
+      cmake -S "$root/examples/rmsnorm_aot" -B /tmp/build-example -G Ninja -DKTUNE_TUNED_HEADER_DIR=$gen >/dev/null &&
+        cmake --build /tmp/build-example >/dev/null &
+      cmake -S "$root/bench" -B /tmp/build-bench -G Ninja -DKTUNE_BENCH_TUNED_DIR=$gen >/dev/null &&
+        cmake --build /tmp/build-bench >/dev/null; wait
+      /tmp/build-example/rmsnorm_aot 2>&1 | tee "$out/aot-example.txt"
+      /tmp/build-bench/rmsnorm_aot_bench --samples=${AOT_SAMPLES:-300} --benchmark_format=json \
+        --benchmark_out="$out/aot-bench.json" > "$out/aot-bench.txt" 2>&1; echo "bench exit $?"
+      tail -45 "$out/aot-bench.txt" ;;
     copy) # the same-method copy roofline at every size (search_spaces/copy.yaml)
       $k --db "$db" tune copy --quiet 2>&1 | tee "$out/copy.txt" ;;
     kill-resume) # issue 7: kill -9 a tuning mid-run, count rows, resume, count again, check integrity

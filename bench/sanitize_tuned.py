@@ -24,7 +24,7 @@ ap.add_argument("--ktune", required=True)
 ap.add_argument("--db", required=True, help="the tuning database whose best configurations are checked")
 ap.add_argument("--out", required=True)
 ap.add_argument("--tools", default="memcheck,racecheck")
-ap.add_argument("--jobs", type=int, default=8, help="sanitizer runs at once (its cost is mostly on the CPU)")
+ap.add_argument("--jobs", type=int, default=12, help="sanitizer runs at once (its cost is mostly on the CPU)")
 ap.add_argument("--timeout", type=float, default=300, help="seconds per (space, tool) run")
 ap.add_argument("spaces", nargs="*", help="search space names (default: every YAML under search_spaces/)")
 args = ap.parse_args()
@@ -39,7 +39,11 @@ def plan(space):
     best = subprocess.run([args.ktune, "--db", args.db, "best", space, "--json"], capture_output=True, text=True)
     if best.returncode != 0:
         return None, (best.stderr.strip().splitlines() or ["exit %d" % best.returncode])[-1]
-    rows = [r for r in json.loads(best.stdout)[0]["best"] if r["status"] == "ok"]
+    # `best` lists the op's results over every space that tunes it (linear_int4 and linear_int4_tails share an op):
+    # keep this space's problems.
+    space_json = subprocess.run([args.ktune, "space", space, "--json"], capture_output=True, text=True, check=True)
+    keys = {p["problem"] for p in json.loads(space_json.stdout)["problems"]}
+    rows = [r for r in json.loads(best.stdout)[0]["best"] if r["status"] == "ok" and r["problem"] in keys]
     if not rows:
         return None, "no tuned results"
     smallest = min(rows, key=lambda r: r["gbps"] * r["p50_us"] / ({"fp32": 2, "fp16": 1, "bf16": 1}[r["dtype"]]))
@@ -60,7 +64,10 @@ def check(space, tool, problem, configs):
     except subprocess.TimeoutExpired as e:
         text, rc = (e.stdout or b"").decode() + (e.stderr or b"").decode() + "\nTIMEOUT", "timeout"
     (out / f"{space}-{tool}.txt").write_text(" ".join(cmd) + "\n" + text)
-    summary = re.findall(r"ERROR SUMMARY: (\d+) error", text)
+    # memcheck ends with "ERROR SUMMARY: N errors", racecheck with "RACECHECK SUMMARY: N hazards displayed (E errors,
+    # W warnings)", once per process it instrumented (the worker; ktune itself makes no CUDA call).
+    summary = re.findall(r"ERROR SUMMARY: (\d+) error", text) + re.findall(
+        r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", text)
     counts = "?"
     try:
         counts = json.loads(text[text.index("{"):text.rindex("}") + 1])["status_counts"]
