@@ -15,25 +15,38 @@
 // It is deterministic and its summation shape is fixed by the problem (kernels/rmsnorm/rmsnorm_bwd_layout.cuh): leaf
 // partial p sums rows p, p + P, ... in row order, and a fan-in-8 tree sums the partials in index order. The block that
 // completes the last child of a tree node sums that node (atomic arrival counter in scratch, reset by that block), so
-// the whole op is one launch, with no block ever waiting for another. Results therefore do not depend on the grid,
-// and depend on the tunables only through rstd: its row sum (like the forward kernel's) is reduced in an order set by
-// the thread layout, so rstd, and hence dx and dw, can differ between configurations in the last bit.
+// the whole op is one launch, with no block ever waiting for another (outside its cluster). A block that holds all
+// children of a level-1 node (ROWS_PER_BLOCK = 8) sums that node itself through shared memory: its leaves never go to
+// scratch. Results therefore do not depend on the grid, and depend on the tunables only through rstd: its row sum
+// (like the forward kernel's) is reduced in an order set by the thread layout, so rstd, and hence dx and dw, can
+// differ between configurations in the last bit.
+//
+// Columns are split over a thread-block cluster of CLUSTER blocks (Hopper; co-scheduled, so the blocks of a cluster
+// may wait on each other): every block of a cluster works on the same rows, each on its share of the columns, and the
+// two row sums are exchanged through distributed shared memory (one cluster barrier per row step). Small M then gets
+// CLUSTER times the blocks, and each block a CLUSTER-th of the row. Column ownership: chunk j of CHUNK = TPR * VEC
+// columns (c / CHUNK == j) belongs to rank j % CLUSTER, on every path, for the leaves and for every tree node; the tree
+// counts arrivals per rank (a 4-bit counter per rank in each counter word), so the rank-r blocks sum the rank-r columns
+// of a node without any cross-rank dependency.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK           threads per block: a multiple of 32 * ROWS_PER_BLOCK, at most 1024.
 //   VEC             elements per vector access: a power of two, VEC * sizeof(T) in {4, 8, 16} bytes for the vector
 //                   path (VEC 1 for 16-bit types always takes the scalar path).
 //   UNROLL          vector accesses each thread holds per row, 1..32. The vector path needs the row to fit in one
-//                   pass (threads_per_row * VEC * UNROLL >= hidden): x, dy, w and the thread's fp32 dw partials stay in
-//                   registers. Otherwise the scalar path runs (correct, slow): the YAML keeps such configurations out.
+//                   pass (CLUSTER * threads_per_row * VEC * UNROLL >= hidden): x, dy, w and the thread's fp32 dw
+//                   partials stay in registers. Otherwise the scalar path runs (correct, slow): the YAML keeps such
+//                   configurations out.
 //   ROWS_PER_BLOCK  leaf partials a block works on at once (a divisor of 8, so they share one tree node):
 //                   threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32.
 //   ROWS_IN_FLIGHT  1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a partial's next row
 //                   before reducing the current one (loads always in flight, twice the registers for x and dy);
 //                   1 loads each row when it is reached.
+//   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8.
 //
-// Launch: block = BLOCK threads (1-D), any grid: blocks loop over groups of ROWS_PER_BLOCK partials (grid stride);
-// ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) gives one group per block. Static shared memory only.
+// Launch: block = BLOCK threads (1-D), grid.x = a multiple of CLUSTER: clusters loop over groups of ROWS_PER_BLOCK
+// partials (grid stride); ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) * CLUSTER gives one group per cluster. Static
+// shared memory only.
 // scratch: dw_scratch_floats(rows, hidden) floats, 16-byte aligned, zero-filled before first use (see the layout file).
 // The vector path needs x, dy, dx, w aligned to VEC * sizeof(T) bytes, row strides that are multiples of VEC, and dw
 // and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path.
@@ -44,16 +57,20 @@ namespace ktune::dev::rmsnorm_bwd {
 
 using namespace ktune::rmsnorm_bwd_layout;
 
-// Two sums over a group of GROUP_WARPS warps at once: the shuffles interleave, one shared-memory step. Same contract
-// as group_sum (kernels/common/ktune_device.cuh): scratch holds GROUP_WARPS float2 for this group and is not reused
-// before the next __syncthreads(); every thread of the block calls it.
-template <int GROUP_WARPS>
-__device__ __forceinline__ float2 group_sum2(float a, float b, float2* scratch) {
+__device__ __forceinline__ void warp_sum2(float& a, float& b) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
         a += __shfl_xor_sync(0xffffffffu, a, offset);
         b += __shfl_xor_sync(0xffffffffu, b, offset);
     }
+}
+
+// Two sums over a group of GROUP_WARPS warps at once: the shuffles interleave, one shared-memory step. Same contract
+// as group_sum (kernels/common/ktune_device.cuh): scratch holds GROUP_WARPS float2 for this group and is not reused
+// before the next __syncthreads(); every thread of the block calls it.
+template <int GROUP_WARPS>
+__device__ __forceinline__ float2 group_sum2(float a, float b, float2* scratch) {
+    warp_sum2(a, b);
     if constexpr (GROUP_WARPS > 1) {
         const int lane = threadIdx.x & 31;
         const int warp_in_group = (threadIdx.x >> 5) % GROUP_WARPS;
@@ -77,6 +94,43 @@ __device__ __forceinline__ float2 group_sum2(float a, float b, float2* scratch) 
     return make_float2(a, b);
 }
 
+// The same over the group's warps in every block of the cluster: each warp publishes its pair in its block's shared
+// memory, one cluster barrier (which also orders the block's own warps), then every warp reads all GROUP_WARPS *
+// CLUSTER pairs (same order everywhere: every block gets bit-identical sums). scratch: as group_sum2, double-buffered
+// by the caller: a slot is rewritten two calls later, after the next call's barrier, which no block passes before
+// every block has read this call's slots. Every thread of every block of the cluster calls it.
+template <int GROUP_WARPS, int CLUSTER>
+__device__ __forceinline__ float2 cluster_sum2(float a, float b, float2* scratch) {
+    warp_sum2(a, b);
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) scratch[(threadIdx.x >> 5) % GROUP_WARPS] = make_float2(a, b);
+    __cluster_barrier_arrive();  // release
+    __cluster_barrier_wait();    // acquire
+    constexpr int N = GROUP_WARPS * CLUSTER;
+    a = 0.0f;
+    b = 0.0f;
+#pragma unroll
+    for (int k0 = 0; k0 < N; k0 += 32) {
+        const int k = k0 + lane;
+        if (N % 32 == 0 || k < N) {
+            const float2 s = *static_cast<const float2*>(__cluster_map_shared_rank(scratch + k % GROUP_WARPS,
+                                                                                   k / GROUP_WARPS));
+            a += s.x;
+            b += s.y;
+        }
+    }
+    warp_sum2(a, b);
+    return make_float2(a, b);
+}
+
+template <int GROUP_WARPS, int CLUSTER>
+__device__ __forceinline__ float2 row_sum2(float a, float b, float2* scratch) {
+    if constexpr (CLUSTER > 1)
+        return cluster_sum2<GROUP_WARPS, CLUSTER>(a, b, scratch);
+    else
+        return group_sum2<GROUP_WARPS>(a, b, scratch);
+}
+
 // One dw term, the same expression on every path so that every path adds the same values.
 __device__ __forceinline__ float dw_term(float dy, float x, float rstd, float acc) { return fmaf(dy, x * rstd, acc); }
 
@@ -98,33 +152,50 @@ struct Tree {
     long long stride;  // floats per scratch row
 };
 
-// Sums `children` rows starting at `src` in index order and writes them to `out` (dw when `root`). Every thread of the
-// block. The children were written by other blocks: read through L2 (ld.global.cg), never a stale L1 line.
+// Sums `children` rows starting at `src` in index order and writes them to `out` (dw when `root`), on the columns
+// of rank `rank` only (chunks of CHUNK columns, chunk j owned by rank j % CLUSTER). Every thread of the block. The
+// children were written by other blocks: read through L2 (ld.global.cg), never a stale L1 line.
 // Not inlined: its eight quads in flight would otherwise set the register count of the row loop (108 instead of 64
 // for bf16, BLOCK 256, UNROLL 1).
-template <int BLOCK>
-__device__ __noinline__ void sum_children(const Tree& tree, const float* src, int children, float* out, bool root) {
+template <int BLOCK, int CHUNK, int CLUSTER>
+__device__ __noinline__ void sum_children(const Tree& tree, const float* src, int children, float* out, bool root,
+                                          int rank) {
+    static_assert(CHUNK % 4 == 0, "rmsnorm_bwd: chunks of whole quads");
+    constexpr int QPC = CHUNK / 4;  // quads per chunk
     const int hidden = tree.hidden;
     const long long stride = tree.stride;
+    const int chunks = (hidden + CHUNK - 1) / CHUNK;
+    const int owned = rank < chunks ? (chunks - rank + CLUSTER - 1) / CLUSTER : 0;
     const bool quads = is_aligned(src, 16) && (!root || is_aligned(out, 16));  // stride: whole quads
     if (quads) {
-        const int nquad = static_cast<int>(stride / 4);
-#pragma unroll 1  // one quad's 8 loads in flight per thread: unrolled further, this would set the kernel's registers
+        const int nquad = owned * QPC;
+#pragma unroll 1  // one quad per thread at a time: unrolled further, this would set the kernel's registers
         for (int q = threadIdx.x; q < nquad; q += BLOCK) {
-            float4 v[DW_TREE_FAN];
+            const int col = ((q / QPC) * CLUSTER + rank) * CHUNK + (q % QPC) * 4;
+            if (col >= hidden) continue;
+            // Two batches of four loads (the sum stays in child order): eight quads in flight, with their eight row
+            // pointers, would need more than the 64 registers a 1024-thread block has.
+            const float* sc = src + col;
+            float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-            for (int c = 0; c < DW_TREE_FAN; ++c)
-                if (c < children) v[c] = __ldcg(reinterpret_cast<const float4*>(src + c * stride) + q);
-            float4 s = v[0];
+            for (int b = 0; b < DW_TREE_FAN; b += 4) {
+                float4 v[4];
 #pragma unroll
-            for (int c = 1; c < DW_TREE_FAN; ++c)
-                if (c < children) {
-                    s.x += v[c].x;
-                    s.y += v[c].y;
-                    s.z += v[c].z;
-                    s.w += v[c].w;
-                }
-            const int col = q * 4;
+                for (int c = 0; c < 4; ++c)
+                    if (b + c < children) v[c] = __ldcg(reinterpret_cast<const float4*>(sc + (b + c) * stride));
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    if (b + c < children) {
+                        if (b + c == 0) {
+                            s = v[0];
+                        } else {
+                            s.x += v[c].x;
+                            s.y += v[c].y;
+                            s.z += v[c].z;
+                            s.w += v[c].w;
+                        }
+                    }
+            }
             if (!root || col + 4 <= hidden) {
                 *reinterpret_cast<float4*>(out + col) = s;  // rows below the root own their padding
             } else {
@@ -135,8 +206,11 @@ __device__ __noinline__ void sum_children(const Tree& tree, const float* src, in
             }
         }
     } else {
+        const int ncol = owned * CHUNK;
 #pragma unroll 1
-        for (int col = threadIdx.x; col < hidden; col += BLOCK) {
+        for (int k = threadIdx.x; k < ncol; k += BLOCK) {
+            const int col = ((k / CHUNK) * CLUSTER + rank) * CHUNK + k % CHUNK;
+            if (col >= hidden) continue;
             float s = __ldcg(src + col);
             for (int c = 1; c < children; ++c) s += __ldcg(src + c * stride + col);
             out[col] = s;
@@ -144,13 +218,22 @@ __device__ __noinline__ void sum_children(const Tree& tree, const float* src, in
     }
 }
 
-// Called by every thread of the block after the block wrote `count` consecutive leaf partials starting at `first`
-// (all children of one level-1 node), P leaves in all. Climbs while this block completes the last child of a node.
-template <int BLOCK>
-__device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int first, int count, int* s_last) {
+// Called by every thread of the block after the block wrote `count` consecutive nodes of level `level` starting at
+// `first` (all children of one node of the next level, or some of them) on its rank's columns. Climbs while this
+// block completes the last child of a node for its rank (4-bit arrival counter per rank in each counter word).
+template <int BLOCK, int CHUNK, int CLUSTER>
+__device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, int first, int count, int rank,
+                                            int* s_last) {
     int nodes = P;              // nodes of the current level
     long long level_row = 0;    // scratch row of the current level's first node
     int counter_base = 0;       // counter of the next level's first node
+    for (int l = 0; l < level; ++l) {
+        const int parent_nodes = (nodes + DW_TREE_FAN - 1) / DW_TREE_FAN;
+        level_row += nodes;
+        counter_base += parent_nodes;
+        nodes = parent_nodes;
+    }
+    const unsigned shift = 4u * static_cast<unsigned>(rank);
     while (nodes > 1) {
         const int parent_nodes = (nodes + DW_TREE_FAN - 1) / DW_TREE_FAN;
         const int parent = first / DW_TREE_FAN;
@@ -163,10 +246,10 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int first, 
         if (threadIdx.x == 0) {
             __threadfence();
             unsigned* c = tree.counters + counter_base + parent;
-            const bool last = atomicAdd(c, static_cast<unsigned>(count)) + static_cast<unsigned>(count) ==
-                              static_cast<unsigned>(children);
+            const unsigned old = atomicAdd(c, static_cast<unsigned>(count) << shift);
+            const bool last = ((old >> shift) & 15u) + static_cast<unsigned>(count) == static_cast<unsigned>(children);
             if (last) {
-                *c = 0u;  // every child has arrived: nobody else touches it in this launch
+                atomicAnd(c, ~(15u << shift));  // every child has arrived for this rank; other ranks share the word
                 __threadfence();
             }
             *s_last = last;
@@ -177,7 +260,7 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int first, 
         const bool root = parent_nodes == 1;
         const float* src = tree.rows + (level_row + static_cast<long long>(parent) * DW_TREE_FAN) * tree.stride;
         float* out = root ? tree.dw : tree.rows + (level_row + nodes + parent) * tree.stride;
-        sum_children<BLOCK>(tree, src, children, out, root);
+        sum_children<BLOCK, CHUNK, CLUSTER>(tree, src, children, out, root, rank);
         level_row += nodes;
         counter_base += parent_nodes;
         nodes = parent_nodes;
@@ -202,16 +285,26 @@ struct Rows {
     long long x_stride, dy_stride, dx_stride;
     int rows, hidden;
     float inv_hidden, eps;
+    int rank;  // in the cluster
+};
+
+// Where a group's dw goes: its leaf row (scratch, or dw when P == 1), or, when the block holds every child of its
+// level-1 node, that node's row (dw when it is the root), summed in the block through `stage`.
+struct DwOut {
+    float* leaf;
+    float* node;  // nullptr: leaf mode
+    int count;    // the block's active partials (node mode)
+    float* stage; // shared: (ROWS_PER_BLOCK - 1) * TPR * VEC floats
 };
 
 // One row's x and dy as the vector path holds them: U accesses of W words (zeros past the row) and the tail element.
-template <typename T, int TPR, int V, int U, int W>
-__device__ __forceinline__ void load_row(const T* __restrict__ xr, const T* __restrict__ gr, int nvec, int t,
+template <typename T, int TPR, int V, int U, int W, int CLUSTER>
+__device__ __forceinline__ void load_row(const T* __restrict__ xr, const T* __restrict__ gr, int nvec, int t, int rank,
                                          bool has_tail, int tail_start, Words<W> (&xv)[U], Words<W> (&gv)[U],
                                          float& x_tail, float& g_tail) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int i = u * TPR + t;
+        const int i = (u * CLUSTER + rank) * TPR + t;
         xv[u] = i < nvec ? load_words<W>(xr + static_cast<long long>(i) * V) : zero_words<W>();
         gv[u] = i < nvec ? load_words<W>(gr + static_cast<long long>(i) * V) : zero_words<W>();
     }
@@ -219,28 +312,86 @@ __device__ __forceinline__ void load_row(const T* __restrict__ xr, const T* __re
     g_tail = has_tail ? to_float(gr[tail_start + t]) : 0.0f;
 }
 
-// The vector path for one group of threads (TPR per partial): partial p's rows, x, dy and the partial in registers.
-// V-element accesses of W words, U per thread. With PREFETCH the next row's loads are issued before this row's
-// reduction, so a group always has a row in flight (at the cost of a second row of registers). Every thread of the
-// block calls it with the same `steps`.
-template <typename T, int TPR, int V, int U, bool PREFETCH>
+// Node mode: group 0 sums the groups' partials in partial order (the tree's order for a level-1 node: s = p0, then
+// s += p1, ...) and writes the node on this thread's columns. Every thread of the block.
+template <int TPR, int V, int U, int RPB, int CLUSTER>
+__device__ __forceinline__ void node_sum(const float (&acc)[U][V], float acc_tail, bool has_tail, int tail_start,
+                                         int nvec, int t, int g, int rank, const DwOut& o) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + rank) * TPR + t;
+        const bool own = i < nvec;  // the same for every group: the thread layout repeats per group
+        if constexpr (RPB > 1) {
+            if (g > 0 && g < o.count && own) {
+                float* st = o.stage + (static_cast<long long>(g - 1) * TPR + t) * V;
+#pragma unroll
+                for (int e = 0; e < V; ++e) st[e] = acc[u][e];
+            }
+            __syncthreads();
+        }
+        if (g == 0 && own) {
+            float s[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) s[e] = acc[u][e];
+#pragma unroll
+            for (int h = 1; h < RPB; ++h)
+                if (h < o.count) {
+                    const float* st = o.stage + (static_cast<long long>(h - 1) * TPR + t) * V;
+#pragma unroll
+                    for (int e = 0; e < V; ++e) s[e] += st[e];
+                }
+            float* dst = o.node + static_cast<long long>(i) * V;
+            if constexpr (V % 4 == 0) {
+#pragma unroll
+                for (int e = 0; e < V; e += 4)
+                    *reinterpret_cast<float4*>(dst + e) = make_float4(s[e], s[e + 1], s[e + 2], s[e + 3]);
+            } else if constexpr (V == 2) {
+                *reinterpret_cast<float2*>(dst) = make_float2(s[0], s[1]);
+            } else {
+                dst[0] = s[0];
+            }
+        }
+        if constexpr (RPB > 1) __syncthreads();  // the stage is rewritten next
+    }
+    // The tail: fewer than V columns, owned by the threads t < hidden - tail_start of one rank (has_tail).
+    if constexpr (RPB > 1) {
+        if (g > 0 && g < o.count && has_tail) o.stage[(g - 1) * TPR + t] = acc_tail;
+        __syncthreads();
+    }
+    if (g == 0 && has_tail) {
+        float s = acc_tail;
+#pragma unroll
+        for (int h = 1; h < RPB; ++h)
+            if (h < o.count) s += o.stage[(h - 1) * TPR + t];
+        o.node[tail_start + t] = s;
+    }
+    if constexpr (RPB > 1) __syncthreads();  // the next group's node may follow with no barrier in its row loop
+}
+
+// The vector path for one group of threads (TPR per partial in each block of the cluster): partial p's rows, x, dy
+// and the partial in registers. V-element accesses of W words, U per thread. With PREFETCH the next row's loads are
+// issued before this row's reduction, so a group always has a row in flight (at the cost of a second row of
+// registers). Every thread of every block of the cluster calls it with the same `steps`.
+template <typename T, int TPR, int V, int U, bool PREFETCH, int RPB, int CLUSTER>
 __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ dy,
-                                               const T* __restrict__ w, float* leaf, const Rows& a, int p, int P,
-                                               bool p_active, int steps, int t, float2 (*red)[32], int slot,
+                                               const T* __restrict__ w, const DwOut& o, const Rows& a, int p, int P,
+                                               bool p_active, int steps, int t, int g, float2 (*red)[32], int slot,
                                                int& parity) {
     constexpr int W = V * int(sizeof(T)) / 4;
     constexpr int E = elems_per_word<T>;
     static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd vector path: accesses of 4, 8 or 16 bytes");
+    const int rank = a.rank;
     const int nvec = a.hidden / V;
     const int tail_start = nvec * V;
-    const bool has_tail = t < a.hidden - tail_start;
+    // The tail's columns lie in chunk nvec / TPR: its owner takes them.
+    const bool has_tail = t < a.hidden - tail_start && (nvec / TPR) % CLUSTER == rank;
 
     Words<W> wv[U];
     float acc[U][V];
     float w_tail = 0.0f, acc_tail = 0.0f;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int i = u * TPR + t;
+        const int i = (u * CLUSTER + rank) * TPR + t;
         wv[u] = p_active && i < nvec ? load_words<W>(w + static_cast<long long>(i) * V) : zero_words<W>();
 #pragma unroll
         for (int e = 0; e < V; ++e) acc[u][e] = 0.0f;
@@ -252,8 +403,8 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
     float x_tail = 0.0f, g_tail = 0.0f, xn_tail = 0.0f, gn_tail = 0.0f;
     if constexpr (PREFETCH) {
         if (p_active)  // p < P <= rows: the partial's first row exists
-            load_row<T, TPR, V, U, W>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, has_tail, tail_start, xn, gn,
-                                      xn_tail, gn_tail);
+            load_row<T, TPR, V, U, W, CLUSTER>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, rank, has_tail,
+                                               tail_start, xn, gn, xn_tail, gn_tail);
     }
 #pragma unroll 1
     for (int k = 0; k < steps; ++k) {
@@ -271,11 +422,11 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
             g_tail = gn_tail;
             const long long next = row + P;
             if (p_active && next < a.rows)
-                load_row<T, TPR, V, U, W>(x + next * a.x_stride, dy + next * a.dy_stride, nvec, t, has_tail,
-                                          tail_start, xn, gn, xn_tail, gn_tail);
+                load_row<T, TPR, V, U, W, CLUSTER>(x + next * a.x_stride, dy + next * a.dy_stride, nvec, t, rank,
+                                                   has_tail, tail_start, xn, gn, xn_tail, gn_tail);
         } else if (active) {
-            load_row<T, TPR, V, U, W>(x + row * a.x_stride, dy + row * a.dy_stride, nvec, t, has_tail, tail_start, xv,
-                                      gv, x_tail, g_tail);
+            load_row<T, TPR, V, U, W, CLUSTER>(x + row * a.x_stride, dy + row * a.dy_stride, nvec, t, rank, has_tail,
+                                               tail_start, xv, gv, x_tail, g_tail);
         }
         float sxx = 0.0f, sgx = 0.0f;
         if (active) {
@@ -296,7 +447,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
                     }
                 }
         }
-        const float2 s = group_sum2<TPR / 32>(sxx, sgx, &red[parity][slot]);
+        const float2 s = row_sum2<TPR / 32, CLUSTER>(sxx, sgx, &red[parity][slot]);
         parity ^= 1;
         if (!active) continue;
         const float rstd = rsqrtf(s.x * a.inv_hidden + a.eps);
@@ -304,7 +455,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
         T* dr = dx + row * a.dx_stride;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int i = u * TPR + t;
+            const int i = (u * CLUSTER + rank) * TPR + t;
             if (i >= nvec) continue;
             keep_packed<T, W>(xv[u]);
             keep_packed<T, W>(gv[u]);
@@ -330,11 +481,16 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
             acc_tail = dw_term(g_tail, x_tail, rstd, acc_tail);
         }
     }
+    if (o.node != nullptr) {  // uniform over the block
+        node_sum<TPR, V, U, RPB, CLUSTER>(acc, acc_tail, has_tail, tail_start, nvec, t, g, rank, o);
+        return;
+    }
     if (!p_active) return;
     // The partial (or dw itself when it is the root): 16-byte aligned, so V floats go out as float4 / float2 / float.
+    float* leaf = o.leaf;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int i = u * TPR + t;
+        const int i = (u * CLUSTER + rank) * TPR + t;
         if (i >= nvec) continue;
         float* dst = leaf + static_cast<long long>(i) * V;
         if constexpr (V % 4 == 0) {
@@ -351,15 +507,16 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
     if (has_tail) leaf[tail_start + t] = acc_tail;
 }
 
-// The scalar path (misaligned data, 2-byte VEC, or a row longer than one pass): element-wise, U elements per thread
-// per sweep, two sweeps per row; the partial accumulates in its scratch row (or in dw at the root), each element
-// read and written by the one thread that owns it. Same terms in the same order as the vector path.
-template <typename T, int TPR, int U>
+// The scalar path (misaligned data, 2-byte VEC, or a row longer than one pass): element-wise, two sweeps per row over
+// this rank's chunks (CHUNK = TPR * VEC columns, chunk j owned by rank j % CLUSTER, VEC elements per thread each);
+// the partial accumulates in its scratch row (or in dw when P == 1), each element read and written by the one thread
+// that owns it. Same terms in the same order as the vector path.
+template <typename T, int TPR, int VEC, int CLUSTER>
 __device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ dy,
                                                const T* __restrict__ w, float* leaf, const Rows& a, int p, int P,
                                                bool p_active, int steps, int t, float2 (*red)[32], int slot,
                                                int& parity) {
-    constexpr int STEP = TPR * U;
+    constexpr int CHUNK = TPR * VEC;
     const int hidden = a.hidden;
 #pragma unroll 1
     for (int k = 0; k < steps; ++k) {
@@ -369,10 +526,10 @@ __device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __re
         const T* gr = dy + (active ? row * a.dy_stride : 0);
         float sxx = 0.0f, sgx = 0.0f;
         if (active) {
-            for (int base = 0; base < hidden; base += STEP) {
+            for (int base = a.rank * CHUNK; base < hidden; base += CLUSTER * CHUNK) {
 #pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    const int i = base + u * TPR + t;
+                for (int e = 0; e < VEC; ++e) {
+                    const int i = base + e * TPR + t;
                     if (i < hidden) {
                         const float fx = to_float(xr[i]);
                         sxx = fmaf(fx, fx, sxx);
@@ -381,16 +538,16 @@ __device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __re
                 }
             }
         }
-        const float2 s = group_sum2<TPR / 32>(sxx, sgx, &red[parity][slot]);
+        const float2 s = row_sum2<TPR / 32, CLUSTER>(sxx, sgx, &red[parity][slot]);
         parity ^= 1;
         if (!active) continue;
         const float rstd = rsqrtf(s.x * a.inv_hidden + a.eps);
         const float kx = rstd * rstd * rstd * (s.y * a.inv_hidden);
         T* dr = dx + row * a.dx_stride;
-        for (int base = 0; base < hidden; base += STEP) {
+        for (int base = a.rank * CHUNK; base < hidden; base += CLUSTER * CHUNK) {
 #pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int i = base + u * TPR + t;
+            for (int e = 0; e < VEC; ++e) {
+                const int i = base + e * TPR + t;
                 if (i < hidden) {
                     const float fx = to_float(xr[i]), fg = to_float(gr[i]);
                     dr[i] = from_float<T>(dx_value(fg, to_float(w[i]), fx, rstd, kx));
@@ -401,10 +558,18 @@ __device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __re
     }
 }
 
+template <int CLUSTER>
+__device__ __forceinline__ int cluster_rank() {
+    if constexpr (CLUSTER > 1)
+        return static_cast<int>(__clusterRelativeBlockRank());
+    else
+        return 0;
+}
+
 }  // namespace ktune::dev::rmsnorm_bwd
 
-template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT>
-__global__ void __launch_bounds__(BLOCK)
+template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT, int CLUSTER>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     rmsnorm_bwd(T* __restrict__ dx, float* __restrict__ dw, float* __restrict__ scratch, const T* __restrict__ x,
                 const T* __restrict__ dy, const T* __restrict__ w, int rows, int hidden, long long x_row_stride,
                 long long dy_row_stride, long long dx_row_stride, float eps) {
@@ -416,54 +581,84 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(VEC * sizeof(T) <= 16, "rmsnorm_bwd: VEC * sizeof(T) <= 16");
     static_assert(UNROLL >= 1 && UNROLL <= 32, "rmsnorm_bwd: UNROLL in [1, 32]");
     static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2, "rmsnorm_bwd: ROWS_IN_FLIGHT is 1 or 2");
+    static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "rmsnorm_bwd: CLUSTER in {1, 2, 4, 8}");
     static_assert(ktune::rmsnorm_bwd_layout::DW_TREE_FAN % ROWS_PER_BLOCK == 0,
                   "rmsnorm_bwd: a block's partials share a node");
+    static_assert(CLUSTER * 4 <= 32, "rmsnorm_bwd: a 4-bit arrival counter per rank in a counter word");
 
     using namespace ktune::dev;
     using namespace ktune::dev::rmsnorm_bwd;
     constexpr int TPR = BLOCK / ROWS_PER_BLOCK;
+    constexpr int CHUNK = TPR * VEC;  // columns per ownership chunk
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     constexpr bool VECTOR_PATH = VEC_BYTES >= 4;
-    __shared__ float2 red[2][32];  // per warp of a group, double-buffered (see group_sum2)
+    __shared__ float2 red[2][32];  // per warp of a group, double-buffered (see group_sum2 / cluster_sum2)
     __shared__ int s_last;
+    __shared__ __align__(16) float stage[ROWS_PER_BLOCK > 1 && VECTOR_PATH ? (ROWS_PER_BLOCK - 1) * TPR * VEC : 4];
 
     const Tree tree{scratch + DW_COUNTER_WORDS, reinterpret_cast<unsigned*>(scratch), dw, hidden,
                     dw_row_stride(hidden)};
     const int P = dw_partials(rows, hidden);
-    const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden), eps};
+    const int rank = cluster_rank<CLUSTER>();
+    const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden), eps,
+                 rank};
     const int row_in_block = threadIdx.x / TPR;
     const int t = threadIdx.x % TPR;
     const int slot = row_in_block * (TPR / 32);
+    const int cluster = static_cast<int>(blockIdx.x) / CLUSTER;
+    const int clusters = static_cast<int>(gridDim.x) / CLUSTER;
 
-    // Uniform over the grid, so every barrier is reached by all threads of a block.
+    // Uniform over the grid, so every barrier is reached by all threads of a block (and of a cluster).
     const bool vector_ok = VECTOR_PATH && is_aligned(x, VEC_BYTES) && is_aligned(dy, VEC_BYTES) &&
                            is_aligned(dx, VEC_BYTES) && is_aligned(w, VEC_BYTES) && is_aligned(dw, 16) &&
                            is_aligned(scratch, 16) && x_row_stride % VEC == 0 && dy_row_stride % VEC == 0 &&
-                           dx_row_stride % VEC == 0 && hidden / VEC <= TPR * UNROLL;
+                           dx_row_stride % VEC == 0 && hidden / VEC <= CLUSTER * TPR * UNROLL;
 
-    int parity = 0;  // red's buffer: alternates over every group_sum2 of the launch
+    int parity = 0;  // red's buffer: alternates over every row sum of the launch
 #pragma unroll 1
-    for (int group = blockIdx.x; group * ROWS_PER_BLOCK < P; group += gridDim.x) {
+    for (int group = cluster; group * ROWS_PER_BLOCK < P; group += clusters) {
         const int first = group * ROWS_PER_BLOCK;
         const int p = first + row_in_block;
         const bool p_active = p < P;
         const int steps = (rows - first + P - 1) / P;  // rows of the group's first partial: the most of any
         float* leaf = P == 1 ? dw : tree.rows + (p_active ? p : first) * tree.stride;  // a single partial is dw
         if constexpr (VECTOR_PATH) {
-            if (vector_ok)
-                partial_vector<T, TPR, VEC, UNROLL, ROWS_IN_FLIGHT == 2>(dx, x, dy, w, leaf, a, p, P, p_active, steps,
-                                                                         t, red, slot, parity);
-            else
-                partial_scalar<T, TPR, UNROLL>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot, parity);
+            if (vector_ok) {
+                const int count = P - first < ROWS_PER_BLOCK ? P - first : ROWS_PER_BLOCK;
+                const int parent = first / DW_TREE_FAN;
+                const int children = P - parent * DW_TREE_FAN < DW_TREE_FAN ? P - parent * DW_TREE_FAN : DW_TREE_FAN;
+                const bool node_mode = first % DW_TREE_FAN == 0 && count == children;
+                float* node = !node_mode ? nullptr
+                              : P <= DW_TREE_FAN ? dw
+                                                 : tree.rows + (static_cast<long long>(P) + parent) * tree.stride;
+                const DwOut o{leaf, node, count, stage};
+                partial_vector<T, TPR, VEC, UNROLL, ROWS_IN_FLIGHT == 2, ROWS_PER_BLOCK, CLUSTER>(
+                    dx, x, dy, w, o, a, p, P, p_active, steps, t, row_in_block, red, slot, parity);
+            } else {
+                partial_scalar<T, TPR, VEC, CLUSTER>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot,
+                                                     parity);
+            }
         } else {
-            partial_scalar<T, TPR, UNROLL>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot, parity);
+            partial_scalar<T, TPR, VEC, CLUSTER>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot, parity);
         }
+    }
+    // No block leaves (or reuses red) while another block of its cluster may still read its shared memory.
+    if constexpr (CLUSTER > 1) {
+        __cluster_barrier_arrive();
+        __cluster_barrier_wait();
     }
     // Arrivals after all of this block's rows: the tree code kept out of the row loop leaves its registers alone.
 #pragma unroll 1
-    for (int group = blockIdx.x; group * ROWS_PER_BLOCK < P; group += gridDim.x) {
+    for (int group = cluster; group * ROWS_PER_BLOCK < P; group += clusters) {
         const int first = group * ROWS_PER_BLOCK;
         const int count = P - first < ROWS_PER_BLOCK ? P - first : ROWS_PER_BLOCK;
-        tree_arrive<BLOCK>(tree, P, first, count, &s_last);
+        const int parent = first / DW_TREE_FAN;
+        const int children = P - parent * DW_TREE_FAN < DW_TREE_FAN ? P - parent * DW_TREE_FAN : DW_TREE_FAN;
+        const bool node_mode = VECTOR_PATH && vector_ok && first % DW_TREE_FAN == 0 && count == children;
+        if (node_mode) {
+            if (P > DW_TREE_FAN) tree_arrive<BLOCK, CHUNK, CLUSTER>(tree, P, 1, parent, 1, rank, &s_last);
+        } else {
+            tree_arrive<BLOCK, CHUNK, CLUSTER>(tree, P, 0, first, count, rank, &s_last);
+        }
     }
 }

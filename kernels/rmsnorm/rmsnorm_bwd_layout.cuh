@@ -8,10 +8,12 @@
 //     in fp32, starting from 0.
 //   - a tree of fan-in DW_TREE_FAN over the partials: node j of level l + 1 is the in-order fp32 sum of nodes
 //     j * FAN .. j * FAN + FAN - 1 of level l; the single node of the last level is dW.
-// Which threads or blocks compute a node changes with the configuration; what is added, and in which order, does not.
+// Which threads or blocks compute a node changes with the configuration; what is added, and in which order, does not
+// (a block may sum a level-1 node from its own partials without writing them: the same additions).
 //
 // Scratch (fp32 words, 16-byte aligned, zero-filled once before first use; the kernels leave the counters at zero):
-//   [0, DW_COUNTER_WORDS)          arrival counters of the tree's inner nodes (unsigned), tuned kernel
+//   [0, DW_COUNTER_WORDS)          arrival counters of the tree's inner nodes (unsigned), tuned kernel: one word per
+//                                  node, a 4-bit count per cluster rank (bits 4r..4r+3; children <= 8 < 16)
 //   then, level by level below the root, one row of dw_row_stride(hidden) floats per node
 //   then DW_REFERENCE_HEADER words (the reference kernel's arrival counter) and 2 * hidden words (hidden doubles: the
 //   reference kernel's column sums)
