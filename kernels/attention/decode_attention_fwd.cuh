@@ -16,7 +16,10 @@
 // Every group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main
 // loop has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the
 // splits merge in the same launch: each block writes its (m, l, acc) to scratch, and the last block of a (sequence, kv
-// head) to arrive (atomic counter, reset by that block) combines all SPLITS partials in split order: deterministic.
+// head) to arrive (atomic counter, reset by that block) combines all SPLITS partials with all its threads, in an order
+// fixed by the split index: deterministic. ENGINE 2 replaces the token groups by tensor cores: each warp takes tiles of
+// 16 tokens, S = Q K^T and O += P V with mma.sync (heads are the M rows), so the per-token shuffles and the
+// exponentials repeated on every lane disappear (the SIMT walk is issue-bound at GROUP 8).
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
@@ -26,18 +29,21 @@
 //   VEC       head-dimension elements per lane: 4, 8 or 16 (8 or 16 bytes per access of K or V: VEC 4 moves 8 bytes,
 //             VEC 8 one 16-byte access, VEC 16 two).
 //   TOKENS    tokens each group handles per pipeline step, 1..8 (scores of TOKENS tokens are reduced together, and the
-//             accumulators are rescaled once per step).
+//             accumulators are rescaled once per step); ENGINE 2: tiles of 16 tokens per warp per step.
 //   STAGES    pipeline depth, 1..8: each lane copies its own slices of K and V for STAGES steps ahead into shared
-//             memory with cp.async (no barrier: a lane only reads what it copied itself).
+//             memory with cp.async (no barrier: a lane only reads what it copied itself); ENGINE 2: 2..8, warp-private
+//             stages, STAGES - 1 steps in flight while one is computed.
 //   SPLITS    chunks per sequence (blocks along grid x), 1..128, at most max_splits(B, HK) of the layout (else the
 //             kernel writes nothing).
+//   ENGINE    1: SIMT token groups; 2: tensor cores (HEAD_DIM % 64 == 0; VEC unused, misaligned k or v fall back to
+//             the SIMT walk).
 //
 // Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory of at least max(pipeline, warps' merge,
-// splits' merge) = max(STAGES * 2 * TOKENS * VEC * sizeof(T) * WARPS * 32, WARPS * GROUP * (HEAD_DIM + 2) * 4,
-// (2 * SPLITS + 1) * GROUP * 4) bytes, at most 227 KiB (the YAML's shared_bytes; checked at run time: with too
-// little the kernel writes nothing). No static shared memory, so 48 KiB and less need no opt-in. The fast path needs k
-// and v aligned to the access size (8 or 16 bytes); otherwise every lane loads its elements one by one, without the
-// pipeline.
+// splits' merge) = max(STAGES * 2 * TOKENS * sizeof(T) * WARPS * (ENGINE 2 ? 16 * HEAD_DIM : 32 * VEC),
+// WARPS * GROUP * (HEAD_DIM + 2) * 4, (2 * SPLITS + 1) * GROUP * 4) bytes, at most 227 KiB (the YAML's shared_bytes;
+// checked at run time: with too little the kernel writes nothing). No static shared memory, so 48 KiB and less need
+// no opt-in. The fast path needs k and v aligned to the access size (8 or 16 bytes; ENGINE 2: 16); otherwise every
+// lane loads its elements one by one, without the pipeline.
 #include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/common/ktune_device.cuh"
 
@@ -193,11 +199,21 @@ __device__ __forceinline__ int slot(int stage, int kv, int j, int c, int tid) {
     return ((((stage * 2 + kv) * TOKENS + j) * S::CPS + c) * S::THREADS + tid) * S::CHUNK_BYTES;
 }
 
-// The pipelined walk: cp.async copies of this lane's slices, STAGES steps ahead.
+// This lane's slice of q for the group's heads, pre-scaled into log2 units.
+template <typename T, int HEAD_DIM, int GROUP, int VEC>
+__device__ __forceinline__ void load_q(const T* qb, float qscale, float (&qf)[GROUP][VEC]) {
+#pragma unroll
+    for (int h = 0; h < GROUP; ++h)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) qf[h][e] = to_float(qb[h * HEAD_DIM + e]) * qscale;
+}
+
+// The pipelined walk: cp.async copies of this lane's slices, STAGES steps ahead. q is loaded after the first copies
+// are issued, so its latency overlaps theirs.
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES>
 __device__ __forceinline__ void walk_pipelined(const Walk& wk, const T* __restrict__ k_cache,
-                                               const T* __restrict__ v_cache, unsigned char* smem,
-                                               const float (&qf)[GROUP][VEC], State<GROUP, VEC>& st) {
+                                               const T* __restrict__ v_cache, unsigned char* smem, const T* qb,
+                                               float qscale, float (&qf)[GROUP][VEC], State<GROUP, VEC>& st) {
     using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
     constexpr int W = S::W;
     constexpr int CW = S::CHUNK_BYTES / 4;
@@ -223,6 +239,7 @@ __device__ __forceinline__ void walk_pipelined(const Walk& wk, const T* __restri
         }
         cp_async_commit();
     }
+    load_q<T, HEAD_DIM, GROUP, VEC>(qb, qscale, qf);
 #pragma unroll 1
     for (int step = 0; step < wk.steps; ++step) {
         const int stage = step % STAGES;
@@ -314,6 +331,248 @@ __device__ __forceinline__ void walk_unaligned(const Walk& wk, const T* __restri
     }
 }
 
+// ---- Tensor-core walk (ENGINE 2) ------------------------------------------------------------------------------------
+// Each warp takes tiles of 16 tokens (TOKENS tiles per step) and computes with mma.sync m16n8k16 (fp32 accumulate):
+// S[16 heads x 8 tokens] = Q[16 x 16 d] . K^T and O[16 heads x 8 d] += P[16 x 16 tokens] . V. Heads are the M rows
+// (GROUP <= 16; rows >= GROUP have q = 0 and are dropped), so the SIMT path's per-token shuffles and the exponentials
+// repeated on every lane of a token group disappear: the walk stays memory-bound at GROUP 8. Fragment layouts: PTX ISA,
+// "Matrix Fragments for mma.m16n8k16"; with g = lane / 4 and c = lane % 4 a thread holds S, O, P at rows g (and g + 8),
+// columns 2c, 2c + 1 (and + 8). K and V tiles are copied by cp.async into warp-private shared memory, rows of HEAD_DIM
+// elements with the 16-byte chunks XOR-swizzled by (row % 8), so ldmatrix reads are free of bank conflicts.
+
+template <typename T>
+inline constexpr bool is_half = false;
+template <>
+inline constexpr bool is_half<__half> = true;
+
+template <typename T>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {  // lo in the low half, as the fragments want
+    unsigned r;
+    if constexpr (is_half<T>)
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// p as hi + lo in T: P . V in two mmas keeps p to ~2^-17 (bf16 p alone, 2^-9, fails the validation's atol on outputs
+// near zero of short sequences).
+template <typename T>
+__device__ __forceinline__ void split2(float a, float b, unsigned& hi, unsigned& lo) {
+    hi = pack2<T>(a, b);
+    float ha, hb;
+    if constexpr (is_half<T>) {
+        asm("{ .reg .f16 x, y; mov.b32 {x, y}, %2; cvt.f32.f16 %0, x; cvt.f32.f16 %1, y; }"
+            : "=f"(ha), "=f"(hb)
+            : "r"(hi));
+    } else {
+        ha = __uint_as_float(hi << 16);
+        hb = __uint_as_float(hi & 0xffff0000u);
+    }
+    lo = pack2<T>(a - ha, b - hb);
+}
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    if constexpr (is_half<T>)
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <bool TRANS>
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+}
+
+template <typename T, int HEAD_DIM, int WARPS, int TOKENS, int STAGES>
+struct MmaShape {
+    static constexpr int CPR = HEAD_DIM / 8;                            // 16-byte chunks per row
+    static constexpr int TILE_BYTES = 16 * HEAD_DIM * int(sizeof(T));   // 16 tokens of K (or V)
+    static constexpr int WARP_BYTES = STAGES * TOKENS * 2 * TILE_BYTES;  // one warp's stages
+    static constexpr int STEP = WARPS * TOKENS * 16;                    // tokens per block per step
+    static constexpr int NT = HEAD_DIM / 8;                              // n-tiles of O
+    static constexpr int KS = HEAD_DIM / 16;                             // k-steps of S
+};
+
+// Byte offset of 16-byte chunk `chunk` within its row.
+__device__ __forceinline__ int swz(int row, int chunk) { return (chunk ^ (row & 7)) << 4; }
+
+// One warp's online-softmax state: O in C fragments, m and l for rows g and g + 8 (l partial per thread until the end).
+template <int HEAD_DIM>
+struct MmaState {
+    float o[HEAD_DIM / 8][4];
+    float m[2], l[2];
+};
+
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES>
+__device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
+                                         unsigned char* smem, const T* qh, float qscale, MmaState<HEAD_DIM>& st) {
+    using M = MmaShape<T, HEAD_DIM, WARPS, TOKENS, STAGES>;
+    constexpr int ROWB = HEAD_DIM * int(sizeof(T));  // bytes per smem row
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, c = lane & 3;
+    const T* kb = k_cache + wk.head_base;
+    const T* vb = v_cache + wk.head_base;
+    const unsigned wbase = smem_address(smem) + warp * M::WARP_BYTES;
+    // Tile (step, t) of this warp starts at token start + (step * WARPS + warp) * TOKENS * 16 + t * 16.
+    auto issue = [&](int step, int stage) {
+#pragma unroll
+        for (int t = 0; t < TOKENS; ++t) {
+            const int tile0 = wk.start + (step * WARPS + warp) * TOKENS * 16 + t * 16;
+            const unsigned kdst = wbase + ((stage * TOKENS + t) * 2) * M::TILE_BYTES;
+#pragma unroll
+            for (int i = 0; i < M::CPR / 2; ++i) {
+                const int lin = lane + 32 * i, row = lin / M::CPR, ch = lin % M::CPR;
+                const int tok = tile0 + row;
+                const bool ok = tok < wk.end;
+                const long long off = ok ? static_cast<long long>(tok) * HEAD_DIM + ch * 8 : 0;
+                const unsigned d = kdst + row * ROWB + swz(row, ch);
+                const int n = ok ? 16 : 0;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(kb + off), "r"(n)
+                             : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d + M::TILE_BYTES),
+                             "l"(vb + off), "r"(n)
+                             : "memory");
+            }
+        }
+    };
+#pragma unroll 1
+    for (int s0 = 0; s0 < STAGES - 1; ++s0) {
+        if (s0 < wk.steps) issue(s0, s0);
+        cp_async_commit();
+    }
+
+    // Q as A fragments (row-major 16 heads x 16 d per k-step), unscaled: the scale is applied to S in fp32.
+    unsigned qa[M::KS][4];
+    {
+        const unsigned short* q16 = reinterpret_cast<const unsigned short*>(qh);
+        auto q2 = [&](int row, int col) -> unsigned {
+            if (row >= GROUP) return 0u;
+            return static_cast<unsigned>(q16[row * HEAD_DIM + col]) |
+                   (static_cast<unsigned>(q16[row * HEAD_DIM + col + 1]) << 16);
+        };
+#pragma unroll
+        for (int ks = 0; ks < M::KS; ++ks) {
+            qa[ks][0] = q2(g, ks * 16 + 2 * c);
+            qa[ks][1] = GROUP > 8 ? q2(g + 8, ks * 16 + 2 * c) : 0u;
+            qa[ks][2] = q2(g, ks * 16 + 8 + 2 * c);
+            qa[ks][3] = GROUP > 8 ? q2(g + 8, ks * 16 + 8 + 2 * c) : 0u;
+        }
+    }
+    constexpr int R = GROUP > 8 ? 2 : 1;  // rows of S this thread owns
+    // ldmatrix addresses (per lane): matrix mi = lane / 8, its row lane % 8.
+    const int mi = lane >> 3, r8 = lane & 7;
+    const int krow = (mi >> 1) * 8 + r8, kch = mi & 1;  // K: (tokens 0-7 | 8-15) x (d lo | hi) of a k-step
+    const int vrow = (mi & 1) * 8 + r8, vch = mi >> 1;  // V (trans): (tokens 0-7 | 8-15) x (n-tile 2j | 2j + 1)
+
+#pragma unroll 1
+    for (int step = 0; step < wk.steps; ++step) {
+        const int ahead = step + STAGES - 1;
+        if (ahead < wk.steps) issue(ahead, ahead % STAGES);
+        cp_async_commit();
+        cp_async_wait<STAGES - 1>();  // this lane's copies of `step` have landed
+        __syncwarp();                 // ... and every lane's
+        const int stage = step % STAGES;
+#pragma unroll
+        for (int t = 0; t < TOKENS; ++t) {
+            const unsigned kt = wbase + ((stage * TOKENS + t) * 2) * M::TILE_BYTES;
+            const unsigned vt = kt + M::TILE_BYTES;
+            const int tile0 = wk.start + (step * WARPS + warp) * TOKENS * 16 + t * 16;
+            float s[2][4];
+#pragma unroll
+            for (int n = 0; n < 2; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < M::KS; ++ks) {
+                unsigned b[4];
+                ldmatrix_x4<false>(b, kt + krow * ROWB + swz(krow, ks * 2 + kch));
+                mma16816<T>(s[0], qa[ks], b[0], b[1]);
+                mma16816<T>(s[1], qa[ks], b[2], b[3]);
+            }
+            // Scores in log2 units; tokens past the end are -inf (their K and V were zero-filled).
+            float corr[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                float mx = st.m[r];
+#pragma unroll
+                for (int n = 0; n < 2; ++n)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const bool ok = tile0 + n * 8 + 2 * c + e < wk.end;
+                        float& x = s[n][2 * r + e];
+                        x = ok ? x * qscale : neg_inf();
+                        mx = fmaxf(mx, x);
+                    }
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+                const float ref = safe_max_ref(mx);
+                corr[r] = fast_exp2(st.m[r] - ref);
+                float l = 0.0f;
+#pragma unroll
+                for (int n = 0; n < 2; ++n)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float& x = s[n][2 * r + e];
+                        x = fast_exp2(x - ref);  // now p
+                        l += x;
+                    }
+                st.l[r] = fmaf(st.l[r], corr[r], l);
+                st.m[r] = mx;
+            }
+            // Rescale O only when some row's max moved (rare after the first tiles).
+            bool moved = corr[0] != 1.0f;
+            if constexpr (R == 2) moved = moved || corr[R - 1] != 1.0f;
+            if (__any_sync(FULL_MASK, moved)) {
+#pragma unroll
+                for (int n = 0; n < M::NT; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) st.o[n][e] *= corr[(e >> 1) < R ? (e >> 1) : 0];
+            }
+            unsigned ph[4] = {0u, 0u, 0u, 0u}, pl[4] = {0u, 0u, 0u, 0u};
+            split2<T>(s[0][0], s[0][1], ph[0], pl[0]);
+            split2<T>(s[1][0], s[1][1], ph[2], pl[2]);
+            if constexpr (R == 2) {
+                split2<T>(s[0][2], s[0][3], ph[1], pl[1]);
+                split2<T>(s[1][2], s[1][3], ph[3], pl[3]);
+            }
+#pragma unroll
+            for (int j = 0; j < M::NT / 2; ++j) {
+                unsigned b[4];
+                ldmatrix_x4<true>(b, vt + vrow * ROWB + swz(vrow, 2 * j + vch));
+                mma16816<T>(st.o[2 * j], ph, b[0], b[1]);
+                mma16816<T>(st.o[2 * j + 1], ph, b[2], b[3]);
+                mma16816<T>(st.o[2 * j], pl, b[0], b[1]);
+                mma16816<T>(st.o[2 * j + 1], pl, b[2], b[3]);
+            }
+        }
+        __syncwarp();  // every lane's reads of this stage are done before it is refilled
+    }
+    cp_async_wait<0>();  // copies past the end (zero-fill) land before the shared memory is reused
+    // l: sum over the quad (fixed order).
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        st.l[r] += __shfl_xor_sync(FULL_MASK, st.l[r], 1);
+        st.l[r] += __shfl_xor_sync(FULL_MASK, st.l[r], 2);
+    }
+}
+
 // Merges the state of the partner lane `off` lanes away into this lane's (both end with the same bits).
 template <int GROUP, int VEC>
 __device__ __forceinline__ void merge_lanes(State<GROUP, VEC>& st, int off) {
@@ -331,6 +590,13 @@ __device__ __forceinline__ void merge_lanes(State<GROUP, VEC>& st, int off) {
         }
         st.m[h] = mx;
     }
+}
+
+// Lanes that share one quad of the splits' merge: the largest power of two <= threads / quads, at most 32.
+__host__ __device__ constexpr int merge_lanes_per_quad(int threads, int quads) {
+    int r = 1;
+    while (r < 32 && 2 * r * quads <= threads) r *= 2;
+    return r;
 }
 
 // The splits' merge, run by every thread of each block after it wrote its partial (SPLITS > 1). The block that
@@ -363,6 +629,7 @@ __device__ __forceinline__ void merge_splits(T* __restrict__ ob, const float* pa
     float* wts = reinterpret_cast<float*>(smem);  // [SPLITS][GROUP]: m, then the split's weight exp2(m - max)
     float* lws = wts + SPLITS * GROUP;            // [SPLITS][GROUP]: l
     float* ltot = lws + SPLITS * GROUP;           // [GROUP]: the merged l
+#pragma unroll 4
     for (int i = tid; i < SPLITS * GROUP; i += THREADS) {
         const int sp = i / GROUP, h = i % GROUP;
         wts[i] = __ldcg(parts + sp * PF + h * PH + HEAD_DIM);
@@ -387,35 +654,51 @@ __device__ __forceinline__ void merge_splits(T* __restrict__ ob, const float* pa
         if (lane == 0) ltot[h] = l;
     }
     __syncthreads();
-    // 3. Four output elements per thread: the weighted sum of the splits' accumulators, in split order.
+    // 3. RT adjacent lanes per quad of outputs each sum every RT-th split (in split order), then a butterfly over the
+    //    RT lanes: a fixed order, so the result does not depend on arrival; the loads of all threads are in flight
+    //    together. Trip counts are uniform so every shuffle has the full warp.
+    constexpr int NQ = GROUP * HEAD_DIM / 4;
+    constexpr int RT = merge_lanes_per_quad(THREADS, NQ);
     const bool quads = is_aligned(parts, 16);
-    for (int i = tid; i < GROUP * HEAD_DIM / 4; i += THREADS) {
-        const int h = (4 * i) / HEAD_DIM, d = (4 * i) % HEAD_DIM;
+#pragma unroll 1
+    for (int i0 = 0; i0 < NQ * RT; i0 += THREADS) {
+        const int i = i0 + tid;
+        const bool act = i < NQ * RT;
+        const int qd = act ? i / RT : 0, r = i % RT;
+        const int h = (4 * qd) / HEAD_DIM, d = (4 * qd) % HEAD_DIM;
         const float* p = parts + h * PH + d;
         float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 16
-        for (int sp = 0; sp < SPLITS; ++sp) {
-            const float wgt = wts[sp * GROUP + h];
-            float v[4];
-            if (quads) {
-                const float4 q4 = __ldcg(reinterpret_cast<const float4*>(p + sp * PF));
-                v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;
-            } else {
+        if (act) {
+#pragma unroll 8
+            for (int sp = r; sp < SPLITS; sp += RT) {
+                const float wgt = wts[sp * GROUP + h];
+                float v[4];
+                if (quads) {
+                    const float4 q4 = __ldcg(reinterpret_cast<const float4*>(p + sp * PF));
+                    v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;
+                } else {
 #pragma unroll
-                for (int e = 0; e < 4; ++e) v[e] = __ldcg(p + sp * PF + e);
+                    for (int e = 0; e < 4; ++e) v[e] = __ldcg(p + sp * PF + e);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; ++e) o[e] = fmaf(v[e], wgt, o[e]);
             }
-#pragma unroll
-            for (int e = 0; e < 4; ++e) o[e] = fmaf(v[e], wgt, o[e]);
         }
-        const float l = ltot[h];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) ob[h * HEAD_DIM + d + e] = from_float<T>(l > 0.0f ? o[e] / l : 0.0f);
+        for (int off = RT / 2; off > 0; off >>= 1)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] += __shfl_xor_sync(FULL_MASK, o[e], off);
+        if (act && r == 0) {
+            const float l = ltot[h];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) ob[h * HEAD_DIM + d + e] = from_float<T>(l > 0.0f ? o[e] / l : 0.0f);
+        }
     }
 }
 
 }  // namespace ktune::dev::decode_attention
 
-template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS>
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS, int ENGINE>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_attention_fwd(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
                          const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
@@ -431,14 +714,25 @@ __global__ void __launch_bounds__(WARPS * 32)
     static_assert(STAGES >= 1 && STAGES <= 8, "decode_attention_fwd: STAGES in [1, 8]");
     static_assert(SPLITS >= 1 && SPLITS <= ktune::decode_attention_layout::MAX_SPLITS,
                   "decode_attention_fwd: SPLITS in [1, 128]");
+    static_assert(ENGINE == 1 || ENGINE == 2, "decode_attention_fwd: ENGINE is 1 (SIMT) or 2 (tensor cores)");
+    static_assert(ENGINE == 1 || (HEAD_DIM % 64 == 0 && STAGES >= 2),
+                  "decode_attention_fwd: ENGINE 2 needs HEAD_DIM % 64 == 0 and STAGES >= 2");
+    constexpr bool MMA = ENGINE == 2;
 
     using namespace ktune::dev;
     using namespace ktune::dev::decode_attention;
     namespace layout = ktune::decode_attention_layout;
     using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
+    using M = MmaShape<T, HEAD_DIM, WARPS, TOKENS, STAGES>;
+    // The SIMT walk (ENGINE 1, or ENGINE 2 on misaligned k or v: then with the fewest registers, VEC ignored).
+    constexpr int SV = MMA ? (HEAD_DIM / 32 > 4 ? HEAD_DIM / 32 : 4) : VEC;
+    constexpr int ST = MMA ? 1 : TOKENS;
+    using SS = Shape<T, HEAD_DIM, GROUP, WARPS, SV, ST, STAGES>;
     // Shared memory: the pipeline's stages, then the warps' merge, then the splits' merge (weights and sums).
+    constexpr int PIPE_BYTES = MMA ? WARPS * M::WARP_BYTES : S::PIPE_BYTES;
+    constexpr int BLOCK_BYTES = PIPE_BYTES > S::MERGE_BYTES ? PIPE_BYTES : S::MERGE_BYTES;
     constexpr int SPLIT_BYTES = SPLITS > 1 ? (2 * SPLITS + 1) * GROUP * 4 : 0;
-    constexpr int SMEM_BYTES = S::SMEM_BYTES > SPLIT_BYTES ? S::SMEM_BYTES : SPLIT_BYTES;
+    constexpr int SMEM_BYTES = BLOCK_BYTES > SPLIT_BYTES ? BLOCK_BYTES : SPLIT_BYTES;
     static_assert(SMEM_BYTES <= 232448, "decode_attention_fwd: dynamic shared memory <= 227 KiB");
     extern __shared__ __align__(16) unsigned char smem[];
 
@@ -458,49 +752,88 @@ __global__ void __launch_bounds__(WARPS * 32)
     wk.head_base = (static_cast<long long>(b) * kv_heads + hk) * max_len * HEAD_DIM;
     wk.start = min(len, split * chunk);
     wk.end = min(len, wk.start + chunk);
-    wk.steps = (wk.end - wk.start + S::STEP - 1) / S::STEP;
-    wk.gid = warp * S::GPW + lane / S::TPT;
-    wk.d0 = (lane % S::TPT) * VEC;
+    wk.gid = warp * SS::GPW + lane / SS::TPT;
+    wk.d0 = (lane % SS::TPT) * SV;
 
-    // q of the group's heads, this lane's slice, pre-scaled into log2 units.
-    const float qscale = scale * 1.4426950408889634f;
-    float qf[GROUP][VEC];
-    const T* qb = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM + wk.d0;
-#pragma unroll
-    for (int h = 0; h < GROUP; ++h)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) qf[h][e] = to_float(qb[h * HEAD_DIM + e]) * qscale;
-
-    State<GROUP, VEC> st;
-#pragma unroll
-    for (int h = 0; h < GROUP; ++h) {
-        st.m[h] = neg_inf();
-        st.l[h] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) st.acc[h][e] = 0.0f;
-    }
-
-    const bool aligned = is_aligned(k_cache, S::CHUNK_BYTES) && is_aligned(v_cache, S::CHUNK_BYTES);
-    if (aligned)
-        walk_pipelined<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, smem, qf, st);
-    else
-        walk_unaligned<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, qf, st);
-
-        // Groups of a warp merge by shuffles, warps through shared memory (the pipeline's, now drained).
-#pragma unroll
-    for (int off = S::TPT; off < 32; off <<= 1) merge_lanes<GROUP, VEC>(st, off);
-    __syncthreads();
+    const float qscale = scale * 1.4426950408889634f;  // scores in log2 units
+    const T* qh = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
     float* ms = reinterpret_cast<float*>(smem);  // [WARPS][GROUP]
     float* ls = ms + WARPS * GROUP;              // [WARPS][GROUP]
     float* as = ls + WARPS * GROUP;              // [WARPS][GROUP][HEAD_DIM]
-    if (lane < S::TPT) {
+
+    // The tensor-core walk needs 16-byte aligned k and v; otherwise (and for ENGINE 1) the SIMT walk.
+    const bool aligned16 = is_aligned(k_cache, 16) && is_aligned(v_cache, 16);
+    bool done = false;
+    if constexpr (MMA) {
+        if (aligned16) {
+            wk.steps = (wk.end - wk.start + M::STEP - 1) / M::STEP;
+            MmaState<HEAD_DIM> st;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                st.m[r] = neg_inf();
+                st.l[r] = 0.0f;
+            }
+#pragma unroll
+            for (int n = 0; n < M::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) st.o[n][e] = 0.0f;
+            walk_mma<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES>(wk, k_cache, v_cache, smem, qh, qscale, st);
+            __syncthreads();  // every warp's pipeline is drained before the merge arrays overwrite it
+            const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int h = g + 8 * r;
+                if (h < GROUP) {
+#pragma unroll
+                    for (int n = 0; n < M::NT; ++n) {
+                        as[(warp * GROUP + h) * HEAD_DIM + n * 8 + 2 * c] = st.o[n][2 * r];
+                        as[(warp * GROUP + h) * HEAD_DIM + n * 8 + 2 * c + 1] = st.o[n][2 * r + 1];
+                    }
+                    if (c == 0) {
+                        ms[warp * GROUP + h] = st.m[r];
+                        ls[warp * GROUP + h] = st.l[r];
+                    }
+                }
+            }
+            done = true;
+        }
+    }
+    if (!done) {
+        wk.steps = (wk.end - wk.start + SS::STEP - 1) / SS::STEP;
+        float qf[GROUP][SV];
+        State<GROUP, SV> st;
 #pragma unroll
         for (int h = 0; h < GROUP; ++h) {
+            st.m[h] = neg_inf();
+            st.l[h] = 0.0f;
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) as[(warp * GROUP + h) * HEAD_DIM + wk.d0 + e] = st.acc[h][e];
-            if (lane == 0) {
-                ms[warp * GROUP + h] = st.m[h];
-                ls[warp * GROUP + h] = st.l[h];
+            for (int e = 0; e < SV; ++e) st.acc[h][e] = 0.0f;
+        }
+        bool piped = false;
+        if constexpr (!MMA) {
+            if (is_aligned(k_cache, S::CHUNK_BYTES) && is_aligned(v_cache, S::CHUNK_BYTES)) {
+                walk_pipelined<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>(wk, k_cache, v_cache, smem,
+                                                                               qh + wk.d0, qscale, qf, st);
+                piped = true;
+            }
+        }
+        if (!piped) {
+            load_q<T, HEAD_DIM, GROUP, SV>(qh + wk.d0, qscale, qf);
+            walk_unaligned<T, HEAD_DIM, GROUP, WARPS, SV, ST, STAGES>(wk, k_cache, v_cache, qf, st);
+        }
+        // Groups of a warp merge by shuffles, warps through shared memory (the pipeline's, now drained).
+#pragma unroll
+        for (int off = SS::TPT; off < 32; off <<= 1) merge_lanes<GROUP, SV>(st, off);
+        __syncthreads();
+        if (lane < SS::TPT) {
+#pragma unroll
+            for (int h = 0; h < GROUP; ++h) {
+#pragma unroll
+                for (int e = 0; e < SV; ++e) as[(warp * GROUP + h) * HEAD_DIM + wk.d0 + e] = st.acc[h][e];
+                if (lane == 0) {
+                    ms[warp * GROUP + h] = st.m[h];
+                    ls[warp * GROUP + h] = st.l[h];
+                }
             }
         }
     }
