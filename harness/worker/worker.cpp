@@ -386,8 +386,13 @@ void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol,
 }
 
 void Worker::flush_l2() {
-    // A different value each time so nothing can skip the writes.
-    KTUNE_CU(cuMemsetD32Async(m_flush, ++m_flush_counter, m_flush_bytes / 4, m_stream));
+    // A kernel, not cuMemsetD32Async (see ktune_flush_l2), and a different value each time so nothing can skip the
+    // writes.
+    CUdeviceptr p = m_flush;
+    long long n = static_cast<long long>(m_flush_bytes / 16);
+    unsigned value = ++m_flush_counter;
+    void* params[] = {&p, &n, &value};
+    KTUNE_CU(cuLaunchKernel(utility("flush"), kUtilityBlocks, 1, 1, kUtilityThreads, 1, 1, 0, m_stream, params, nullptr));
 }
 
 void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {

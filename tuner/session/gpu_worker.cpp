@@ -73,6 +73,7 @@ void GpuWorker::start() {
     };
     add("empty", "ktune_empty");
     add("spin", "ktune_spin_wait");
+    add("flush", "ktune_flush_l2");
     for (const auto& [elem, cpp] : kUtilityTypes) {
         add("fill." + elem, fmt::format("ktune_fill_uniform<{}>", cpp));
         add("poison." + elem, fmt::format("ktune_poison<{}>", cpp));
