@@ -122,6 +122,7 @@ for (op, variant), items in sorted(by_op.items()):
           (f"; against a same-size copy: min {f(mid_vs_copy, min)} %" if mid_vs_copy else ""))
     print(f"  decode M in (1, 16): max CUPTI {f(decode, max)} us, {sum(d > 3 for d, _ in decode)} of {len(decode)} over 3 us")
     if lead:
-        print(f"  vs fastest peer: {len(lead)} problems with peers, trails at {len(trail)}; worst "
+        print(f"  vs fastest peer: {len(lead)} problems with peers, trails at {len(trail)} "
+              f"({sum(w[0] < 0.97 for _, w in trail)} by more than 3 %); worst "
               f"{min(lead):.2f}x" + "".join(f"\n    trails {k}: {w[0]:.2f}x by {w[1]} vs {w[2]} ({w[3]:.2f} vs {w[4]:.2f} us)"
                                             for k, w in trail[:12]))
