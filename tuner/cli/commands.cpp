@@ -91,36 +91,6 @@ CLI::Validator positive_number() {
         "POSITIVE");
 }
 
-// A space whose rules reject every configuration for every problem is a mistake in its YAML, not something to
-// sweep: fail before anything is compiled or written, naming the rule that rejects the most (configuration, problem)
-// pairs first, with its file, line and field.
-void require_some_valid_config(const SearchSpace& s) {
-    const auto problems = s.problems();
-    for (const Problem& p : problems)
-        if (!s.valid_configs(p).empty()) return;
-    std::map<std::string, std::int64_t> first_failures;  // rule text -> pairs it is the first to reject
-    std::int64_t pairs = 0;
-    const auto configs = s.all_configs();
-    for (const Problem& p : problems)
-        for (const Config& c : configs) {
-            ++first_failures[s.failed_constraint(c, p)];
-            ++pairs;
-        }
-    if (first_failures.empty())
-        throw Error(ErrorCategory::bad_input, "the space has no problem to tune", s.file());
-    const auto& [rule, rejected] = *std::max_element(
-        first_failures.begin(), first_failures.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    std::string where = s.file();
-    for (const auto* rules : {&s.constraints(), &s.prune()})
-        for (const Expression& e : *rules)
-            if (where == s.file() && e.text() == rule) where = e.where();
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("no configuration is valid for any problem of {}: '{}' is the first rule to reject {} of "
-                            "the {} (configuration, problem) pairs",
-                            s.file(), rule, rejected, pairs),
-                where);
-}
-
 std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", double(bytes) / (1 << 20)); }
 std::string gib(std::int64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / (1 << 30)); }
 
@@ -284,7 +254,7 @@ int cmd_space(const GlobalOptions& g) {
             j["problems"].push_back(pj);
         }
         std::cout << j.dump(2) << "\n";
-        if (total_valid == 0) require_some_valid_config(s);
+        if (total_valid == 0) s.require_some_valid_config();
         return exit_ok;
     }
     fmt::print("{} ({} {}): kernel {}\n", s.file(), s.op(), s.variant(), s.kernel_source());
@@ -311,7 +281,7 @@ int cmd_space(const GlobalOptions& g) {
     }
     if (total_valid == 0) {
         std::fflush(stdout);  // the table first, then the error on stderr
-        require_some_valid_config(s);
+        s.require_some_valid_config();
     }
     return exit_ok;
 }
@@ -330,7 +300,6 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
             if (e.category() != ErrorCategory::bad_input) throw;
             throw Error(ErrorCategory::bad_input, e.message(), space.file() + ": op");
         }
-        require_some_valid_config(space);
     }
     o.db_path = p.db;
     o.cache_dir = p.cache;

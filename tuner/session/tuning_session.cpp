@@ -188,6 +188,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
     const SearchSpace space = SearchSpace::load_file(o.space_path);
     const OpDescription& op = find_op(space.op(), space.variant());
+    space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
     check_config_filters(space, problems, o);
     for (const Problem& p : problems) op.buffers(p);  // a shape the op cannot take fails now, before any work

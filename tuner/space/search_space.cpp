@@ -1,5 +1,6 @@
 #include "tuner/space/search_space.hpp"
 
+#include <map>
 #include <filesystem>
 
 #include <algorithm>
@@ -551,6 +552,35 @@ std::vector<Config> SearchSpace::all_configs() const {
 }
 
 bool SearchSpace::is_valid(const Config& c, const Problem& p) const { return failed_constraint(c, p).empty(); }
+
+// A space whose rules reject every configuration for every problem is a mistake in its YAML, not something to sweep:
+// it fails before anything is compiled or written.
+void SearchSpace::require_some_valid_config() const {
+    const std::vector<Problem> all_problems = problems();
+    for (const Problem& p : all_problems)
+        if (!valid_configs(p).empty()) return;
+    std::map<std::string, std::int64_t> first_failures;  // rule text -> pairs it is the first to reject
+    std::int64_t pairs = 0;
+    const auto configs = all_configs();
+    for (const Problem& p : all_problems)
+        for (const Config& c : configs) {
+            ++first_failures[failed_constraint(c, p)];
+            ++pairs;
+        }
+    if (first_failures.empty())
+        throw Error(ErrorCategory::bad_input, "the space has no problem to tune", m_file);
+    const auto& [rule, rejected] = *std::max_element(
+        first_failures.begin(), first_failures.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::string where = m_file;
+    for (const auto* rules : {&m_constraints, &m_prune})
+        for (const Expression& e : *rules)
+            if (where == m_file && e.text() == rule) where = e.where();
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("no configuration is valid for any problem of {}: '{}' is the first rule to reject {} of "
+                            "the {} (configuration, problem) pairs",
+                            m_file, rule, rejected, pairs),
+                where);
+}
 
 std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) const {
     if (m_constraints.empty() && m_prune.empty()) return {};

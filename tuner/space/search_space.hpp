@@ -97,6 +97,9 @@ public:
     // The first constraint or prune rule that fails, as its text, or "" when all hold.
     std::string failed_constraint(const Config& c, const Problem& p) const;
     std::vector<Config> valid_configs(const Problem& p) const;
+    // Throws Error(bad_input) when no problem has a valid configuration, naming the rule that rejects the most
+    // (configuration, problem) pairs first, with its file:line.
+    void require_some_valid_config() const;
 
     LaunchGeometry launch(const Config& c, const Problem& p) const;
     LaunchGeometry reference_launch(const Problem& p) const;
