@@ -1,5 +1,6 @@
 #include "harness/worker/worker.hpp"
 
+#include <cstdlib>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -280,8 +281,12 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
     std::size_t problem_bytes = 0;
     for (const wire::Buffer& spec : buffers)
         problem_bytes += static_cast<std::size_t>(spec.elements) * elem_size(spec.elem);
+    // KTUNE_WORKER_MAX_REPLICAS overrides the number of rotation copies (0: none), for experiments on the method.
+    std::size_t max_replicas = kMaxReplicas;
+    if (const char* env = std::getenv("KTUNE_WORKER_MAX_REPLICAS"); env != nullptr && *env != '\0')
+        max_replicas = std::strtoull(env, nullptr, 10);
     m_replicas = problem_bytes < kRotateBelowBytes
-                     ? std::min(kMaxReplicas, kRotateBelowBytes / std::max<std::size_t>(problem_bytes, 1) - 1)
+                     ? std::min(max_replicas, kRotateBelowBytes / std::max<std::size_t>(problem_bytes, 1) - 1)
                      : 0;
     for (const wire::Buffer& spec : buffers) {
         DeviceBuffer b;
