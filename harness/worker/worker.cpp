@@ -30,7 +30,7 @@ std::size_t elem_size(const std::string& e) {
 // Grid for the grid-stride utility kernels: enough blocks to fill any current GPU, few enough to stay cheap.
 constexpr unsigned kUtilityBlocks = 1024, kUtilityThreads = 256;
 constexpr unsigned long long kSpinTimeoutNs = 2'000'000'000ull;  // the blocking kernel gives up after 2 s
-constexpr int kSamplesPerBatch = 8;
+constexpr int kMaxSamplesPerBatch = 8;
 // A problem smaller than this gets rotation copies of its buffers, so that its timing samples average over several
 // physical placements: a microsecond kernel's time shifts by several percent from one allocation to another (seen on
 // an H100: the same configuration's p50 moved 5 to 7 % between two sessions at 0.25 MB, under 1 % at 64 MB and up).
@@ -41,6 +41,19 @@ constexpr std::size_t kMaxReplicas = 7;
 // microsecond kernel touches, and its time, differed from one process to the next (two tunings in one H100 session
 // were 2-4 % apart at 5 us, the same sign for every small problem).
 constexpr std::size_t kBufferAlignment = 2u << 20;
+
+// Samples queued behind one blocking kernel: one by default, as bench/peers/measure_peers.py times. With eight queued
+// back to back, the event time of a 5 us kernel was 0.3-0.4 us longer (its CUPTI duration the same) and moved by
+// 1-2 % from one process to the next (H100, bench/RESULTS.md). KTUNE_WORKER_SAMPLES_PER_BATCH (1..8) overrides it, for
+// experiments on the method.
+int samples_per_batch() {
+    static const int n = [] {
+        const char* env = std::getenv("KTUNE_WORKER_SAMPLES_PER_BATCH");
+        const int v = env != nullptr ? std::atoi(env) : 0;
+        return v >= 1 && v <= kMaxSamplesPerBatch ? v : 1;
+    }();
+    return n;
+}
 
 CUdeviceptr alloc_page_aligned(std::size_t bytes) {
     CUdeviceptr p = 0;
@@ -406,8 +419,8 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
     for (int i = 0; i < t.warmup; ++i) launch(f, l, params[0]);
     KTUNE_CU(cuStreamSynchronize(m_stream));
 
-    CUevent start[kSamplesPerBatch], stop[kSamplesPerBatch];
-    for (int i = 0; i < kSamplesPerBatch; ++i) {
+    CUevent start[kMaxSamplesPerBatch], stop[kMaxSamplesPerBatch];
+    for (int i = 0; i < kMaxSamplesPerBatch; ++i) {
         KTUNE_CU(cuEventCreate(&start[i], CU_EVENT_DEFAULT));
         KTUNE_CU(cuEventCreate(&stop[i], CU_EVENT_DEFAULT));
     }
@@ -423,7 +436,7 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
     const auto begin = Clock::now();
     auto verdict = StoppingRule::Verdict::more;
     while (verdict == StoppingRule::Verdict::more) {
-        const int batch = std::min<int>(kSamplesPerBatch, t.max_samples - int(r.samples_us.size()));
+        const int batch = std::min<int>(samples_per_batch(), t.max_samples - int(r.samples_us.size()));
         // The blocking kernel holds the stream while the host enqueues the batch, so host launch latency never
         // lands between a start event and its kernel (NVBench's method).
         *m_spin_flag = 0;
@@ -442,7 +455,7 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
         verdict = rule.check(r.samples_us, std::chrono::duration<double>(Clock::now() - begin).count());
     }
     r.time_cap_hit = verdict == StoppingRule::Verdict::time_cap;
-    for (int i = 0; i < kSamplesPerBatch; ++i) {
+    for (int i = 0; i < kMaxSamplesPerBatch; ++i) {
         cuEventDestroy(start[i]);
         cuEventDestroy(stop[i]);
     }
