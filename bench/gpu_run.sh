@@ -2,6 +2,9 @@
 # Runs on the GPU host over a copy of the working tree that carries build-gpu/ (built here by bench/gpu_bundle.sh).
 # Everything it measures goes under $OUT (default ./out). Usage: bench/gpu_run.sh STEP... where STEP is one of
 #   info devices tests tune tune2 best stability stability-small ops copy sanitize aot kill-resume check-demo
+# Only a few files under the device tool's $OUT come back: run with OUT=/tmp/o and tar what you need into the real
+# $OUT (without the large *.db files, or with their samples dropped), e.g.
+#   R=$OUT; export OUT=/tmp/o; bench/gpu_run.sh tune stability; tar czf $R/run.tgz -C /tmp/o --exclude='*.db*' .
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/out}; mkdir -p "$out"
