@@ -24,9 +24,13 @@ std::vector<std::string> space_files() {
 
 class CompileAll : public ::testing::TestWithParam<std::string> {
 protected:
+    // One cache in the build tree for every test process: spaces that share a kernel template (linear_int4 and its
+    // _k14336 and _tails spaces) compile each instantiation once, and a rerun compiles only what changed. Entries
+    // are keyed by the sources and headers, so a cached kernel is this source's kernel; they are written atomically,
+    // so parallel test processes can share it.
     static std::string cache_dir() {
         static const std::string dir = [] {
-            auto d = fs::temp_directory_path() / ("ktune-nvrtc-test-" + std::to_string(::getpid()));
+            auto d = fs::path(KTUNE_BINARY_DIR) / "nvrtc-test-cache";
             fs::create_directories(d);
             return d.string();
         }();
