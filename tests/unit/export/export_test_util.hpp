@@ -2,7 +2,6 @@
 // Shared by the export tests: a per-test temporary directory and the synthetic store that the golden header
 // (golden/ktune_tuned_rmsnorm_fwd.hpp) is generated from.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "results/store.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/core/error.hpp"
 #include "tuner/export/export_header.hpp"
 #include "tuner/space/search_space.hpp"
@@ -25,22 +25,11 @@ inline std::string golden_header_path() {
 
 class ExportTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        m_dir = std::filesystem::temp_directory_path() /
-                ("ktune_export_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-        std::filesystem::remove_all(m_dir);
-        std::filesystem::create_directories(m_dir);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        std::filesystem::remove_all(m_dir, ec);
-    }
-    std::string db_path() const { return (m_dir / "results.db").string(); }
-    const std::filesystem::path& dir() const { return m_dir; }
+    std::string db_path() const { return (dir() / "results.db").string(); }
+    const std::filesystem::path& dir() const { return m_dir.path(); }
 
 private:
-    std::filesystem::path m_dir;
+    TempDir m_dir{"ktune-export-test"};
 };
 
 // An H100 SXM as the worker describes it.

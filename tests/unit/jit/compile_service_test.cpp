@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/unit/jit/temp_dir.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 

@@ -1,7 +1,6 @@
 #pragma once
 // Shared by the report tests: a hand-built report, a per-test temporary directory, result and peer records.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include "reports/report_data.hpp"
 #include "results/store.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/core/error.hpp"
 
 namespace ktune::test {
@@ -125,25 +125,14 @@ inline ReportData sample_report() {
 // Each test gets its own empty directory under the system temp directory, removed afterwards.
 class TempDirTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        m_dir = std::filesystem::temp_directory_path() /
-                ("ktune_reports_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-        std::filesystem::remove_all(m_dir);
-        std::filesystem::create_directories(m_dir);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        std::filesystem::remove_all(m_dir, ec);
-    }
-    std::string path(const std::string& name) const { return (m_dir / name).string(); }
+    std::string path(const std::string& name) const { return (m_dir.path() / name).string(); }
     std::string write(const std::string& name, const std::string& text) const {
         std::ofstream(path(name), std::ios::binary) << text;
         return path(name);
     }
 
 private:
-    std::filesystem::path m_dir;
+    TempDir m_dir{"ktune-reports-test"};
 };
 
 // The Error thrown by f, or a test failure when it throws none.

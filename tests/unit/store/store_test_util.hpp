@@ -2,13 +2,13 @@
 // Shared by the store tests: a per-test temporary directory, result records, raw SQLite access.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 #include <string>
 
 #include "results/store.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/core/error.hpp"
 
 namespace ktune::test {
@@ -16,23 +16,11 @@ namespace ktune::test {
 // Each test gets its own empty directory under the system temp directory, removed afterwards.
 class StoreTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        m_dir = std::filesystem::temp_directory_path() /
-                ("ktune_store_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-        std::filesystem::remove_all(m_dir);
-        std::filesystem::create_directories(m_dir);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        std::filesystem::remove_all(m_dir, ec);
-    }
-
-    std::string db_path(const std::string& name = "results.db") const { return (m_dir / name).string(); }
-    const std::filesystem::path& dir() const { return m_dir; }
+    std::string db_path(const std::string& name = "results.db") const { return (dir() / name).string(); }
+    const std::filesystem::path& dir() const { return m_dir.path(); }
 
 private:
-    std::filesystem::path m_dir;
+    TempDir m_dir{"ktune-store-test"};
 };
 
 inline Problem problem(NamedValues shape, Dtype dtype = Dtype::bf16) { return Problem{dtype, std::move(shape)}; }

@@ -1,5 +1,6 @@
 #pragma once
-// A fresh folder per test, removed afterwards, for kernel roots written by the test and for compile caches.
+// A fresh folder under the system temp directory, removed with the object: what the unit tests write (databases,
+// kernel roots, compile caches, reports) goes here. Shared by every test folder.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +12,8 @@ namespace ktune::test {
 
 class TempDir {
 public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "ktune-jit-test-XXXXXX").string();
+    explicit TempDir(const std::string& prefix = "ktune-test") {
+        std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
         if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
         m_path = pattern;
     }
