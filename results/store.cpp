@@ -189,6 +189,7 @@ std::string filter_where(const ResultFilter& f) {
     add(f.variant.has_value(), "k.variant");
     add(f.device_key.has_value(), "m.device_key");
     add(f.source_hash.has_value(), "k.source_hash");
+    add(f.problem_key.has_value(), "p.key");
     add(f.status.has_value(), "m.status");
     return where;
 }
@@ -199,6 +200,7 @@ void bind_filter(Stmt& s, const ResultFilter& f) {
     if (f.variant) s.bind(n++, *f.variant);
     if (f.device_key) s.bind(n++, *f.device_key);
     if (f.source_hash) s.bind(n++, *f.source_hash);
+    if (f.problem_key) s.bind(n++, *f.problem_key);
     if (f.status) s.bind(n++, status_name(*f.status));
 }
 
@@ -567,7 +569,8 @@ std::vector<ResultRecord> Store::results(const ResultFilter& f) const {
 }
 
 std::int64_t Store::count_results(const ResultFilter& f) const {
-    Stmt s(m_impl->db, fmt::format("SELECT count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id{}",
+    Stmt s(m_impl->db, fmt::format("SELECT count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id "
+                                   "JOIN problems p ON p.id = m.problem_id{}",
                                    filter_where(f)));
     bind_filter(s, f);
     return s.step() ? s.int64(0) : 0;

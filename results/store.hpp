@@ -84,6 +84,7 @@ struct TunedOp {
 
 struct ResultFilter {
     std::optional<std::string> op, variant, device_key, source_hash;
+    std::optional<std::string> problem_key;  // Problem::key()
     std::optional<Status> status;
 };
 

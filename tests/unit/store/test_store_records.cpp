@@ -204,10 +204,16 @@ TEST_F(StoreRecords, ResultsAndCountsFollowTheFilter) {
     store.record(make_record("B=2", p, 1.0, Status::invalid_result));
     store.record(make_record("B=1", p, 1.0, Status::ok, "dev-B"));
     store.record(make_record("B=1", p, 1.0, Status::ok, "dev-A", "hash-1", "softmax"));
+    store.record(make_record("B=1", problem({{"M", 256}}), 1.0));
 
     ResultFilter by_op;
     by_op.op = "rmsnorm";
-    EXPECT_EQ(store.count_results(by_op), 3);
+    EXPECT_EQ(store.count_results(by_op), 4);
+    ResultFilter by_problem;
+    by_problem.problem_key = problem({{"M", 256}}).key();
+    ASSERT_EQ(store.results(by_problem).size(), 1u);
+    EXPECT_EQ(store.results(by_problem)[0].problem.key(), by_problem.problem_key);
+    EXPECT_EQ(store.count_results(by_problem), 1);
     ResultFilter failed;
     failed.status = Status::invalid_result;
     ASSERT_EQ(store.results(failed).size(), 1u);
@@ -218,7 +224,7 @@ TEST_F(StoreRecords, ResultsAndCountsFollowTheFilter) {
     on_b.variant = "fwd";
     on_b.source_hash = "hash-1";
     EXPECT_EQ(store.count_results(on_b), 1);
-    EXPECT_EQ(store.count_results({}), 4);
+    EXPECT_EQ(store.count_results({}), 5);
 }
 
 TEST_F(StoreRecords, RecordingForARunThatDoesNotExistIsRefused) {
