@@ -12,14 +12,22 @@
 // co-scheduled by the hardware, so blocks waiting on each other cannot deadlock, unlike a grid-wide wait). Each block
 // reduces its share of the row to a (max, sum of exp) pair, publishes it in its shared memory, and after one cluster
 // barrier every block reads all CLUSTER pairs through distributed shared memory and combines them in rank order.
-// CLUSTER = 1 is a plain block per row. Two paths, chosen per launch from the row length:
+// CLUSTER = 1 is a plain block per row. PATH 1 keeps the row in registers, with two paths chosen per launch from the
+// row length:
 //   resident   the cluster's registers hold the row (cols <= CLUSTER * BLOCK * VEC * UNROLL): x is read from DRAM once.
 //   streaming  longer rows: each block streams its share twice, an online max/sum pass and the output pass. The
 //              second read mostly hits L2 (the rows in flight fit), so DRAM traffic stays close to read-once.
 // Measured on an H100 (bf16, M = 4096): N = 32768 is fastest resident in one 1024-thread block (2702 GB/s, 90 % of
-// copy); a 128256-column row is fastest streaming over a 2-block cluster (2447 GB/s) rather than resident over 8
-// blocks (2041 GB/s): with one or two big blocks per SM, DRAM idles while a resident block reduces and waits at the
-// cluster barrier. The YAML therefore tunes both paths.
+// copy); a 128256-column row is fastest streaming over a 2- or 4-block cluster (2447-2625 GB/s, 88 %) rather than
+// resident over 8 blocks (2041 GB/s): a resident block holds at most 64 KiB of the row in registers, so with one or
+// two such blocks per SM too few bytes are in flight, and DRAM idles while a block reduces and waits at the cluster
+// barrier. PATH 2 (staged) removes that limit: each block's contiguous chunk of the row (ceil(cols / CLUSTER)
+// elements) is copied into dynamic shared memory by bulk asynchronous copies (TMA, one thread issues them), so x is
+// read once, no register holds data in flight, and several blocks per SM (up to 227 KiB of chunks) keep copies in
+// flight while others reduce. E.g. bf16, N = 128256, CLUSTER 4: 62.6 KiB chunks, 3 blocks and 188 KiB in flight per
+// SM, against 32-64 KiB for PATH 1; CLUSTER 8: 31.3 KiB chunks, 6 or 7 blocks per SM. The YAML tunes both.
+// Clusters of 16 (non-portable on H100) would halve the per-SM work of a decode row again, but the worker launches
+// with cuLaunchKernel and does not set the non-portable cluster size attribute, so 8 is the maximum here.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK    threads per block: a multiple of 32 in [32, 1024].
@@ -28,15 +36,24 @@
 //            registers) and BLOCK * VEC * UNROLL * sizeof(T) <= 64 KiB (a 1024-thread block gets 64 registers a
 //            thread: 16 of row data leave enough for the rest; 32 spill).
 //   CLUSTER  blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8 (8 is the portable maximum).
-// Vector access k of thread t in block rank b covers the VEC elements at ((k * CLUSTER + b) * BLOCK + t) * VEC (per
-// pass of the streaming path), so every block reads BLOCK-wide coalesced runs.
+//   PATH     1: registers (resident / streaming, above); 2: staged in shared memory, with UNROLL = 1 (unused) and
+//            VEC * sizeof(T) = 16 (the passes read shared memory 16 bytes at a time). PATH 2 caps registers at 32 a
+//            thread (__launch_bounds__ min blocks 2048 / BLOCK) so that registers never limit the blocks per SM below
+//            what shared memory allows; its passes are unrolled only twice to fit without spills.
+// PATH 1: vector access k of thread t in block rank b covers the VEC elements at ((k * CLUSTER + b) * BLOCK + t) * VEC
+// (per pass of the streaming path), so every block reads BLOCK-wide coalesced runs. PATH 2: thread t takes the
+// accesses t, t + BLOCK, ... of its block's chunk.
 //
 // Launch: block = BLOCK threads (1-D), grid.x = a multiple of CLUSTER (the launch fails otherwise); cluster i takes rows
-// i, i + grid.x / CLUSTER, ... (grid.x = rows * CLUSTER gives one row each). Static shared memory only.
+// i, i + grid.x / CLUSTER, ... (grid.x = rows * CLUSTER gives one row each). PATH 1: static shared memory only. PATH 2:
+// dynamic shared memory of at least ceil(floor(cols * sizeof(T) / 16) / CLUSTER) * 16 bytes (the YAML gives
+// ceil_div(N * DTYPE_BYTES, 16 * CLUSTER) * 16); with less, the kernel takes the scalar path.
 //
 // Any cols, stride and alignment is correct. The vector paths need x and out aligned to VEC * sizeof(T) bytes and both
-// strides multiples of VEC (checked once per launch); cols % VEC leftover elements are taken element-wise by the
-// first threads of rank 0. Otherwise rows take the streaming path with element accesses (scalar path).
+// strides multiples of VEC (checked once per launch); cols % VEC leftover elements (PATH 2: cols % (16 / sizeof(T)))
+// are taken element-wise by the first threads of rank 0. Otherwise rows take the streaming path with element accesses
+// (scalar path). PATH 2 needs 16-byte alignment (VEC * sizeof(T) = 16) for its bulk copies and falls back to the
+// scalar path, not to PATH 1, so that PATH 1's register-heavy code does not weigh on its register budget.
 #include "kernels/common/ktune_device.cuh"
 
 namespace ktune::dev::softmax {
@@ -159,6 +176,7 @@ struct Scratch {
     float max[BLOCK / 32];
     float sum[BLOCK / 32];
     Partial slot;
+    unsigned long long bar;  // the staged path's mbarrier: its bulk copies complete on it
 };
 
 // The resident path: the block's share of the row (U accesses of V elements per thread) is read once and kept in
@@ -318,6 +336,198 @@ __device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scrat
     end_row<CLUSTER>();
 }
 
+// ---- The staged path (PATH = 2) ---------------------------------------------------------------------------------
+// The row's 16-byte units are cut into CLUSTER contiguous chunks, one per block (ceil(units / CLUSTER) each, the last
+// ones shorter or empty), and each block's chunk is copied into dynamic shared memory by bulk asynchronous copies
+// (cp.async.bulk, the TMA engine), issued by one thread and completing on an mbarrier. No registers hold the row in
+// flight, so small blocks can keep a whole chunk each in flight and several of them share an SM: while one reduces or
+// waits at the cluster barrier, the others' copies keep DRAM busy. The passes (max, sum, out) then read shared
+// memory; fp32 keeps each exp in place of its x (same bits as the resident path's cached exps), 16-bit types
+// recompute it in the output pass. The cols % (16 / sizeof(T)) last elements (the tail) are read by rank 0's first
+// threads, as in the other paths. When a cluster has more rows (grid.x < rows * CLUSTER), the next row's copy is
+// issued as soon as every thread is done with the chunk.
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ unsigned dynamic_smem_bytes() {
+    unsigned n;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+    return n;
+}
+
+__device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
+}
+
+// One arrival (the barrier's only expected one) that also announces `bytes` of copies to come: the phase completes
+// when they have all landed (at once for bytes = 0).
+__device__ __forceinline__ void mbarrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(smem_address(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// Global -> this block's shared memory, completing on bar. dst, src 16-byte aligned; bytes a multiple of 16.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_address(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_address(bar))
+                 : "memory");
+}
+
+// The 16-byte-unit chunk of a row that one block stages. Depends on cols only, so every row of a launch has the same.
+template <typename T, int CLUSTER>
+struct StagedChunk {
+    static constexpr int EPU = 16 / int(sizeof(T));  // elements per 16-byte unit
+    int first;                                       // first element of this block's chunk (a multiple of EPU)
+    unsigned bytes;                                  // chunk bytes (a multiple of 16; 0 for an empty chunk)
+    __device__ __forceinline__ StagedChunk(int cols, int rank) {
+        const int units = cols / EPU;
+        const int per = units / CLUSTER + (units % CLUSTER != 0);
+        const int begin = min(units, rank * per);  // rank * per <= units + CLUSTER: no overflow
+        first = begin * EPU;
+        bytes = static_cast<unsigned>(min(units, begin + per) - begin) * 16u;
+    }
+    // The shared memory a launch must give each block: per * 16 bytes (the YAML's shared_bytes is at least this).
+    __device__ __forceinline__ static unsigned bytes_needed(int cols) {
+        const int units = cols / EPU;
+        return static_cast<unsigned>(units / CLUSTER + (units % CLUSTER != 0)) * 16u;
+    }
+};
+
+// Thread 0: announces and issues the copy of this block's chunk of the row at x_row into buf, in pieces of at most
+// 32 KiB (several copies in flight from one thread; each far above the size where a copy's fixed cost matters).
+template <typename T, int CLUSTER>
+__device__ __forceinline__ void stage_chunk(T* buf, const T* x_row, const StagedChunk<T, CLUSTER>& c,
+                                            unsigned long long* bar) {
+    constexpr unsigned PIECE = 32768;
+    mbarrier_arrive_expect(bar, c.bytes);
+    const char* src = reinterpret_cast<const char*>(x_row + c.first);
+    char* dst = reinterpret_cast<char*>(buf);
+    for (unsigned off = 0; off < c.bytes; off += PIECE)
+        bulk_copy(dst + off, src + off, min(PIECE, c.bytes - off), bar);
+}
+
+// One row from the staged chunk in buf (its copy was issued on bar; parity = the phase to wait for).
+template <typename T, int BLOCK, int V, int CLUSTER>
+__device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<BLOCK>& sh, T* buf, int first,
+                                                   int nv, unsigned parity) {
+    const int t = threadIdx.x;
+    const bool has_tail = a.rank == 0 && t < a.tail;
+    const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;  // overlaps the copy
+    mbarrier_wait(&sh.bar, parity);
+
+    float mx[V];  // V maxima per thread: V independent chains (latency, for the short rows of decode)
+#pragma unroll
+    for (int e = 0; e < V; ++e) mx[e] = neg_inf();
+#pragma unroll 2
+    for (int i = t; i < nv; i += BLOCK) {
+        Access<T, V> xb;
+        xb.load(buf + i * V);
+        float f[V];
+        xb.unpack(f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) mx[e] = fmaxf(mx[e], f[e] * a.k);
+    }
+    float m = has_tail ? x_tail * a.k : neg_inf();
+#pragma unroll
+    for (int e = 0; e < V; ++e) m = fmaxf(m, mx[e]);
+    const float bm = block_max<BLOCK / 32>(m, sh.max);
+
+    // V sums per thread, one per lane of the access: V times shorter rounding chains (at most 64 terms each for fp32
+    // at the YAML's problems, as its tolerances assume) and V independent adds in flight.
+    float s = 0.0f, e_tail = 0.0f;
+    if (bm != neg_inf()) {  // the block saw at least one element
+        if (has_tail) s = e_tail = fast_exp2(fmaf(x_tail, a.k, -bm));
+        float acc[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] = 0.0f;
+#pragma unroll 2
+        for (int i = t; i < nv; i += BLOCK) {
+            Access<T, V> xb;
+            xb.load(buf + i * V);
+            float f[V];
+            xb.unpack(f);
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                f[e] = fast_exp2(fmaf(f[e], a.k, -bm));
+                acc[e] += f[e];
+            }
+            if constexpr (sizeof(T) == 4) Access<T, V>::store(buf + i * V, f);  // the thread's own elements only
+        }
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += acc[e];
+    }
+    s = group_sum<BLOCK / 32>(s, sh.sum);
+    m = bm;
+    combine_cluster<CLUSTER>(m, s, &sh.slot);
+
+    const float inv = 1.0f / s;
+    const float factor = CLUSTER == 1 ? inv : fast_exp2(bm - m) * inv;
+    const bool cached = sizeof(T) == 4 && bm != neg_inf();  // buf holds the exps (else x, e.g. all -inf)
+#pragma unroll 2
+    for (int i = t; i < nv; i += BLOCK) {
+        Access<T, V> xb;
+        xb.load(buf + i * V);
+        float f[V];
+        xb.unpack(f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) f[e] = cached ? f[e] * factor : fast_exp2(fmaf(f[e], a.k, -m)) * inv;
+        Access<T, V>::store(a.out + first + static_cast<long long>(i) * V, f);
+    }
+    if (has_tail) a.out[a.tail_start + t] = from_float<T>(e_tail * factor);
+    end_row<CLUSTER>();
+}
+
+// The staged walk over this cluster's rows. buf holds StagedChunk::bytes_needed(cols) bytes (checked by the caller);
+// x and the x row stride are 16-byte aligned, out and its stride VEC-aligned.
+template <typename T, int BLOCK, int VEC, int CLUSTER>
+__device__ __forceinline__ void softmax_rows_staged(T* out, const T* x, int rows, int cols, long long x_row_stride,
+                                                    long long out_row_stride, float scale, Scratch<BLOCK>& sh,
+                                                    T* buf) {
+    const int rank = CLUSTER > 1 ? static_cast<int>(__clusterRelativeBlockRank()) : 0;
+    const long long clusters = gridDim.x / CLUSTER;
+    const StagedChunk<T, CLUSTER> chunk(cols, rank);
+    const int units = cols / StagedChunk<T, CLUSTER>::EPU;
+    const int tail_start = units * StagedChunk<T, CLUSTER>::EPU;
+    const int nv = static_cast<int>(chunk.bytes / (VEC * sizeof(T)));  // this block's VEC-element accesses
+    long long r = blockIdx.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        mbarrier_init(&sh.bar);
+        if (r < rows) stage_chunk<T, CLUSTER>(buf, x + r * x_row_stride, chunk, &sh.bar);
+    }
+    __syncthreads();  // the barrier is initialised before anyone waits on it
+    unsigned parity = 0;
+    for (; r < rows; r += clusters, parity ^= 1u) {
+        const RowArgs<T> a{out + r * out_row_stride, x + r * x_row_stride, nv, tail_start, cols - tail_start,
+                           scale * log2e, rank};
+        softmax_row_staged<T, BLOCK, VEC, CLUSTER>(a, sh, buf, chunk.first, nv, parity);
+        if (r + clusters < rows) {
+            // Every thread's reads (and fp32's exp writes) of buf are done and ordered before the async proxy
+            // overwrites it.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncthreads();
+            if (threadIdx.x == 0)
+                stage_chunk<T, CLUSTER>(buf, x + (r + clusters) * x_row_stride, chunk, &sh.bar);
+        }
+    }
+}
+
 enum class RowPath { resident, streaming, scalar };
 
 // Walks this cluster's rows with one path for the whole launch (the same rows, in the same order, in every block of
@@ -341,8 +551,8 @@ __device__ __forceinline__ void softmax_rows(T* out, const T* x, int rows, int c
 
 }  // namespace ktune::dev::softmax
 
-template <typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER>
-__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
+template <typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER, int PATH>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH == 2 ? 2048 / BLOCK : 0)
     softmax_fwd(T* __restrict__ out, const T* __restrict__ x, int rows, int cols, long long x_row_stride,
                 long long out_row_stride, float scale) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 2, "softmax_fwd: T is float, __half or __nv_bfloat16");
@@ -355,6 +565,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     static_assert(BLOCK * VEC * UNROLL * sizeof(T) <= 65536,
                   "softmax_fwd: BLOCK * VEC * UNROLL * sizeof(T) <= 64 KiB (registers)");
     static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "softmax_fwd: CLUSTER in {1, 2, 4, 8}");
+    static_assert(PATH == 1 || PATH == 2, "softmax_fwd: PATH is 1 (registers) or 2 (staged)");
+    static_assert(PATH == 1 || (UNROLL == 1 && VEC * sizeof(T) == 16),
+                  "softmax_fwd: PATH 2 takes UNROLL 1 and 16-byte accesses");
 
     using namespace ktune::dev;
     using softmax::RowPath;
@@ -363,7 +576,16 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     const bool vector_ok =
         is_aligned(x, VEC_BYTES) && is_aligned(out, VEC_BYTES) && x_row_stride % VEC == 0 && out_row_stride % VEC == 0;
     // Uniform over the grid: every block of a cluster takes the same path, so the cluster barriers pair up.
-    if (vector_ok) {
+    if constexpr (PATH == 2) {
+        extern __shared__ __align__(128) unsigned char softmax_stage[];
+        // vector_ok with 16-byte accesses makes x, its rows and every chunk 16-byte aligned, as bulk copies need.
+        if (vector_ok && softmax::StagedChunk<T, CLUSTER>::bytes_needed(cols) <= softmax::dynamic_smem_bytes())
+            softmax::softmax_rows_staged<T, BLOCK, VEC, CLUSTER>(out, x, rows, cols, x_row_stride, out_row_stride,
+                                                                 scale, sh, reinterpret_cast<T*>(softmax_stage));
+        else  // misaligned rows (or too little shared memory): correct, not fast; keeps the registers to the staged path
+            softmax::softmax_rows<RowPath::scalar, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
+                                                                                   out_row_stride, scale, sh);
+    } else if (vector_ok) {
         if (cols / VEC <= CLUSTER * BLOCK * UNROLL)
             softmax::softmax_rows<RowPath::resident, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
                                                                                      out_row_stride, scale, sh);
