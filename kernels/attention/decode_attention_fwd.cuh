@@ -20,6 +20,17 @@
 // fixed by the split index: deterministic. ENGINE 2 replaces the token groups by tensor cores: each warp takes tiles of
 // 16 tokens, S = Q K^T and O += P V with mma.sync (heads are the M rows), so the per-token shuffles and the
 // exponentials repeated on every lane disappear (the SIMT walk is issue-bound at GROUP 8).
+// ENGINE 3 is ENGINE 2 with the shorter chains that B = 1 needs (128 blocks of 32-256 KB each: fixed latencies and the
+// L2 decide, not the walk; on the H100 every ENGINE 1/2 configuration of B=1 L=8192 landed within 21.4-23 us):
+//   - K and V copies carry an L2 evict-first policy. They are read once; without it each line they bring in evicts
+//     one of whatever the L2 held, and dirty lines (a previous kernel's outputs; under cold-L2 timing the flush
+//     kernel's 2 x L2 of writes) cost a DRAM write-back each, up to one per line read: at B=1 L=8192 up to 33.5 MB
+//     written beside the 33.5 MB read. With it the stream's lines replace each other after the first few per set.
+//   - The sequence length's DRAM round trip (every address depends on it) is spent prefetching into L2 the first
+//     STAGES - 1 steps of tiles under the partition of a full cache (exact at U = 1) and q's rows; q's fragments
+//     are then loaded before the first copies.
+//   - The splits' merge: one fence and one atomic by thread 0 after the block's barrier, and the completing block
+//     loads every split's (m, l) and accumulators in one round instead of two or three (merge_splits_fast).
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
@@ -29,20 +40,21 @@
 //   VEC       head-dimension elements per lane: 4, 8 or 16 (8 or 16 bytes per access of K or V: VEC 4 moves 8 bytes,
 //             VEC 8 one 16-byte access, VEC 16 two).
 //   TOKENS    tokens each group handles per pipeline step, 1..8 (scores of TOKENS tokens are reduced together, and the
-//             accumulators are rescaled once per step); ENGINE 2: tiles of 16 tokens per warp per step.
+//             accumulators are rescaled once per step); ENGINE 2, 3: tiles of 16 tokens per warp per step.
 //   STAGES    pipeline depth, 1..8: each lane copies its own slices of K and V for STAGES steps ahead into shared
-//             memory with cp.async (no barrier: a lane only reads what it copied itself); ENGINE 2: 2..8, warp-private
-//             stages, STAGES - 1 steps in flight while one is computed.
+//             memory with cp.async (no barrier: a lane only reads what it copied itself); ENGINE 2, 3: 2..8,
+//             warp-private stages, STAGES - 1 steps in flight while one is computed.
 //   SPLITS    chunks per sequence (blocks along grid x), 1..128, at most max_splits(B, HK) of the layout (else the
 //             kernel writes nothing).
 //   ENGINE    1: SIMT token groups; 2: tensor cores (HEAD_DIM % 64 == 0; VEC unused, misaligned k or v fall back to
-//             the SIMT walk).
+//             the SIMT walk); 3: 2 with evict-first K/V copies, the L2 prefetch under the length load and the
+//             one-round merge (same layouts, shared memory and tunables as 2).
 //
 // Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory of at least max(pipeline, warps' merge,
-// splits' merge) = max(STAGES * 2 * TOKENS * sizeof(T) * WARPS * (ENGINE 2 ? 16 * HEAD_DIM : 32 * VEC),
+// splits' merge) = max(STAGES * 2 * TOKENS * sizeof(T) * WARPS * (ENGINE >= 2 ? 16 * HEAD_DIM : 32 * VEC),
 // WARPS * GROUP * (HEAD_DIM + 2) * 4, (2 * SPLITS + 1) * GROUP * 4) bytes, at most 227 KiB (the YAML's shared_bytes;
 // checked at run time: with too little the kernel writes nothing). No static shared memory, so 48 KiB and less need
-// no opt-in. The fast path needs k and v aligned to the access size (8 or 16 bytes; ENGINE 2: 16); otherwise every
+// no opt-in. The fast path needs k and v aligned to the access size (8 or 16 bytes; ENGINE 2, 3: 16); otherwise every
 // lane loads its elements one by one, without the pipeline.
 #include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/common/ktune_device.cuh"
@@ -331,7 +343,7 @@ __device__ __forceinline__ void walk_unaligned(const Walk& wk, const T* __restri
     }
 }
 
-// ---- Tensor-core walk (ENGINE 2) ------------------------------------------------------------------------------------
+// ---- Tensor-core walk (ENGINE 2, 3) ---------------------------------------------------------------------------------
 // Each warp takes tiles of 16 tokens (TOKENS tiles per step) and computes with mma.sync m16n8k16 (fp32 accumulate):
 // S[16 heads x 8 tokens] = Q[16 x 16 d] . K^T and O[16 heads x 8 d] += P[16 x 16 tokens] . V. Heads are the M rows
 // (GROUP <= 16; rows >= GROUP have q = 0 and are dropped), so the SIMT path's per-token shuffles and the exponentials
@@ -420,7 +432,17 @@ struct MmaState {
     float m[2], l[2];
 };
 
-template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES>
+// An L2 policy that makes lines it touches the first to be evicted (PTX createpolicy): K and V are read once, so their
+// lines should replace each other rather than whatever else the L2 holds (dirty lines cost a write-back each).
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+    unsigned long long p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+
+// FAST (ENGINE 3): K and V copies carry the evict-first policy, and q's fragments are loaded before the first copies
+// (the caller prefetched q and the first tiles into L2 while the sequence length was in flight).
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES, bool FAST>
 __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
                                          unsigned char* smem, const T* qh, float qscale, MmaState<HEAD_DIM>& st) {
     using M = MmaShape<T, HEAD_DIM, WARPS, TOKENS, STAGES>;
@@ -430,6 +452,8 @@ __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k
     const T* kb = k_cache + wk.head_base;
     const T* vb = v_cache + wk.head_base;
     const unsigned wbase = smem_address(smem) + warp * M::WARP_BYTES;
+    unsigned long long policy = 0;
+    if constexpr (FAST) policy = evict_first_policy();
     // Tile (step, t) of this warp starts at token start + (step * WARPS + warp) * TOKENS * 16 + t * 16.
     auto issue = [&](int step, int stage) {
 #pragma unroll
@@ -444,23 +468,28 @@ __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k
                 const long long off = ok ? static_cast<long long>(tok) * HEAD_DIM + ch * 8 : 0;
                 const unsigned d = kdst + row * ROWB + swz(row, ch);
                 const int n = ok ? 16 : 0;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(kb + off), "r"(n)
-                             : "memory");
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d + M::TILE_BYTES),
-                             "l"(vb + off), "r"(n)
-                             : "memory");
+                if constexpr (FAST) {
+                    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d),
+                                 "l"(kb + off), "r"(n), "l"(policy)
+                                 : "memory");
+                    asm volatile(
+                        "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d + M::TILE_BYTES),
+                        "l"(vb + off), "r"(n), "l"(policy)
+                        : "memory");
+                } else {
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(kb + off), "r"(n)
+                                 : "memory");
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d + M::TILE_BYTES),
+                                 "l"(vb + off), "r"(n)
+                                 : "memory");
+                }
             }
         }
     };
-#pragma unroll 1
-    for (int s0 = 0; s0 < STAGES - 1; ++s0) {
-        if (s0 < wk.steps) issue(s0, s0);
-        cp_async_commit();
-    }
 
     // Q as A fragments (row-major 16 heads x 16 d per k-step), unscaled: the scale is applied to S in fp32.
     unsigned qa[M::KS][4];
-    {
+    auto load_qa = [&]() {
         const unsigned short* q16 = reinterpret_cast<const unsigned short*>(qh);
         auto q2 = [&](int row, int col) -> unsigned {
             if (row >= GROUP) return 0u;
@@ -474,7 +503,15 @@ __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k
             qa[ks][2] = q2(g, ks * 16 + 8 + 2 * c);
             qa[ks][3] = GROUP > 8 ? q2(g + 8, ks * 16 + 8 + 2 * c) : 0u;
         }
+    };
+    if constexpr (FAST) load_qa();  // q was prefetched: its loads go out first, the copies right behind them
+#pragma unroll 1
+    for (int s0 = 0; s0 < STAGES - 1; ++s0) {
+        if (s0 < wk.steps) issue(s0, s0);
+        cp_async_commit();
     }
+    if constexpr (!FAST) load_qa();  // q's latency overlaps the first copies'
+
     constexpr int R = GROUP > 8 ? 2 : 1;  // rows of S this thread owns
     // ldmatrix addresses (per lane): matrix mi = lane / 8, its row lane % 8.
     const int mi = lane >> 3, r8 = lane & 7;
@@ -696,6 +733,142 @@ __device__ __forceinline__ void merge_splits(T* __restrict__ ob, const float* pa
     }
 }
 
+// ENGINE 3's splits' merge: the same last-block pattern with a shorter dependent chain. One fence and one atomic by
+// thread 0 after the block's barrier (the cooperative-groups grid-barrier pattern: the barrier orders the other
+// threads' partial stores before thread 0's fence), then the completing block loads every split's (m, l) and
+// accumulators in one round (the current merge loads (m, l) first, then the accumulators), at most NB splits per
+// thread at a time. RT lanes per quad of outputs take every RT-th split; each batch's max over the RT lanes (a
+// butterfly of fmaxf: every lane gets the same value) is the common reference, so the lanes' sums need no rescaling
+// before the final butterfly. Fixed order (split index, then the butterfly): the result does not depend on arrival.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int SPLITS>
+__device__ __forceinline__ void merge_splits_fast(T* __restrict__ ob, const float* parts, unsigned* counter,
+                                                  unsigned char* smem) {
+    namespace layout = ktune::decode_attention_layout;
+    constexpr int THREADS = WARPS * 32;
+    constexpr long long PH = layout::partial_head_floats(HEAD_DIM);
+    constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
+    const int tid = threadIdx.x;
+    int* flag = reinterpret_cast<int*>(smem);
+    __syncthreads();  // every thread's partial stores, then thread 0 publishes them (fence) and counts the split
+    if (tid == 0) {
+        __threadfence();
+        const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(SPLITS - 1);
+        if (last) {
+            *counter = 0u;    // every split has arrived: nobody else touches it in this launch
+            __threadfence();  // the other splits' partials, published before their arrivals, are seen
+        }
+        *flag = last;
+    }
+    __syncthreads();
+    if (*flag == 0) return;  // uniform over the block
+
+    constexpr int NQ = GROUP * HEAD_DIM / 4;
+    constexpr int RT = merge_lanes_per_quad(THREADS, NQ);
+    constexpr int NS = (SPLITS + RT - 1) / RT;  // splits per lane
+    constexpr int NB = NS <= 16 ? NS : 8;       // ... loaded at once (one round up to 16 per lane)
+    const bool quads = is_aligned(parts, 16);
+#pragma unroll 1
+    for (int i0 = 0; i0 < NQ * RT; i0 += THREADS) {
+        const int i = i0 + tid;
+        const bool act = i < NQ * RT;
+        const int qd = act ? i / RT : 0, r = i % RT;
+        const int h = (4 * qd) / HEAD_DIM, d = (4 * qd) % HEAD_DIM;
+        const float* p = parts + h * PH + d;
+        float mx = neg_inf(), l = 0.0f;
+        float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
+        for (int j0 = 0; j0 < NS; j0 += NB) {
+            float mv[NB], lv[NB], av[NB][4];
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                const int sp = r + RT * (j0 + j);
+                mv[j] = neg_inf();
+                lv[j] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) av[j][e] = 0.0f;
+                if (act && j0 + j < NS && sp < SPLITS) {
+                    const float* ps = p + sp * PF;
+                    if (quads) {
+                        const float4 a4 = __ldcg(reinterpret_cast<const float4*>(ps));
+                        const float2 ml = __ldcg(reinterpret_cast<const float2*>(ps + (HEAD_DIM - d)));
+                        av[j][0] = a4.x, av[j][1] = a4.y, av[j][2] = a4.z, av[j][3] = a4.w;
+                        mv[j] = ml.x, lv[j] = ml.y;
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) av[j][e] = __ldcg(ps + e);
+                        mv[j] = __ldcg(ps + (HEAD_DIM - d));
+                        lv[j] = __ldcg(ps + (HEAD_DIM - d) + 1);
+                    }
+                }
+            }
+            float bm = mx;
+#pragma unroll
+            for (int j = 0; j < NB; ++j) bm = fmaxf(bm, mv[j]);
+#pragma unroll
+            for (int off = RT / 2; off > 0; off >>= 1) bm = fmaxf(bm, __shfl_xor_sync(FULL_MASK, bm, off));
+            const float ref = safe_max_ref(bm);
+            const float corr = fast_exp2(mx - ref);  // 0 while nothing was seen (mx = -inf)
+            l *= corr;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] *= corr;
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                const float wgt = fast_exp2(mv[j] - ref);  // 0 for an empty split or a missing one (m = -inf)
+                l = fmaf(lv[j], wgt, l);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) o[e] = fmaf(av[j][e], wgt, o[e]);
+            }
+            mx = bm;
+        }
+#pragma unroll
+        for (int off = RT / 2; off > 0; off >>= 1) {
+            l += __shfl_xor_sync(FULL_MASK, l, off);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] += __shfl_xor_sync(FULL_MASK, o[e], off);
+        }
+        if (act && r == 0) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) ob[h * HEAD_DIM + d + e] = from_float<T>(l > 0.0f ? o[e] / l : 0.0f);
+        }
+    }
+}
+
+// ENGINE 3: while the sequence's length is in flight, prefetch into L2 what the first steps will copy under the
+// partition of a full cache (len = L: every split starts where it will if the sequence is full, as at U = 1; a
+// shorter sequence only wastes these few lines) and the group's q rows. Addresses stay inside the cache and q.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES, int SPLITS>
+__device__ __forceinline__ void prefetch_first_tiles(const T* kb, const T* vb, const T* qh, int max_len) {
+    constexpr int ROWB = HEAD_DIM * int(sizeof(T));
+    constexpr int LINES = 16 * ROWB / 128;  // 128-byte lines per 16-token tile
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int chunk = (max_len + SPLITS - 1) / SPLITS;
+    const int start = min(max_len, static_cast<int>(blockIdx.x) * chunk);
+    const int end = min(max_len, start + chunk);
+    const char* kc = reinterpret_cast<const char*>(kb);
+    const char* vc = reinterpret_cast<const char*>(vb);
+#pragma unroll
+    for (int s0 = 0; s0 < STAGES - 1; ++s0)
+#pragma unroll
+        for (int t = 0; t < TOKENS; ++t) {
+            const int tile0 = start + (s0 * WARPS + warp) * TOKENS * 16 + t * 16;
+#pragma unroll
+            for (int i = lane; i < LINES; i += 32) {
+                const int tok = tile0 + i * 128 / ROWB;
+                if (tok < end) {
+                    const long long off = static_cast<long long>(tile0) * ROWB + i * 128;
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"(kc + off));
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"(vc + off));
+                }
+            }
+        }
+    constexpr int QB = GROUP * HEAD_DIM * int(sizeof(T));  // q's rows: QB / 128 lines, one more if q is unaligned
+    if (warp == WARPS - 1)
+        for (int i = lane; i <= QB / 128; i += 32) {
+            const int off = i * 128 < QB - 2 ? i * 128 : QB - 2;  // the last element's line; inside q
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(qh) + off));
+        }
+}
+
 }  // namespace ktune::dev::decode_attention
 
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS, int ENGINE>
@@ -714,17 +887,19 @@ __global__ void __launch_bounds__(WARPS * 32)
     static_assert(STAGES >= 1 && STAGES <= 8, "decode_attention_fwd: STAGES in [1, 8]");
     static_assert(SPLITS >= 1 && SPLITS <= ktune::decode_attention_layout::MAX_SPLITS,
                   "decode_attention_fwd: SPLITS in [1, 128]");
-    static_assert(ENGINE == 1 || ENGINE == 2, "decode_attention_fwd: ENGINE is 1 (SIMT) or 2 (tensor cores)");
+    static_assert(ENGINE >= 1 && ENGINE <= 3,
+                  "decode_attention_fwd: ENGINE is 1 (SIMT), 2 (tensor cores) or 3 (2 with the short chains)");
     static_assert(ENGINE == 1 || (HEAD_DIM % 64 == 0 && STAGES >= 2),
-                  "decode_attention_fwd: ENGINE 2 needs HEAD_DIM % 64 == 0 and STAGES >= 2");
-    constexpr bool MMA = ENGINE == 2;
+                  "decode_attention_fwd: ENGINE 2 and 3 need HEAD_DIM % 64 == 0 and STAGES >= 2");
+    constexpr bool MMA = ENGINE >= 2;
+    constexpr bool FAST = ENGINE == 3;
 
     using namespace ktune::dev;
     using namespace ktune::dev::decode_attention;
     namespace layout = ktune::decode_attention_layout;
     using S = Shape<T, HEAD_DIM, GROUP, WARPS, VEC, TOKENS, STAGES>;
     using M = MmaShape<T, HEAD_DIM, WARPS, TOKENS, STAGES>;
-    // The SIMT walk (ENGINE 1, or ENGINE 2 on misaligned k or v: then with the fewest registers, VEC ignored).
+    // The SIMT walk (ENGINE 1, or ENGINE 2, 3 on misaligned k or v: then with the fewest registers, VEC ignored).
     constexpr int SV = MMA ? (HEAD_DIM / 32 > 4 ? HEAD_DIM / 32 : 4) : VEC;
     constexpr int ST = MMA ? 1 : TOKENS;
     using SS = Shape<T, HEAD_DIM, GROUP, WARPS, SV, ST, STAGES>;
@@ -744,8 +919,15 @@ __global__ void __launch_bounds__(WARPS * 32)
 
     const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const T* qh = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
 
     int len = seq_lens[b];
+    if constexpr (FAST) {
+        // The length's DRAM round trip is on every block's critical path: spend it fetching the first tiles.
+        const long long hb = (static_cast<long long>(b) * kv_heads + hk) * max_len * HEAD_DIM;
+        prefetch_first_tiles<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES, SPLITS>(k_cache + hb, v_cache + hb, qh,
+                                                                                max_len);
+    }
     len = len < 0 ? 0 : (len > max_len ? max_len : len);
     const int chunk = (len + SPLITS - 1) / SPLITS;
     Walk wk;
@@ -756,7 +938,6 @@ __global__ void __launch_bounds__(WARPS * 32)
     wk.d0 = (lane % SS::TPT) * SV;
 
     const float qscale = scale * 1.4426950408889634f;  // scores in log2 units
-    const T* qh = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
     float* ms = reinterpret_cast<float*>(smem);  // [WARPS][GROUP]
     float* ls = ms + WARPS * GROUP;              // [WARPS][GROUP]
     float* as = ls + WARPS * GROUP;              // [WARPS][GROUP][HEAD_DIM]
@@ -777,7 +958,7 @@ __global__ void __launch_bounds__(WARPS * 32)
             for (int n = 0; n < M::NT; ++n)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) st.o[n][e] = 0.0f;
-            walk_mma<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES>(wk, k_cache, v_cache, smem, qh, qscale, st);
+            walk_mma<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES, FAST>(wk, k_cache, v_cache, smem, qh, qscale, st);
             __syncthreads();  // every warp's pipeline is drained before the merge arrays overwrite it
             const int g = lane >> 2, c = lane & 3;
 #pragma unroll
@@ -868,7 +1049,11 @@ __global__ void __launch_bounds__(WARPS * 32)
             }
         }
     }
-    if constexpr (SPLITS > 1)
-        merge_splits<T, HEAD_DIM, GROUP, WARPS, SPLITS>(
-            ob, parts, reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk, smem);
+    if constexpr (SPLITS > 1) {
+        unsigned* counter = reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk;
+        if constexpr (FAST)
+            merge_splits_fast<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
+        else
+            merge_splits<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
+    }
 }
