@@ -18,7 +18,14 @@
 //   - PREFETCH > 1 asks L2 (one bulk prefetch per tile and step, no registers) for the weights PREFETCH - 1 steps
 //     beyond the register stages, which then hit L2;
 //   - x is read when a step computes (L1-resident, small), not held in registers across the DRAM wait;
-//   - where TILES_N * M_FRAGS <= 2 the kernel asks for 16 warps per SM (min_blocks: at most 128 registers).
+//   - where TILES_N * M_FRAGS <= 2 the kernel asks for 16 warps per SM (min_blocks: at most 128 registers);
+//   - STAGES > 1 (sm_90) replaces the register stages and the L2 prefetch by a ring in shared memory: each warp keeps
+//     STAGES steps of weights in flight as bulk copies (cp.async.bulk, completing on one mbarrier per slot), so the
+//     bytes in flight no longer cost registers: 16 warps x 4 slots x 1 KiB = 64 KiB per SM, 8.4 MB over 132 SMs, i.e.
+//     all of a 4096 x 4096 INT4 matrix is requested at once, where the register stages reached ~16-32 KiB per SM and
+//     the mid-sized shapes (8-30 MB of weights) were bound by DRAM latency (29-53 % of copy). The warp copies its
+//     16 bytes per tile and chunk from the slot, hands the slot back for the step STAGES ahead, then computes; its x
+//     and (INT4) the scales and zero points, which the block asked L2 for when it started, are loaded before the wait.
 // Warps reduce through shared memory in warp order; k splits through scratch: every split block writes its fp32
 // partial, and the last to arrive (atomic counter, reset by it) sums the SPLIT_K partials in split order and writes
 // y. Deterministic.
@@ -31,6 +38,9 @@
 //   M_FRAGS   8-row fragments of x per block (columns per block = 8 * M_FRAGS): 1, 2, 4 or 8; grid z covers M.
 //   PIPE      register stages, 1 or 2.
 //   PREFETCH  1 + steps of L2 prefetch ahead of the register stages, 1..16 (1: none).
+//   STAGES    slots of the shared-memory ring per warp, 1..8 (1: no ring, the register path; > 1 needs PIPE 1 and
+//             PREFETCH 1, and WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94: 48 KiB of static shared
+//             memory with the reduction). Other architectures than sm_90+ and the plain path ignore it.
 //   WARPS * TILES_N * M_FRAGS <= 64 (the warp reduction's shared memory, 32 KiB).
 // The vector width is fixed by the packed layout: 16-byte weight loads, 16- or 32-byte x loads per lane.
 //
@@ -170,6 +180,81 @@ __device__ __forceinline__ void prefetch_l2(const unsigned char* p, unsigned byt
 #endif
 }
 
+// ---- the shared-memory ring (STAGES > 1, sm_90): bulk copies completing on an mbarrier --------------------------
+// The copies need no registers, so a warp keeps STAGES steps of weights in flight however few registers it has.
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KTUNE_QUANT_LINEAR_BULK 1
+#else
+#define KTUNE_QUANT_LINEAR_BULK 0
+#endif
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+#if KTUNE_QUANT_LINEAR_BULK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+
+// Makes the initialised barriers visible to the bulk copies' complete_tx (the async proxy).
+__device__ __forceinline__ void fence_mbar_init() {
+#if KTUNE_QUANT_LINEAR_BULK
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// One arrival (the barrier's only expected one) that also announces `bytes` of copies to complete this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+#if KTUNE_QUANT_LINEAR_BULK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+
+// Waits until the phase of parity `parity` has completed (its bytes have landed in shared memory).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+#if KTUNE_QUANT_LINEAR_BULK
+    unsigned done = 0;
+    while (!done)
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+#endif
+}
+
+// `bytes` (a multiple of 16) from global src (16-byte aligned) to shared dst (16-byte aligned), completing on bar.
+__device__ __forceinline__ void bulk_copy(unsigned dst, const unsigned char* src, unsigned bytes, unsigned bar) {
+#if KTUNE_QUANT_LINEAR_BULK
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+#endif
+}
+
+// Orders this thread's (and, after a __syncwarp, its warp's) earlier shared memory reads before later bulk copies
+// into the same bytes (the copies write through the async proxy).
+__device__ __forceinline__ void fence_proxy_async() {
+#if KTUNE_QUANT_LINEAR_BULK
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ uint4 load_shared_v4(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+// The line of L2 holding p.
+__device__ __forceinline__ void prefetch_line_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // T's bits (low 16 bits of b) as float.
 template <typename T>
 __device__ __forceinline__ float bits_to_float(unsigned b) {
@@ -214,10 +299,10 @@ __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short
 // One warp step's prefetched operands: UNROLL chunks of TILES_N tiles. INT4 scales and zero points of rows g and g + 8
 // packed in one word each (low and high half, bits 0..7 and 8..15), a quarter of the registers of four floats.
 // The main loop's compile-time shape (see gemv).
-template <bool FAST_, int U_, int PIPE_, int PREFETCH_>
+template <bool FAST_, int U_, int PIPE_, int PREFETCH_, int STAGES_ = 1>
 struct Path {
     static constexpr bool FAST = FAST_;
-    static constexpr int U = U_, PIPE = PIPE_, PREFETCH = PREFETCH_;
+    static constexpr int U = U_, PIPE = PIPE_, PREFETCH = PREFETCH_, STAGES = STAGES_;
 };
 
 template <int UNROLL, int TILES_N>
@@ -262,7 +347,19 @@ struct MainLoop {
                                   ? load_weights(w + layout::lane_offset(tile0 + tn, cc, chunks_per_row, lane),
                                                  P::FAST)
                                   : make_uint4(0u, 0u, 0u, 0u);
-            if constexpr (BITS == 4) {
+        }
+        load_scales<P>(st, c);
+    }
+
+    // INT4: the step's scales and zero points (nothing for INT8).
+    template <typename P>
+    __device__ __forceinline__ void load_scales(Stage<P::U, TILES_N>& st, int c) const {
+        constexpr int U = P::U;
+        if constexpr (BITS == 4) {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int cc = c + u;
+                const bool live = cc < c_end;
                 // Rows n_lo = g and n_hi = g + 8 of each tile: the chunk's group's zero points and scales. The fast
                 // path has a power-of-two chunks per group: a shift, and one address per chunk for all the tiles.
                 const int grp = P::FAST ? cc >> cpg_shift : cc / cpg;
@@ -304,14 +401,26 @@ struct MainLoop {
     // wait (twice that with PIPE 2). All of the step's x loads go out first: one latency per step, not per chunk.
     template <typename P>
     __device__ __forceinline__ void compute_stage(const Stage<P::U, TILES_N>& st, int c, Acc& acc) const {
-        constexpr int U = P::U;
-        unsigned xw[U][M_FRAGS][XW];
+        unsigned xw[P::U][M_FRAGS][XW];
+        load_xs<P>(xw, c);
+        compute_math<P>(st, xw, c, acc);
+    }
+
+    // The step's x fragments (zeros past M, K or c_end).
+    template <typename P>
+    __device__ __forceinline__ void load_xs(unsigned (&xw)[P::U][M_FRAGS][XW], int c) const {
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+        for (int u = 0; u < P::U; ++u)
 #pragma unroll
             for (int f = 0; f < M_FRAGS; ++f)
                 load_x<XW, P::FAST>(xw[u][f], xs, c + u < c_end ? m0 + 8 * f + g : M, M,
                                     static_cast<long long>(c + u) * CHUNK_K + 2 * XW * t, K);
+    }
+
+    template <typename P>
+    __device__ __forceinline__ void compute_math(const Stage<P::U, TILES_N>& st,
+                                                 const unsigned (&xw)[P::U][M_FRAGS][XW], int c, Acc& acc) const {
+        constexpr int U = P::U;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             if (c + u >= c_end) break;  // uniform over the warp
@@ -354,6 +463,84 @@ struct MainLoop {
                     }
                 }
             }
+        }
+    }
+
+    // The shared-memory ring (P::STAGES > 1; fast path, sm_90): the warp's own STAGES slots of one step each
+    // (TILES_N tiles x U chunks, tile-major: a tile's chunks are contiguous in global memory, one bulk copy per tile),
+    // each with an mbarrier. Lane 0 fills slot i % STAGES with step i; the warp waits on its barrier, copies its 16
+    // bytes per (chunk, tile) to registers, hands the slot back to lane 0 (which refills it with step i + STAGES at
+    // once) and computes. So STAGES steps are always in flight, in shared memory, not registers. Scales and zero
+    // points, too small for a bulk copy of their own, were asked of L2 when the block started (gemv) and are loaded
+    // one step ahead into registers.
+    template <typename P>
+    __device__ __forceinline__ void issue_bulk(int c, unsigned slot, unsigned bar) const {
+        namespace layout = ktune::quant_linear_layout;
+        if (c >= c_end) return;
+        const unsigned bytes = static_cast<unsigned>(min(P::U, c_end - c)) * layout::TILE_BYTES;
+        const int live = min(TILES_N, tiles - tile0);  // >= 1: tile0 < tiles in every block
+        mbar_arrive_expect_tx(bar, bytes * static_cast<unsigned>(live));
+#pragma unroll
+        for (int tn = 0; tn < TILES_N; ++tn)
+            if (tn < live)
+                bulk_copy(slot + tn * P::U * layout::TILE_BYTES,
+                          w + layout::lane_offset(tile0 + tn, c, chunks_per_row, 0), bytes, bar);
+    }
+
+    template <typename P>
+    __device__ __forceinline__ void run_bulk(Acc& acc, unsigned char* ring, unsigned long long* bars) const {
+        namespace layout = ktune::quant_linear_layout;
+        constexpr int S = P::STAGES, U = P::U;
+        constexpr int STRIDE = WARPS * U;
+        constexpr unsigned SLOT_BYTES = U * TILES_N * layout::TILE_BYTES;
+        const unsigned ring0 = smem_address(ring) + static_cast<unsigned>(warp) * S * SLOT_BYTES;
+        const unsigned bar0 = smem_address(bars) + static_cast<unsigned>(warp) * S * 8u;
+        int c = c_begin + warp * U;
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < S; ++i) mbar_init(bar0 + 8u * i, 1u);
+            fence_mbar_init();
+#pragma unroll
+            for (int i = 0; i < S; ++i) issue_bulk<P>(c + i * STRIDE, ring0 + i * SLOT_BYTES, bar0 + 8u * i);
+        }
+        __syncwarp();  // the barriers are initialised before any lane waits on them
+        Stage<U, TILES_N> st, next;
+        load_scales<P>(next, c);
+        int slot = 0;
+        unsigned parity = 0;
+#pragma unroll 1
+        for (; c < c_end; c += STRIDE) {
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int tn = 0; tn < TILES_N; ++tn)
+                    if constexpr (BITS == 4) {
+                        st.s[u][tn] = next.s[u][tn];
+                        st.z[u][tn] = next.z[u][tn];
+                    }
+            load_scales<P>(next, c + STRIDE);  // past c_end: no loads
+            unsigned xw[U][M_FRAGS][XW];
+            load_xs<P>(xw, c);  // x and scales (L2) on their way while the weights land
+            const unsigned base = ring0 + static_cast<unsigned>(slot) * SLOT_BYTES;
+            const unsigned bar = bar0 + 8u * static_cast<unsigned>(slot);
+            mbar_wait(bar, parity);
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int tn = 0; tn < TILES_N; ++tn)  // only bytes the copies wrote (not past N's tiles or c_end)
+                    st.w[u][tn] = c + u < c_end && tile0 + tn < tiles
+                                      ? load_shared_v4(base + (tn * U + u) * layout::TILE_BYTES + 16 * lane)
+                                      : make_uint4(0u, 0u, 0u, 0u);
+            __syncwarp();  // every lane has read the slot
+            if (lane == 0) {
+                fence_proxy_async();
+                issue_bulk<P>(c + S * STRIDE, base, bar);
+            }
+            if (++slot == S) {
+                slot = 0;
+                parity ^= 1u;
+            }
+            compute_math<P>(st, xw, c, acc);
         }
     }
 
@@ -403,13 +590,22 @@ KTUNE_HD constexpr int min_blocks(int warps, int tiles_n, int m_frags) {
     return tiles_n * m_frags <= 2 ? (16 / warps > 0 ? 16 / warps : 1) : 1;
 }
 
+// Static shared memory of a configuration with a ring (STAGES > 1): WARPS * STAGES steps of UNROLL * TILES_N tiles
+// (512 bytes each) and the warps' reduction (WARPS * TILES_N * M_FRAGS * 512 bytes), under 48 KiB with room for the
+// barriers (8 bytes per slot, at most 93 slots) and the rest: 94 * 512 + 93 * 8 + 128 < 49152. The YAML repeats it as
+// a constraint.
+KTUNE_HD constexpr bool ring_fits(int warps, int tiles_n, int unroll, int m_frags, int stages) {
+    return stages == 1 || warps * (stages * unroll * tiles_n + tiles_n * m_frags) <= 94;
+}
+
 struct Problem {
     int M, N, K;
     int group;  // INT4 group size
     int max_split_k;
 };
 
-template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int PIPE, int PREFETCH>
+template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int PIPE, int PREFETCH,
+          int STAGES = 1>
 __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x, const unsigned char* __restrict__ w,
                                      const T* __restrict__ scales, const unsigned char* __restrict__ zeros,
                                      float* __restrict__ scratch, const Problem& pr) {
@@ -424,10 +620,12 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     static_assert(WARPS * TILES_N * M_FRAGS <= 64, "quant linear: WARPS * TILES_N * M_FRAGS <= 64");
     static_assert(PIPE == 1 || PIPE == 2, "quant linear: PIPE is 1 or 2");
     static_assert(PREFETCH >= 1 && PREFETCH <= 16, "quant linear: PREFETCH in [1, 16]");
+    static_assert(STAGES >= 1 && STAGES <= 8, "quant linear: STAGES in [1, 8]");
+    static_assert(STAGES == 1 || (PIPE == 1 && PREFETCH == 1), "quant linear: STAGES > 1 needs PIPE 1, PREFETCH 1");
+    static_assert(ring_fits(WARPS, TILES_N, UNROLL, M_FRAGS, STAGES),
+                  "quant linear: WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94 (static shared memory)");
     namespace layout = ktune::quant_linear_layout;
     constexpr int CHUNK_K = layout::chunk_k<BITS>();
-    constexpr int STEPS = CHUNK_K / 16;  // mma steps per chunk
-    constexpr int XW = CHUNK_K / 8;      // x words per lane per chunk (CHUNK_K / 4 elements)
     constexpr int THREADS = WARPS * 32;
     constexpr int VALUES = TILES_N * M_FRAGS * 4;  // accumulators per lane
     __shared__ float red[WARPS][VALUES][32];
@@ -471,10 +669,39 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,  zeros, M,    N,    K,  c_begin, c_end,
                                                         tile0, tiles, m0, lane,  warp, g,    t,  cpg,     cpg_shift,
                                                         chunks_per_row};
-    if (w_aligned && x_fast && cpg_shift >= 0)
-        loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1>>(acc);
-    else
-        loop.template run<Path<false, 1, 1, 0>>(acc);
+    const bool fast = w_aligned && x_fast && cpg_shift >= 0;
+    if constexpr (STAGES > 1 && KTUNE_QUANT_LINEAR_BULK) {
+        if (fast) {
+            // Each warp's ring of STAGES steps, and their barriers.
+            __shared__ __align__(128) unsigned char ring[WARPS * STAGES * UNROLL * TILES_N * layout::TILE_BYTES];
+            __shared__ __align__(8) unsigned long long bars[WARPS * STAGES];
+            // Ask L2 for the block's scales and zero points now (one line holds a group's rows of the block, two
+            // where they straddle a line), so that the ring's steps find them there.
+            if constexpr (BITS == 4) {
+                const int g_first = c_begin >> cpg_shift;
+                const int g_count = c_end > c_begin ? ((c_end - 1) >> cpg_shift) - g_first + 1 : 0;
+                const int n_first = tile0 * 16, n_last = min(N, (tile0 + TILES_N) * 16) - 1;
+                for (int i = tid; i < 2 * g_count; i += THREADS) {
+                    const long long row = static_cast<long long>(g_first + i / 2) * N;
+                    if (i % 2 == 0) {
+                        prefetch_line_l2(ss + row + n_first);
+                        prefetch_line_l2(ss + row + n_last);
+                    } else {
+                        prefetch_line_l2(zeros + row + n_first);
+                        prefetch_line_l2(zeros + row + n_last);
+                    }
+                }
+            }
+            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES>>(acc, ring, bars);
+        } else {
+            loop.template run<Path<false, 1, 1, 0>>(acc);
+        }
+    } else {
+        if (fast)
+            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1>>(acc);
+        else
+            loop.template run<Path<false, 1, 1, 0>>(acc);
+    }
 
     // Warps reduce in warp order through shared memory.
 #pragma unroll
