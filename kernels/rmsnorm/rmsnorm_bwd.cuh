@@ -42,11 +42,22 @@
 //   ROWS_IN_FLIGHT  1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a partial's next row
 //                   before reducing the current one (loads always in flight, twice the registers for x and dy);
 //                   1 loads each row when it is reached.
+//                   16 (WHOLE_ROWS): the whole-problem path for small M (ROWS_PER_BLOCK 1, grid: one cluster). The
+//                   cluster owns every row: each thread loads its columns of 16 rows at once, the 32 row sums of the
+//                   batch go through one block barrier and one cluster barrier, and dw is summed in registers along
+//                   the same tree (no scratch rows, fences or arrivals). Taken when rows <= 64 (so P = rows: one row
+//                   per partial), hidden % VEC == 0 and the vector path's alignment hold; otherwise the grid-stride
+//                   path below runs on the one cluster (correct, slow).
 //   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8.
 //
 // Launch: block = BLOCK threads (1-D), grid.x = a multiple of CLUSTER: clusters loop over groups of ROWS_PER_BLOCK
-// partials (grid stride); ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) * CLUSTER gives one group per cluster. Static
-// shared memory only.
+// partials (grid stride); ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) * CLUSTER gives one group per cluster
+// (ROWS_IN_FLIGHT 16: CLUSTER, one cluster; further clusters idle on its path). Static shared memory only.
+//
+// Why the whole-problem path: at M = 16 the tree costs a chain of dependent round trips after the kernel's own loads
+// (node row stored, fence, atomic, the last block re-reads the rows, stores dw: 6-8 us measured on an H100 against
+// 2.7 us at M = 1, where P = 1 has no tree). One cluster holding every row needs one DRAM round trip for x, dy and w
+// together, one cluster barrier, then the stores.
 // scratch: dw_scratch_floats(rows, hidden) floats, 16-byte aligned, zero-filled before first use (see the layout file).
 // The vector path needs x, dy, dx, w aligned to VEC * sizeof(T) bytes, row strides that are multiples of VEC, and dw
 // and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path.
@@ -558,6 +569,198 @@ __device__ __forceinline__ void partial_scalar(T* __restrict__ dx, const T* __re
     }
 }
 
+// ---- the whole-problem path (ROWS_IN_FLIGHT = WHOLE_ROWS) ----------------------------------------------------------
+//
+// One cluster owns every row (M <= 64, so P = M and every partial is one row): block `rank` holds its columns (the
+// same chunks as above) of WHOLE_ROWS rows at a time, all loads issued at once, one row-sum exchange per batch of rows,
+// and dw summed in registers along the tree of the layout file: no scratch, no fences, no arrivals.
+
+inline constexpr int WHOLE_ROWS = 16;  // rows per batch: 2 * 16 row sums = one per lane of a warp
+
+// c ? a : b on values already in registers: as C, the compiler turns a select of two array elements into a load from
+// a selected address, which puts the array in local memory.
+__device__ __forceinline__ float select_value(bool c, float a, float b) {
+    float r;
+    asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\tselp.f32 %0, %1, %2, p;\n\t}"
+        : "=f"(r)
+        : "f"(a), "f"(b), "r"(static_cast<unsigned>(c)));
+    return r;
+}
+
+// One step of warp_transpose_sum32 (HALF = 16, 8, .., 1, a template so that every index is a constant): lane keeps
+// v[i + HALF] (its HALF bit set) or v[i] in v[i], plus the partner lane's copy of the same value.
+template <int HALF>
+__device__ __forceinline__ void transpose_step(float (&v)[32], int lane) {
+    const bool hi = (lane & HALF) != 0;
+#pragma unroll
+    for (int i = 0; i < HALF; ++i) {
+        const float send = select_value(hi, v[i], v[i + HALF]);
+        const float keep = select_value(hi, v[i + HALF], v[i]);
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, HALF);
+    }
+    if constexpr (HALF > 1) transpose_step<HALF / 2>(v, lane);
+}
+
+// Sums 32 values over the warp's 32 lanes with 31 shuffles (instead of 5 per value): each step keeps half of the
+// values, the half picked by the lane's bit, and adds the partner's copy of it. Returns, in lane l, the warp's sum of
+// v[l] (the order of its additions depends on l only: the same in every warp).
+__device__ __forceinline__ float warp_transpose_sum32(float (&v)[32]) {
+    transpose_step<16>(v, threadIdx.x & 31);
+    return v[0];
+}
+
+// The rows r = base .. base + 15 of a batch add to the tree (fan-in 8 over one-row partials, P = rows <= 64): s1 is the
+// level-1 node being summed (its first child, then += the next ones in order), s2 the root being summed from the
+// level-1 nodes. With rows <= 8 the only level-1 node is the root: s2 = s1 then. __fadd_rn: never contracted with the
+// term's multiply, so every addition is the tree's (the same values as sum_children and node_sum add).
+__device__ __forceinline__ void whole_tree_add(float t, int k, bool node_done, bool first_node, float& s1, float& s2) {
+    s1 = k % 8 == 0 ? t : __fadd_rn(s1, t);
+    if (node_done) s2 = first_node ? s1 : __fadd_rn(s2, s1);
+}
+
+// Every thread of the cluster (grid: one cluster; rows <= 64, hidden % V == 0, the vector path's alignment). red_w:
+// 2 x WARPS x 32 floats, red_c: 2 x 32 floats (shared; double-buffered by batch as in cluster_sum2).
+template <typename T, int TPR, int V, int U, int CLUSTER>
+__device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restrict__ dw, const T* __restrict__ x,
+                                             const T* __restrict__ dy, const T* __restrict__ w, const Rows& a,
+                                             float (*red_w)[TPR], float (*red_c)[32]) {
+    constexpr int W = V * int(sizeof(T)) / 4;
+    constexpr int E = elems_per_word<T>;
+    constexpr int K = WHOLE_ROWS;
+    constexpr int WARPS = TPR / 32;
+    static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd whole path: accesses of 4, 8 or 16 bytes");
+    static_assert(2 * K == 32, "rmsnorm_bwd whole path: two row sums per row, one per lane");
+    const int t = threadIdx.x;
+    const int lane = t & 31;
+    const int warp = t >> 5;
+    const int rank = a.rank;
+    const int nvec = a.hidden / V;
+
+    Words<W> wv[U];
+    float s1[U][V], s2[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + rank) * TPR + t;
+        wv[u] = i < nvec ? load_words<W>(w + static_cast<long long>(i) * V) : zero_words<W>();
+#pragma unroll
+        for (int e = 0; e < V; ++e) s1[u][e] = s2[u][e] = 0.0f;
+    }
+    int parity = 0;
+#pragma unroll 1
+    for (int base = 0; base < a.rows; base += K) {
+        // Every load of the batch in flight at once (rows past the end read nothing and add nothing).
+        Words<W> xv[K][U], gv[K][U];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const long long r = base + k;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int i = (u * CLUSTER + rank) * TPR + t;
+                const bool ok = r < a.rows && i < nvec;
+                xv[k][u] = ok ? load_words<W>(x + r * a.x_stride + static_cast<long long>(i) * V) : zero_words<W>();
+                gv[k][u] = ok ? load_words<W>(dy + r * a.dy_stride + static_cast<long long>(i) * V) : zero_words<W>();
+            }
+        }
+        float v[2 * K];  // v[k]: this thread's sum of x^2 over row k, v[K + k]: of dy * w * x
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float sxx = 0.0f, sgx = 0.0f;
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    float fx[E], fg[E], fw[E];
+                    unpack_word(T{}, xv[k][u].w[j], fx);
+                    unpack_word(T{}, gv[k][u].w[j], fg);
+                    unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                    for (int e = 0; e < E; ++e) {
+                        sxx = fmaf(fx[e], fx[e], sxx);
+                        sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
+                    }
+                }
+            v[k] = sxx;
+            v[K + k] = sgx;
+        }
+        // Lane l: the warp's v[l]; then the block's (warps in order), then the cluster's (ranks in order): the same
+        // additions in every block, so every block gets the same sums.
+        red_w[parity][warp * 32 + lane] = warp_transpose_sum32(v);
+        __syncthreads();
+        float s;
+        if constexpr (CLUSTER == 1) {
+            s = 0.0f;
+#pragma unroll
+            for (int q = 0; q < WARPS; ++q) s += red_w[parity][q * 32 + lane];
+        } else {
+            if (warp == 0) {
+                float b = 0.0f;
+#pragma unroll
+                for (int q = 0; q < WARPS; ++q) b += red_w[parity][q * 32 + lane];
+                red_c[parity][lane] = b;
+            }
+            __cluster_barrier_arrive();  // release
+            __cluster_barrier_wait();    // acquire
+            s = 0.0f;
+#pragma unroll
+            for (int q = 0; q < CLUSTER; ++q)
+                s += *static_cast<const float*>(__cluster_map_shared_rank(&red_c[parity][lane], q));
+        }
+        parity ^= 1;
+#pragma unroll
+        for (int u = 0; u < U; ++u) keep_packed<T, W>(wv[u]);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const float sxx = __shfl_sync(0xffffffffu, s, k);
+            const float sgx = __shfl_sync(0xffffffffu, s, K + k);
+            const int r = base + k;
+            if (r >= a.rows) break;  // uniform
+            const float rstd = rsqrtf(sxx * a.inv_hidden + a.eps);
+            const float kx = rstd * rstd * rstd * (sgx * a.inv_hidden);
+            const bool node_done = k % 8 == 7 || r == a.rows - 1;
+            const bool first_node = r < 8;
+            T* dr = dx + static_cast<long long>(r) * a.dx_stride;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int i = (u * CLUSTER + rank) * TPR + t;
+                if (i >= nvec) continue;
+                keep_packed<T, W>(xv[k][u]);
+                keep_packed<T, W>(gv[k][u]);
+                Words<W> out;
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    float fx[E], fg[E], fw[E], fd[E];
+                    unpack_word(T{}, xv[k][u].w[j], fx);
+                    unpack_word(T{}, gv[k][u].w[j], fg);
+                    unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                    for (int e = 0; e < E; ++e) {
+                        fd[e] = dx_value(fg[e], fw[e], fx[e], rstd, kx);
+                        whole_tree_add(dw_term(fg[e], fx[e], rstd, 0.0f), k, node_done, first_node,
+                                       s1[u][j * E + e], s2[u][j * E + e]);
+                    }
+                    out.w[j] = pack_word<T>(fd);
+                }
+                store_words<W>(dr + static_cast<long long>(i) * V, out);
+            }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + rank) * TPR + t;
+        if (i >= nvec) continue;
+        float* dst = dw + static_cast<long long>(i) * V;
+        if constexpr (V % 4 == 0) {
+#pragma unroll
+            for (int e = 0; e < V; e += 4)
+                *reinterpret_cast<float4*>(dst + e) = make_float4(s2[u][e], s2[u][e + 1], s2[u][e + 2], s2[u][e + 3]);
+        } else if constexpr (V == 2) {
+            *reinterpret_cast<float2*>(dst) = make_float2(s2[u][0], s2[u][1]);
+        } else {
+            dst[0] = s2[u][0];
+        }
+    }
+}
+
 template <int CLUSTER>
 __device__ __forceinline__ int cluster_rank() {
     if constexpr (CLUSTER > 1)
@@ -580,7 +783,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "rmsnorm_bwd: VEC is a power of two");
     static_assert(VEC * sizeof(T) <= 16, "rmsnorm_bwd: VEC * sizeof(T) <= 16");
     static_assert(UNROLL >= 1 && UNROLL <= 32, "rmsnorm_bwd: UNROLL in [1, 32]");
-    static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2, "rmsnorm_bwd: ROWS_IN_FLIGHT is 1 or 2");
+    static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2 || ROWS_IN_FLIGHT == ktune::dev::rmsnorm_bwd::WHOLE_ROWS,
+                  "rmsnorm_bwd: ROWS_IN_FLIGHT is 1, 2 or 16");
+    static_assert(ROWS_IN_FLIGHT <= 2 || ROWS_PER_BLOCK == 1, "rmsnorm_bwd: the whole-problem path has one group");
     static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "rmsnorm_bwd: CLUSTER in {1, 2, 4, 8}");
     static_assert(ktune::rmsnorm_bwd_layout::DW_TREE_FAN % ROWS_PER_BLOCK == 0,
                   "rmsnorm_bwd: a block's partials share a node");
@@ -592,9 +797,12 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     constexpr int CHUNK = TPR * VEC;  // columns per ownership chunk
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     constexpr bool VECTOR_PATH = VEC_BYTES >= 4;
+    constexpr bool WHOLE = ROWS_IN_FLIGHT == WHOLE_ROWS && VECTOR_PATH;
     __shared__ float2 red[2][32];  // per warp of a group, double-buffered (see group_sum2 / cluster_sum2)
     __shared__ int s_last;
     __shared__ __align__(16) float stage[ROWS_PER_BLOCK > 1 && VECTOR_PATH ? (ROWS_PER_BLOCK - 1) * TPR * VEC : 4];
+    __shared__ float whole_w[WHOLE ? 2 : 1][WHOLE ? TPR : 1];  // whole path: per warp, per lane; two batches
+    __shared__ float whole_c[WHOLE ? 2 : 1][WHOLE ? 32 : 1];  // whole path: the block's sums
 
     const Tree tree{scratch + DW_COUNTER_WORDS, reinterpret_cast<unsigned*>(scratch), dw, hidden,
                     dw_row_stride(hidden)};
@@ -613,6 +821,20 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
                            is_aligned(dx, VEC_BYTES) && is_aligned(w, VEC_BYTES) && is_aligned(dw, 16) &&
                            is_aligned(scratch, 16) && x_row_stride % VEC == 0 && dy_row_stride % VEC == 0 &&
                            dx_row_stride % VEC == 0 && hidden / VEC <= CLUSTER * TPR * UNROLL;
+
+    // The whole-problem path: rows <= 64 gives P = rows (dw_partials >= min(rows, 128)), one row per partial.
+    if constexpr (WHOLE) {
+        if (vector_ok && rows <= 64 && hidden % VEC == 0) {
+            if (cluster != 0) return;  // grid: one cluster (any further ones have nothing to do)
+            whole_vector<T, TPR, VEC, UNROLL, CLUSTER>(dx, dw, x, dy, w, a, whole_w, whole_c);
+            // No block leaves while another block of its cluster may still read its shared memory.
+            if constexpr (CLUSTER > 1) {
+                __cluster_barrier_arrive();
+                __cluster_barrier_wait();
+            }
+            return;
+        }
+    }
 
     int parity = 0;  // red's buffer: alternates over every row sum of the launch
 #pragma unroll 1
