@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU host over a copy of the working tree that carries build-gpu/ (built here by bench/gpu_bundle.sh).
 # Everything it measures goes under $OUT (default ./out). Usage: bench/gpu_run.sh STEP... where STEP is one of
-#   info devices tests tune tune2 best stability stability-small ops copy sanitize aot kill-resume check-demo
+#   info devices tests tune tune2 best stability stability-small stability-runs ops copy sanitize aot same-harness
+#   kill-resume check-demo
 # Only a few files under the device tool's $OUT come back: run with OUT=/tmp/o and tar what you need into the real
 # $OUT (without the large *.db files, or with their samples dropped), e.g.
 #   R=$OUT; export OUT=/tmp/o; bench/gpu_run.sh tune stability; tar czf $R/run.tgz -C /tmp/o --exclude='*.db*' .
@@ -28,16 +29,17 @@ for step in "$@"; do
       $k --db "$out/ktune-2.db" best rmsnorm --json > "$out/best-2.json"
       [ -f "$out/best.json" ] || $k --db "$db" best rmsnorm --json > "$out/best.json"
       python3 "$root/bench/compare_best.py" "$out/best.json" "$out/best-2.json" | tee "$out/stability.txt" ;;
-    stability-small) # independent tunings of the small (latency-bound) problems, each in a fresh process, database
-      # and cache (STABILITY_RUNS names them: default a b), each compared with the first
+    stability-small|stability-runs) # independent tunings, each in a fresh process, database and cache
+      # (STABILITY_RUNS names them: default a b), each compared with the first: stability-small tunes the small
+      # (latency-bound) problems M 1, 16, 256, stability-runs the whole default space
       runs=(${STABILITY_RUNS:-a b})
+      if [ $step = stability-small ]; then only="--problem M=1 --problem M=16 --problem M=256"; pre=small; else only=""; pre=run; fi
       for i in "${runs[@]}"; do
-        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/small-$i.db" tune rmsnorm --problem M=1 --problem M=16 \
-          --problem M=256 --quiet >/dev/null 2>&1
-        $k --db "$out/small-$i.db" best rmsnorm --json > "$out/small-$i.json"
+        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/$pre-$i.db" tune rmsnorm $only --quiet 2>&1 | tail -1
+        $k --db "$out/$pre-$i.db" best rmsnorm --json > "$out/$pre-$i.json"
       done
       for i in "${runs[@]:1}"; do
-        python3 "$root/bench/compare_best.py" "$out/small-${runs[0]}.json" "$out/small-$i.json" | tee "$out/small-${runs[0]}-$i.txt"
+        python3 "$root/bench/compare_best.py" "$out/$pre-${runs[0]}.json" "$out/$pre-$i.json" | tee "$out/$pre-${runs[0]}-$i.txt"
       done ;;
     ops) # every other op's space (OPS_SPACES: names, default all): bf16 exhaustively (OPS_BUDGET=N: a random N per
       # problem instead), then fp16 and fp32 exhaustively (OPS_SMALL_BUDGET=N: a random N per problem instead)
@@ -65,6 +67,16 @@ for step in "$@"; do
       /tmp/build-bench/rmsnorm_aot_bench --samples=${AOT_SAMPLES:-300} --benchmark_format=json \
         --benchmark_out="$out/aot-bench.json" > "$out/aot-bench.txt" 2>&1; echo "bench exit $?"
       tail -45 "$out/aot-bench.txt" ;;
+    same-harness) # ktune's tuned RMSNorm forward (exported from SAME_DB, default $db: run the tune step first) timed by
+      # the peers script beside PyTorch, so both sides go through one harness (SAME_DTYPES, default bf16; SAME_ARGS:
+      # more measure_peers.py options, e.g. "--axis M=1,16,256")
+      gen=/tmp/ktune-same; rm -rf $gen; mkdir -p $gen
+      $k --db "${SAME_DB:-$db}" export-header --op rmsnorm --out $gen >/dev/null &&
+        nvcc -std=c++17 -arch=sm_90 -O3 -shared -Xcompiler -fPIC -I/work/main -I$gen \
+          "$root/bench/peers/ktune_aot/ktune_aot_peer.cu" -o $gen/libktune_aot_peer.so &&
+        python3 "$root/bench/peers/measure_peers.py" --ops rmsnorm_fwd --dtypes "${SAME_DTYPES:-bf16}" ${SAME_ARGS:-} \
+          --ktune-aot-lib $gen/libktune_aot_peer.so --out "$out/same-harness.json" 2>&1 | tail -5
+      python3 "$root/bench/peers/same_harness.py" "$out/same-harness.json" "$out/best.json" | tee "$out/same-harness.txt" ;;
     copy) # the same-method copy roofline at every size (search_spaces/copy.yaml)
       $k --db "$db" tune copy --quiet 2>&1 | tee "$out/copy.txt" ;;
     kill-resume) # issue 7: kill -9 a tuning mid-run, count rows, resume, count again, check integrity

@@ -10,9 +10,10 @@ Method, as harness/worker/worker.cpp times ktune's kernels:
                     the call alone: the GPU time of everything the call launches, cold, launch latency hidden. A
                     sample whose hold ran out before the host finished enqueuing is thrown away and taken again with
                     a longer hold.
-  cupti_kernel_sum  the PyTorch profiler (CUPTI) over the same flush + call: the sum of the device durations of the
-                    kernels (and memsets/memcpys) the call launched, gaps between them left out. Small cases only
-                    (--cupti-max-us), as ktune's worker records CUPTI durations beside its event times.
+  cupti_kernel_sum  the PyTorch profiler (CUPTI) over the same held flush + call: the sum of the device durations of
+                    the kernels (and memsets/memcpys) the call launched, gaps between them left out. Small cases only
+                    (--cupti-max-us), as ktune's worker records CUPTI durations beside its event times. (Before
+                    2026-11-22 evening the profiled samples were not held: the call could start after an idle gap.)
 """
 
 import argparse
@@ -105,6 +106,7 @@ IMPLS = {
     "int4pack": "torch_int4pack",    # torch._weight_int4pack_mm (tinygemm), group size G, inner k tiles 8
     "int8pack": "torch_int8pack",    # torch._weight_int8pack_mm, per-channel scales
     "int8_compile": "torch_compile",  # torch.compile of F.linear(x, W8.to(bf16)) * scales
+    "ktune_aot": "ktune_aot",        # ktune's own tuned kernel (--ktune-aot-lib), timed by this harness: same method
 }
 METHOD_EVENTS = "cold_l2_events"
 METHOD_CUPTI = "cupti_kernel_sum"
@@ -215,6 +217,29 @@ def randn(shape, dtype, dev, scale=1.0):
     return torch.randn(shape, dtype=torch.float32, device=dev).mul_(scale).to(dtype)
 
 
+_ktune_aot = None
+KTUNE_DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # ktune_tuned::Dtype
+
+
+def ktune_aot_rmsnorm_fwd(x, w):
+    """ktune's tuned RMSNorm forward from bench/peers/ktune_aot/ktune_aot_peer.cu, on PyTorch's current stream."""
+    global _ktune_aot
+    import ctypes
+    if _ktune_aot is None:
+        lib = ctypes.CDLL(ARGS.ktune_aot_lib)
+        f = lib.ktune_aot_rmsnorm_fwd
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_float, ctypes.c_void_p]
+        _ktune_aot = f
+    y = torch.empty_like(x)
+    status = _ktune_aot(x.device.index or 0, KTUNE_DTYPE_CODES[x.dtype], y.data_ptr(), x.data_ptr(), w.data_ptr(),
+                        x.shape[0], x.shape[1], RMSNORM_EPS, torch.cuda.current_stream().cuda_stream)
+    if status != 0:
+        raise RuntimeError(f"ktune_aot_rmsnorm_fwd returned status {status}")
+    return y
+
+
 def case_rmsnorm_fwd(p, dtype, dev):
     x = randn((p["M"], p["H"]), dtype, dev)
     w = randn((p["H"],), dtype, dev, 0.5).add_(1)
@@ -222,6 +247,7 @@ def case_rmsnorm_fwd(p, dtype, dev):
         "eager": lambda: lambda: rmsnorm_eager(x, w),
         "fused": lambda: lambda: rmsnorm_fused(x, w),
         "compile": lambda: (lambda f: lambda: f(x, w))(compiled(rmsnorm_eager)),
+        "ktune_aot": lambda: lambda: ktune_aot_rmsnorm_fwd(x, w),
     }
 
 
@@ -430,6 +456,7 @@ class CudaTimer:
         self.held = torch.cuda.Event()
         self.cycles_per_us = self._calibrate_sleep()
         self.retries = 0  # samples taken again because the hold ran out first
+        self.flush_to_call_gaps_us = []  # under the profiler: from the flush's end to the call's first kernel
         self.cupti_error = None
         self.marker_name, self.flush_names = None, None
         try:
@@ -531,27 +558,38 @@ class CudaTimer:
         self.flush_names = [e[0] for e in ev[1:-1]]
 
     def kernel_sums(self, fn, samples):
+        """A sleep kernel holds the stream while the host enqueues each sample's flush and call, as in the events
+        method, so the host's enqueue time never sits between the flush and the call (under the profiler the GPU
+        still leaves a gap of a few us between kernels; gaps_us in the environment records them). The sleep kernels
+        also mark where each sample starts in the profile."""
         if self.cupti_error:
             raise RuntimeError(f"the profiler is unavailable: {self.cupti_error}")
+        hold_us = 4 * self._enqueue_us(fn) + 100  # the profiler slows the host's enqueue
+        out, gaps = self._kernel_sums_held(fn, samples, hold_us)
+        self.flush_to_call_gaps_us += gaps
+        return out
+
+    def _kernel_sums_held(self, fn, samples, hold_us):
+        hold_cycles = int(hold_us * self.cycles_per_us)
 
         def body():
             for _ in range(samples + 1):  # the first sample is a warm-up under the profiler and is dropped
-                torch.cuda._sleep(1000)
+                torch.cuda._sleep(hold_cycles)
                 self.flush()
                 fn()
             torch.cuda._sleep(1000)
         ev = self._device_events(body)
         segments, current = [], None
-        for name, _, dur in ev:
+        for name, start, dur in ev:
             if name == self.marker_name:
                 if current is not None:
                     segments.append(current)
                 current = []
             elif current is not None:
-                current.append((name, dur))
+                current.append((name, start, dur))
         if len(segments) != samples + 1:
             raise RuntimeError(f"expected {samples + 1} samples between markers in the profile, found {len(segments)}")
-        out = []
+        out, gaps = [], []
         nf = len(self.flush_names)
         for seg in segments[1:]:
             if [s[0] for s in seg[:nf]] != self.flush_names:
@@ -559,12 +597,16 @@ class CudaTimer:
             call = seg[nf:]
             if not call:
                 raise RuntimeError("the call launched no kernel the profiler saw")
-            out.append(sum(dur for _, dur in call))
-        return out
+            flush_end = seg[nf - 1][1] + seg[nf - 1][2]
+            gaps.append(call[0][1] - flush_end)
+            out.append(sum(dur for _, _, dur in call))
+        return out, gaps
 
     def environment(self):
+        gaps = sorted(self.flush_to_call_gaps_us)
         return {"l2_bytes": self.l2_bytes, "l2_flush_bytes": self.flush_bytes,
-                "sleep_cycles_per_us": round(self.cycles_per_us, 1)}
+                "sleep_cycles_per_us": round(self.cycles_per_us, 1),
+                "profiled_flush_to_call_gap_us_p50": round(percentile(gaps, 50), 3) if gaps else None}
 
 
 class WallTimer:
@@ -722,6 +764,7 @@ class Run:
                 del r["method"]  # the file's method
             results.append(r)
         env = dict(self.environment)
+        env.update(self.timer.environment())  # what the timer learned during the run (profiled gaps)
         env["failed_cases"] = len(self.failures)
         # One result a line: small enough to commit, and a re-run shows as a readable diff.
         head = {"format_version": 1, "device": {"name": self.device_name}, "method": METHOD_EVENTS,
@@ -865,6 +908,8 @@ def parse_args(argv=None):
                     choices=["default", "max-autotune-no-cudagraphs", "max-autotune"],
                     help="torch.compile mode (default: default; other modes store impl torch_compile_<mode>)")
     ap.add_argument("--quick", action="store_true", help="a small subset of the problems (FAMILIES' quick)")
+    ap.add_argument("--axis", action="append", default=[], type=axis_values, metavar="AXIS=V,V..",
+                    help="only problems whose AXIS is one of the values (repeatable), e.g. --axis M=1,16,256")
     ap.add_argument("--max-problems", type=int, default=0, help="at most this many problems per family and dtype")
     ap.add_argument("--time-budget", type=float, default=0, help="start no new problem after this many seconds")
     ap.add_argument("--out", default="peers.json", help="the peer file to write (default peers.json); failures and "
@@ -873,10 +918,20 @@ def parse_args(argv=None):
                     "measure again")
     ap.add_argument("--resume", action="store_true", help="--merge, and skip the cases --out already has an event "
                     "timing of (to go on after a run cut short)")
+    ap.add_argument("--ktune-aot-lib", help="a shared library built from bench/peers/ktune_aot/ktune_aot_peer.cu: "
+                    "adds ktune's own tuned RMSNorm forward as impl ktune_aot, timed by this script's method")
     ap.add_argument("--device", default="cuda", help="cuda (default), or cpu to try the script without a GPU")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failures")
     return ap.parse_args(argv)
+
+
+def axis_values(text):
+    name, _, values = text.partition("=")
+    try:
+        return name.strip(), [int(v) for v in values.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not AXIS=V,V.. with integer values") from None
 
 
 def plan():
@@ -892,10 +947,12 @@ def plan():
             fam = FAMILIES[family]
             if dtype not in fam["dtypes"]:
                 continue
-            impls = [i for i in fam["impls"] if wanted_impls is None or i in wanted_impls or IMPLS[i] in wanted_impls]
+            family_impls = fam["impls"] + (["ktune_aot"] if ARGS.ktune_aot_lib and family == "rmsnorm_fwd" else [])
+            impls = [i for i in family_impls if wanted_impls is None or i in wanted_impls or IMPLS[i] in wanted_impls]
             if not impls:
                 continue
-            problems = [p for p in fam["problems"] if not ARGS.quick or in_quick(p, fam["quick"])]
+            problems = [p for p in fam["problems"] if (not ARGS.quick or in_quick(p, fam["quick"])) and
+                        all(p.get(axis, v[0]) in v for axis, v in ARGS.axis)]
             if ARGS.max_problems:
                 problems = problems[:ARGS.max_problems]
             out += [(family, dtype, p, impls) for p in problems]
