@@ -19,39 +19,47 @@ library, bench/peers/ktune_aot) under variants of the peers script's method, one
   evictlast_flushlast  the same, but the flush writes with evict_last too
   aftercompile  base, right after torch.compile's RMSNorm ran at the same shape (measure_peers.py's order)
 
-Each variant is timed before and after one PyTorch profiler session in the process (measure_peers.py opens one at
-start-up and one per case for its CUPTI samples).
-Usage: harness_probe.py LIB [--samples N] [--variants a,b]; prints p50 (events) per variant and problem, twice in
-alternating order.
+Each variant is timed in each of --phases in turn: before anything else, after one PyTorch profiler session
+(measure_peers.py opens one at start-up and one per case for its CUPTI samples), after nvidia-smi, after torch.compile's
+RMSNorm was timed by measure_peers.py's timer. Runs and their outputs: bench/results/h100-2026-11-22-s3/harness-probe/.
+Usage: harness_probe.py LIB [--samples N] [--variants a,b] [--phases ...]; prints p50 (events) per variant and
+problem, twice in alternating order.
 """
 import argparse
-import ctypes
+import os
 import statistics
+import sys
 
 import torch
-try:
-    import triton
-except ImportError:  # only the evictlast variants need it
-    triton = None
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measure_peers  # noqa: E402 - beside this file
 
 ap = argparse.ArgumentParser()
 ap.add_argument("lib")
 ap.add_argument("--samples", type=int, default=300)
 ap.add_argument("--variants", default="base,memset,stream,nohold,aligned,rotate,ktinputs")
 ap.add_argument("--phases", default="before any profiler session,after one profiler session",
-                help="in order: 'before any profiler session', 'after one profiler session', 'after nvidia-smi'")
+                help="in order, from: 'before any profiler session', 'after one profiler session', 'after "
+                "nvidia-smi', 'after timing torch.compile'")
 args = ap.parse_args()
 
-lib = ctypes.CDLL(args.lib)
-f = lib.ktune_aot_rmsnorm_fwd
-f.restype = ctypes.c_int
-f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-              ctypes.c_float, ctypes.c_void_p]
+# measure_peers' pieces run as its main would set them, with the plain flush the probe's variants compare against.
+measure_peers.ARGS = argparse.Namespace(ktune_aot_lib=args.lib, compile_mode="default", device="cuda", flush="plain")
+f = measure_peers.load_ktune_aot(args.lib)
 dev = torch.device("cuda")
 l2 = torch.cuda.get_device_properties(dev).L2_cache_size
 flush_buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device=dev)
 start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 side = torch.cuda.Stream()
+_mp_timer = None
+
+
+def mp_timer():
+    global _mp_timer
+    if _mp_timer is None:
+        _mp_timer = measure_peers.CudaTimer(dev)
+    return _mp_timer
 
 
 def make_inputs(M, H, variant):
@@ -74,122 +82,70 @@ def make_inputs(M, H, variant):
     return out, w
 
 
-_mp_timer = None
-
-
 def time_with_measure_peers(M, H):
     """The same call timed by measure_peers.py's own CudaTimer.events."""
-    global _mp_timer
-    import os
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import measure_peers
-    if _mp_timer is None:
-        _mp_timer = measure_peers.CudaTimer(dev)
     pairs, w = make_inputs(M, H, "base")
     x, y = pairs[0]
-    samples = _mp_timer.events(lambda: f(0, 2, y.data_ptr(), x.data_ptr(), w.data_ptr(), M, H, 1e-6, 0), args.samples)
-    return statistics.median(samples)
+    fn = lambda: f(0, 2, y.data_ptr(), x.data_ptr(), w.data_ptr(), M, H, 1e-6, 0)  # noqa: E731
+    return statistics.median(mp_timer().events(fn, args.samples))
 
 
-def time_measure_peers_case(M, H):
-    """measure_peers.py's own case (its inputs and its ktune_aot wrapper) timed by its own CudaTimer.events."""
-    global _mp_timer
-    import os
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import measure_peers
-    measure_peers.ARGS = argparse.Namespace(ktune_aot_lib=args.lib, compile_mode="default", device="cuda")
-    if _mp_timer is None:
-        _mp_timer = measure_peers.CudaTimer(dev)
-    fn = measure_peers.case_rmsnorm_fwd({"M": M, "H": H}, torch.bfloat16, dev)["ktune_aot"]()
+def measure_peers_case(M, H, impl):
+    """measure_peers.py's own case for bf16 RMSNorm (its inputs and its call of impl), warmed up."""
+    fn = measure_peers.case_rmsnorm_fwd({"M": M, "H": H}, torch.bfloat16, dev)[impl]()
     for _ in range(3):
         fn()
-    return statistics.median(_mp_timer.events(fn, args.samples))
+    return fn
 
 
 def run_compiled_rmsnorm(M, H):
     """What measure_peers.py runs just before ktune_aot: torch.compile's RMSNorm at the same shape."""
-    def rms(x, w):
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
-        return w * h.to(x.dtype)
-    g = torch.compile(rms, dynamic=False)
-    x = torch.randn((M, H), device=dev).to(torch.bfloat16)
-    w = torch.randn((H,), device=dev).to(torch.bfloat16)
+    fn = measure_peers_case(M, H, "compile")
     for _ in range(50):
-        g(x, w)
+        fn()
     torch.cuda.synchronize()
 
 
-_triton = None
+_read_evict_last = None
 
 
-def triton_kernels():
-    """A Triton read of a tensor with eviction_policy='evict_last' (as torch.compile's generated kernels load reused
-    inputs) and a flush that writes with that policy too."""
-    global _triton
-    if _triton is None:
-        import triton
+def read_evict_last(t):
+    """Reads a tensor once with eviction_policy='evict_last', as torch.compile's Triton kernels load reused inputs."""
+    global _read_evict_last
+    import triton
+    if _read_evict_last is None:
         import triton.language as tl
 
         @triton.jit
-        def read_evict_last(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
             offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
             v = tl.load(x_ptr + offs, mask=offs < n, other=0.0, eviction_policy="evict_last")
             tl.store(out_ptr + tl.program_id(0), tl.sum(v.to(tl.float32), axis=0))
 
-        @triton.jit
-        def fill_evict_last(p_ptr, n, value, BLOCK: tl.constexpr):
-            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            tl.store(p_ptr + offs, tl.full([BLOCK], value, tl.int32), mask=offs < n, eviction_policy="evict_last")
-
-        _triton = (read_evict_last, fill_evict_last)
-    return _triton
+        _read_evict_last = kernel
+    n = t.numel()
+    _read_evict_last[(triton.cdiv(n, 1024),)](t, torch.empty(triton.cdiv(n, 1024), device=dev), n, BLOCK=1024)
 
 
 def time_variant(M, H, variant):
-    if variant in ("evictlast", "evictlast_flushlast"):
-        # x read once with evict_last before timing; then timed with the plain flush, or with a flush that writes
-        # with evict_last itself.
-        read_evict_last, fill_evict_last = triton_kernels()
-        pairs, w = make_inputs(M, H, "base")
-        x, y = pairs[0]
-        scratch = torch.empty(4096, device=dev)
-        read_evict_last[(triton.cdiv(M * H, 1024),)](x, scratch, M * H, BLOCK=1024)
-        read_evict_last[(triton.cdiv(H, 1024),)](w, scratch, H, BLOCK=1024)
-        samples = []
-        for i in range(args.samples + 5):
-            torch.cuda._sleep(200_000)
-            if variant == "evictlast":
-                flush_buf.fill_(i + 1)
-            else:
-                n = flush_buf.numel()
-                fill_evict_last[(triton.cdiv(n, 4096),)](flush_buf, n, i + 1, BLOCK=4096)
-            start.record()
-            f(0, 2, y.data_ptr(), x.data_ptr(), w.data_ptr(), M, H, 1e-6, torch.cuda.current_stream().cuda_stream)
-            stop.record()
-            stop.synchronize()
-            if i >= 5:
-                samples.append(start.elapsed_time(stop) * 1e3)
-        return statistics.median(samples)
     if variant == "mp":
         return time_with_measure_peers(M, H)
     if variant == "mpcase":
-        return time_measure_peers_case(M, H)
+        return statistics.median(mp_timer().events(measure_peers_case(M, H, "ktune_aot"), args.samples))
     if variant == "aftercompile":
         run_compiled_rmsnorm(M, H)
         return time_variant(M, H, "base")
     pairs, w = make_inputs(M, H, variant)
+    if variant.startswith("evictlast"):
+        read_evict_last(pairs[0][0])
+        read_evict_last(w)
     stream = side if variant == "stream" else torch.cuda.current_stream()
-    counter = [0]
     samples = []
     held = torch.cuda.Event()
     with torch.cuda.stream(stream):
         handle = stream.cuda_stream
         for i in range(args.samples + 5):
             x, y = pairs[i % len(pairs)]
-            counter[0] += 1
             if variant != "nohold":
                 torch.cuda._sleep(200_000)  # ~100 us at 1.98 GHz: longer than the host's enqueue below
             if variant == "held":
@@ -198,8 +154,11 @@ def time_variant(M, H, variant):
                 y = torch.empty_like(x)
             if variant == "memset":
                 flush_buf.zero_()
+            elif variant == "evictlast_flushlast":
+                n = flush_buf.numel()
+                measure_peers._fill_evict_last()[(-(-n // 4096),)](flush_buf, n, i + 1, BLOCK=4096)
             else:
-                flush_buf.fill_(counter[0])
+                flush_buf.fill_(i + 1)
             start.record(stream)
             st = f(0, 2, y.data_ptr(), x.data_ptr(), w.data_ptr(), M, H, 1e-6, handle)
             stop.record(stream)
@@ -231,18 +190,8 @@ def run_nvidia_smi():
 def time_compiled_rmsnorm():
     """What measure_peers.py does before ktune_aot in a problem: torch.compile's RMSNorm timed by CudaTimer.events
     (cold L2, held stream), 200 samples."""
-    global _mp_timer
-    import os
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import measure_peers
-    measure_peers.ARGS = argparse.Namespace(ktune_aot_lib=args.lib, compile_mode="default", device="cuda")
-    if _mp_timer is None:
-        _mp_timer = measure_peers.CudaTimer(dev)
-    fn = measure_peers.case_rmsnorm_fwd({"M": 256, "H": 4096}, torch.bfloat16, dev)["compile"]()
-    for _ in range(3):
-        fn()
-    print(f"  (torch.compile RMSNorm bf16 M=256 H=4096 timed: {statistics.median(_mp_timer.events(fn, 200)):.2f} us)")
+    fn = measure_peers_case(256, 4096, "compile")
+    print(f"  (torch.compile RMSNorm bf16 M=256 H=4096 timed: {statistics.median(mp_timer().events(fn, 200)):.2f} us)")
 
 
 variants = args.variants.split(",")

@@ -5,11 +5,11 @@ Run on the GPU host (PyTorch 2.11, Triton 3.6): python3 bench/peers/measure_peer
 The file format is reports/PEERS_FORMAT.md; how to run, what each impl means and the method's limits: README.md here.
 
 Method, as harness/worker/worker.cpp times ktune's kernels:
-  cold_l2_events    before each sample a buffer of 2x the L2 is written (fill_, a new value each time), a sleep
-                    kernel holds the stream while the host enqueues the flush and the call, and CUDA events bracket
-                    the call alone: the GPU time of everything the call launches, cold, launch latency hidden. A
-                    sample whose hold ran out before the host finished enqueuing is thrown away and taken again with
-                    a longer hold.
+  cold_l2_events    before each sample a buffer of 2x the L2 is written twice (with the evict_last policy, then
+                    fill_; a new value each time: --flush), a sleep kernel holds the stream while the host enqueues
+                    the flush and the call, and CUDA events bracket the call alone: the GPU time of everything the
+                    call launches, cold, launch latency hidden. A sample whose hold ran out before the host finished
+                    enqueuing is thrown away and taken again with a longer hold.
   cupti_kernel_sum  the PyTorch profiler (CUPTI) over the same held flush + call: the sum of the device durations of
                     the kernels (and memsets/memcpys) the call launched, gaps between them left out. Small cases only
                     (--cupti-max-us), as ktune's worker records CUPTI durations beside its event times. (Before
@@ -217,24 +217,28 @@ def randn(shape, dtype, dev, scale=1.0):
     return torch.randn(shape, dtype=torch.float32, device=dev).mul_(scale).to(dtype)
 
 
-_ktune_aot = None
 KTUNE_DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # ktune_tuned::Dtype
+_ktune_aot = {}
 
 
-def ktune_aot_rmsnorm_fwd(x, w):
-    """ktune's tuned RMSNorm forward from bench/peers/ktune_aot/ktune_aot_peer.cu, on PyTorch's current stream."""
-    global _ktune_aot
-    import ctypes
-    if _ktune_aot is None:
-        lib = ctypes.CDLL(ARGS.ktune_aot_lib)
-        f = lib.ktune_aot_rmsnorm_fwd
+def load_ktune_aot(path):
+    """The C entry point of bench/peers/ktune_aot/ktune_aot_peer.cu in the shared library at path (loaded once)."""
+    if path not in _ktune_aot:
+        import ctypes
+        f = ctypes.CDLL(path).ktune_aot_rmsnorm_fwd
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                       ctypes.c_int, ctypes.c_float, ctypes.c_void_p]
-        _ktune_aot = f
+        _ktune_aot[path] = f
+    return _ktune_aot[path]
+
+
+def ktune_aot_rmsnorm_fwd(x, w):
+    """ktune's tuned RMSNorm forward (--ktune-aot-lib) on PyTorch's current stream."""
     y = torch.empty_like(x)
-    status = _ktune_aot(x.device.index or 0, KTUNE_DTYPE_CODES[x.dtype], y.data_ptr(), x.data_ptr(), w.data_ptr(),
-                        x.shape[0], x.shape[1], RMSNORM_EPS, torch.cuda.current_stream().cuda_stream)
+    status = load_ktune_aot(ARGS.ktune_aot_lib)(
+        x.device.index or 0, KTUNE_DTYPE_CODES[x.dtype], y.data_ptr(), x.data_ptr(), w.data_ptr(), x.shape[0],
+        x.shape[1], RMSNORM_EPS, torch.cuda.current_stream().cuda_stream)
     if status != 0:
         raise RuntimeError(f"ktune_aot_rmsnorm_fwd returned status {status}")
     return y
@@ -588,17 +592,11 @@ class CudaTimer:
     def kernel_sums(self, fn, samples):
         """A sleep kernel holds the stream while the host enqueues each sample's flush and call, as in the events
         method, so the host's enqueue time never sits between the flush and the call (under the profiler the GPU
-        still leaves a gap of a few us between kernels; gaps_us in the environment records them). The sleep kernels
-        also mark where each sample starts in the profile."""
+        still leaves a few us between kernels: profiled_flush_to_call_gap_us_p50 in the environment). The sleep
+        kernels also mark where each sample starts in the profile."""
         if self.cupti_error:
             raise RuntimeError(f"the profiler is unavailable: {self.cupti_error}")
-        hold_us = 4 * self._enqueue_us(fn) + 100  # the profiler slows the host's enqueue
-        out, gaps = self._kernel_sums_held(fn, samples, hold_us)
-        self.flush_to_call_gaps_us += gaps
-        return out
-
-    def _kernel_sums_held(self, fn, samples, hold_us):
-        hold_cycles = int(hold_us * self.cycles_per_us)
+        hold_cycles = int((4 * self._enqueue_us(fn) + 100) * self.cycles_per_us)  # the profiler slows the enqueue
 
         def body():
             for _ in range(samples + 1):  # the first sample is a warm-up under the profiler and is dropped
@@ -617,7 +615,7 @@ class CudaTimer:
                 current.append((name, start, dur))
         if len(segments) != samples + 1:
             raise RuntimeError(f"expected {samples + 1} samples between markers in the profile, found {len(segments)}")
-        out, gaps = [], []
+        out = []
         nf = len(self.flush_names)
         for seg in segments[1:]:
             if [s[0] for s in seg[:nf]] != self.flush_names:
@@ -626,9 +624,9 @@ class CudaTimer:
             if not call:
                 raise RuntimeError("the call launched no kernel the profiler saw")
             flush_end = seg[nf - 1][1] + seg[nf - 1][2]
-            gaps.append(call[0][1] - flush_end)
+            self.flush_to_call_gaps_us.append(call[0][1] - flush_end)
             out.append(sum(dur for _, _, dur in call))
-        return out, gaps
+        return out
 
     def environment(self):
         gaps = sorted(self.flush_to_call_gaps_us)
@@ -938,7 +936,8 @@ def parse_args(argv=None):
                     help="torch.compile mode (default: default; other modes store impl torch_compile_<mode>)")
     ap.add_argument("--quick", action="store_true", help="a small subset of the problems (FAMILIES' quick)")
     ap.add_argument("--axis", action="append", default=[], type=axis_values, metavar="AXIS=V,V..",
-                    help="only problems whose AXIS is one of the values (repeatable), e.g. --axis M=1,16,256")
+                    help="only problems whose AXIS is one of the values (repeatable; families without that axis keep "
+                    "all their problems), e.g. --axis M=1,16,256")
     ap.add_argument("--max-problems", type=int, default=0, help="at most this many problems per family and dtype")
     ap.add_argument("--time-budget", type=float, default=0, help="start no new problem after this many seconds")
     ap.add_argument("--out", default="peers.json", help="the peer file to write (default peers.json); failures and "
@@ -985,7 +984,7 @@ def plan():
             if not impls:
                 continue
             problems = [p for p in fam["problems"] if (not ARGS.quick or in_quick(p, fam["quick"])) and
-                        all(p.get(axis, v[0]) in v for axis, v in ARGS.axis)]
+                        all(axis not in p or p[axis] in v for axis, v in ARGS.axis)]
             if ARGS.max_problems:
                 problems = problems[:ARGS.max_problems]
             out += [(family, dtype, p, impls) for p in problems]
