@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -149,42 +150,46 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     timing.min_samples = std::min(timing.max_samples, std::max(kMinConfirmationSamples, 3 * timing.min_samples));
     timing.target_rel = timing.target_rel / 2;
 
-    const auto ok_results = [&] {
-        ResultFilter f;
-        f.op = kernel.op;
-        f.variant = kernel.variant;
-        f.device_key = device_key;
-        f.source_hash = kernel.source_hash;
-        f.problem_key = p.key();
-        f.status = Status::ok;
-        std::vector<ResultRecord> rs = store.results(f);
-        std::erase_if(rs, [](const ResultRecord& r) { return !(r.measurement.stats.p50 > 0); });
-        std::ranges::sort(rs, {}, [](const ResultRecord& r) { return r.measurement.stats.p50; });
-        return rs;
-    };
+    // The problem's ok results, read once; confirmations update this ranking in place rather than reading the
+    // store (and every result's raw samples) again after each one.
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.source_hash = kernel.source_hash;
+    f.problem_key = p.key();
+    f.status = Status::ok;
+    std::map<std::string, double> p50;  // by configuration key
+    for (const ResultRecord& r : store.results(f))
+        if (r.measurement.stats.p50 > 0) p50[r.config_key] = r.measurement.stats.p50;
+
     std::set<std::string> confirmed;
-    int n = 0;
     auto confirm = [&](const std::string& config_key) {
         const Config c{parse_named_values(config_key, "stored configuration", "PARAM")};
         ResultRecord rec{kernel, c.key(), p, device_key, run_id, utc_now_iso(),
                          measurer.measure(c, p, timing, o.timeout_floor_s)};
         store.record(rec, /*replace=*/true);
         confirmed.insert(config_key);
-        ++n;
+        if (rec.measurement.status == Status::ok && rec.measurement.stats.p50 > 0)
+            p50[config_key] = rec.measurement.stats.p50;
+        else
+            p50.erase(config_key);
     };
 
-    const std::vector<ResultRecord> first = ok_results();
-    for (const ResultRecord& r : first) {
-        const double leader_p50 = first.front().measurement.stats.p50;
-        if (confirmed.size() == kMaxLeaders || r.measurement.stats.p50 > kLeaderMargin * leader_p50) break;
-        confirm(r.config_key);
+    std::vector<std::pair<double, std::string>> leaders;  // fastest first
+    for (const auto& [key, t] : p50) leaders.emplace_back(t, key);
+    std::ranges::sort(leaders);
+    for (const auto& [t, key] : leaders) {
+        if (confirmed.size() == kMaxLeaders || t > kLeaderMargin * leaders.front().first) break;
+        confirm(key);
     }
-    while (n < kMaxConfirmations) {
-        const std::vector<ResultRecord> now = ok_results();
-        if (now.empty() || confirmed.contains(now.front().config_key)) break;
-        confirm(now.front().config_key);
+    while (int(confirmed.size()) < kMaxConfirmations && !p50.empty()) {
+        const std::string best =
+            std::ranges::min_element(p50, {}, [](const auto& entry) { return entry.second; })->first;
+        if (confirmed.contains(best)) break;
+        confirm(best);
     }
-    return n;
+    return int(confirmed.size());
 }
 
 }  // namespace
