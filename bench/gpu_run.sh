@@ -67,7 +67,7 @@ for step in "$@"; do
       /tmp/build-bench/rmsnorm_aot_bench --samples=${AOT_SAMPLES:-300} --benchmark_format=json \
         --benchmark_out="$out/aot-bench.json" > "$out/aot-bench.txt" 2>&1; echo "bench exit $?"
       tail -45 "$out/aot-bench.txt" ;;
-    same-harness) # ktune's tuned RMSNorm forward (exported from SAME_DB, default $db: run the tune step first) timed by
+    same-harness) # ktune's tuned RMSNorm forward (exported from SAME_DB, default $db: run tune first) timed by
       # the peers script beside PyTorch, so both sides go through one harness (SAME_DTYPES, default bf16; SAME_ARGS:
       # more measure_peers.py options, e.g. "--axis M=1,16,256")
       gen=/tmp/ktune-same; rm -rf $gen; mkdir -p $gen
@@ -76,7 +76,9 @@ for step in "$@"; do
           "$root/bench/peers/ktune_aot/ktune_aot_peer.cu" -o $gen/libktune_aot_peer.so &&
         python3 "$root/bench/peers/measure_peers.py" --ops rmsnorm_fwd --dtypes "${SAME_DTYPES:-bf16}" ${SAME_ARGS:-} \
           --ktune-aot-lib $gen/libktune_aot_peer.so --out "$out/same-harness.json" 2>&1 | tail -5
-      python3 "$root/bench/peers/same_harness.py" "$out/same-harness.json" "$out/best.json" | tee "$out/same-harness.txt" ;;
+      # beside the worker's own numbers when the best step has run
+      python3 "$root/bench/peers/same_harness.py" "$out/same-harness.json" $([ -f "$out/best.json" ] && echo "$out/best.json") |
+        tee "$out/same-harness.txt" ;;
     copy) # the same-method copy roofline at every size (search_spaces/copy.yaml)
       $k --db "$db" tune copy --quiet 2>&1 | tee "$out/copy.txt" ;;
     kill-resume) # issue 7: kill -9 a tuning mid-run, count rows, resume, count again, check integrity
