@@ -325,6 +325,20 @@ __device__ __forceinline__ void load_row(const T* __restrict__ xr, const T* __re
 
 // Node mode: group 0 sums the groups' partials in partial order (the tree's order for a level-1 node: s = p0, then
 // s += p1, ...) and writes the node on this thread's columns. Every thread of the block.
+// V fp32 values to dst, which is 16-byte aligned for V >= 4 (8-byte for V = 2): float4 / float2 / float stores.
+template <int V>
+__device__ __forceinline__ void store_floats(float* dst, const float (&v)[V]) {
+    if constexpr (V % 4 == 0) {
+#pragma unroll
+        for (int e = 0; e < V; e += 4)
+            *reinterpret_cast<float4*>(dst + e) = make_float4(v[e], v[e + 1], v[e + 2], v[e + 3]);
+    } else if constexpr (V == 2) {
+        *reinterpret_cast<float2*>(dst) = make_float2(v[0], v[1]);
+    } else {
+        dst[0] = v[0];
+    }
+}
+
 template <int TPR, int V, int U, int RPB, int CLUSTER>
 __device__ __forceinline__ void node_sum(const float (&acc)[U][V], float acc_tail, bool has_tail, int tail_start,
                                          int nvec, int t, int g, int rank, const DwOut& o) {
@@ -351,16 +365,7 @@ __device__ __forceinline__ void node_sum(const float (&acc)[U][V], float acc_tai
 #pragma unroll
                     for (int e = 0; e < V; ++e) s[e] += st[e];
                 }
-            float* dst = o.node + static_cast<long long>(i) * V;
-            if constexpr (V % 4 == 0) {
-#pragma unroll
-                for (int e = 0; e < V; e += 4)
-                    *reinterpret_cast<float4*>(dst + e) = make_float4(s[e], s[e + 1], s[e + 2], s[e + 3]);
-            } else if constexpr (V == 2) {
-                *reinterpret_cast<float2*>(dst) = make_float2(s[0], s[1]);
-            } else {
-                dst[0] = s[0];
-            }
+            store_floats<V>(o.node + static_cast<long long>(i) * V, s);
         }
         if constexpr (RPB > 1) __syncthreads();  // the stage is rewritten next
     }
@@ -503,17 +508,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
     for (int u = 0; u < U; ++u) {
         const int i = (u * CLUSTER + rank) * TPR + t;
         if (i >= nvec) continue;
-        float* dst = leaf + static_cast<long long>(i) * V;
-        if constexpr (V % 4 == 0) {
-#pragma unroll
-            for (int e = 0; e < V; e += 4)
-                *reinterpret_cast<float4*>(dst + e) =
-                    make_float4(acc[u][e], acc[u][e + 1], acc[u][e + 2], acc[u][e + 3]);
-        } else if constexpr (V == 2) {
-            *reinterpret_cast<float2*>(dst) = make_float2(acc[u][0], acc[u][1]);
-        } else {
-            dst[0] = acc[u][0];
-        }
+        store_floats<V>(leaf + static_cast<long long>(i) * V, acc[u]);
     }
     if (has_tail) leaf[tail_start + t] = acc_tail;
 }
@@ -748,16 +743,7 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
     for (int u = 0; u < U; ++u) {
         const int i = (u * CLUSTER + rank) * TPR + t;
         if (i >= nvec) continue;
-        float* dst = dw + static_cast<long long>(i) * V;
-        if constexpr (V % 4 == 0) {
-#pragma unroll
-            for (int e = 0; e < V; e += 4)
-                *reinterpret_cast<float4*>(dst + e) = make_float4(s2[u][e], s2[u][e + 1], s2[u][e + 2], s2[u][e + 3]);
-        } else if constexpr (V == 2) {
-            *reinterpret_cast<float2*>(dst) = make_float2(s2[u][0], s2[u][1]);
-        } else {
-            dst[0] = s2[u][0];
-        }
+        store_floats<V>(dw + static_cast<long long>(i) * V, s2[u]);
     }
 }
 

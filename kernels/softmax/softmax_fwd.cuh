@@ -423,6 +423,14 @@ __device__ __forceinline__ void stage_chunk(T* buf, const T* x_row, const Staged
         bulk_copy(dst + off, src + off, min(PIECE, c.bytes - off), bar);
 }
 
+// One vector access of V elements of T at p, as floats (the staged path reads its chunk in shared memory so).
+template <typename T, int V>
+__device__ __forceinline__ void load_floats(const T* p, float (&f)[V]) {
+    Access<T, V> a;
+    a.load(p);
+    a.unpack(f);
+}
+
 // One row from the staged chunk in buf (its copy was issued on bar; parity = the phase to wait for).
 template <typename T, int BLOCK, int V, int CLUSTER>
 __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<BLOCK>& sh, T* buf, int first,
@@ -437,10 +445,8 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
     for (int e = 0; e < V; ++e) mx[e] = neg_inf();
 #pragma unroll 2
     for (int i = t; i < nv; i += BLOCK) {
-        Access<T, V> xb;
-        xb.load(buf + i * V);
         float f[V];
-        xb.unpack(f);
+        load_floats<T, V>(buf + i * V, f);
 #pragma unroll
         for (int e = 0; e < V; ++e) mx[e] = fmaxf(mx[e], f[e] * a.k);
     }
@@ -459,10 +465,8 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
         for (int e = 0; e < V; ++e) acc[e] = 0.0f;
 #pragma unroll 2
         for (int i = t; i < nv; i += BLOCK) {
-            Access<T, V> xb;
-            xb.load(buf + i * V);
             float f[V];
-            xb.unpack(f);
+            load_floats<T, V>(buf + i * V, f);
 #pragma unroll
             for (int e = 0; e < V; ++e) {
                 f[e] = fast_exp2(fmaf(f[e], a.k, -bm));
@@ -482,10 +486,8 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
     const bool cached = sizeof(T) == 4 && bm != neg_inf();  // buf holds the exps (else x, e.g. all -inf)
 #pragma unroll 2
     for (int i = t; i < nv; i += BLOCK) {
-        Access<T, V> xb;
-        xb.load(buf + i * V);
         float f[V];
-        xb.unpack(f);
+        load_floats<T, V>(buf + i * V, f);
 #pragma unroll
         for (int e = 0; e < V; ++e) f[e] = cached ? f[e] * factor : fast_exp2(fmaf(f[e], a.k, -m)) * inv;
         Access<T, V>::store(a.out + first + static_cast<long long>(i) * V, f);
