@@ -446,6 +446,7 @@ def summarize(samples):
 
 
 _fill_evict_last_kernel = None
+_discard_l2_kernel = None
 
 
 def _fill_evict_last():
@@ -462,6 +463,24 @@ def _fill_evict_last():
 
         _fill_evict_last_kernel = fill_evict_last
     return _fill_evict_last_kernel
+
+
+def _discard_l2():
+    """A Triton kernel dropping the 128-byte lines of an int32 buffer from the L2 without writing them back (PTX
+    discard.global.L2, sm_80 and later), as the worker's ktune_discard_l2."""
+    global _discard_l2_kernel
+    if _discard_l2_kernel is None:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def discard_l2(p_ptr, n_lines, BLOCK: tl.constexpr):
+            line = tl.minimum(tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), n_lines - 1)  # the last line again
+            tl.inline_asm_elementwise("discard.global.L2 [$1], 128;\n\tmov.u32 $0, 0;", "=r,l",
+                                      [p_ptr + line.to(tl.int64) * 32], dtype=tl.int32, is_pure=False, pack=1)
+
+        _discard_l2_kernel = discard_l2
+    return _discard_l2_kernel
 
 
 class CudaTimer:
@@ -492,14 +511,20 @@ class CudaTimer:
     def flush(self):
         # A different value each time, so nothing can skip the writes (the worker's flush kernel does the same).
         self.flush_count = (self.flush_count + 1) % (1 << 30)
-        if getattr(ARGS, "flush", "protected") == "protected":
+        mode = getattr(ARGS, "flush", "clean")
+        n = self.flush_buffer.numel()
+        if mode in ("clean", "protected"):
             # Lines loaded with an evict_last hint (torch.compile's Triton kernels load reused inputs so) survive a
             # flush of ordinary writes: on an H100 a kernel whose inputs were read once with evict_last ran 0.3-0.9 us
             # faster after the plain flush than cold (bench/peers/harness_probe.py). Writing the buffer with
             # evict_last first evicts them; the ordinary writes after it leave the L2 as the worker's flush does.
-            n = self.flush_buffer.numel()
             _fill_evict_last()[(-(-n // 4096),)](self.flush_buffer, n, self.flush_count, BLOCK=4096)
         self.flush_buffer.fill_(self.flush_count)
+        if mode == "clean":
+            # The flush's own lines leave the L2 without being written back, so the timed call does not pay for
+            # writing back the dirty lines it displaces (kernels/common/harness_kernels.cuh, ktune_flush_l2).
+            lines = n // 32
+            _discard_l2()[(-(-lines // 1024),)](self.flush_buffer, lines, BLOCK=1024)
 
     def _calibrate_sleep(self):
         # torch.cuda._sleep counts clock64 cycles. The fastest clock seen gives the shortest hold per cycle, so the
@@ -631,7 +656,7 @@ class CudaTimer:
     def environment(self):
         gaps = sorted(self.flush_to_call_gaps_us)
         return {"l2_bytes": self.l2_bytes, "l2_flush_bytes": self.flush_bytes,
-                "l2_flush": getattr(ARGS, "flush", "protected"),
+                "l2_flush": getattr(ARGS, "flush", "clean"),
                 "sleep_cycles_per_us": round(self.cycles_per_us, 1),
                 "profiled_flush_to_call_gap_us_p50": round(percentile(gaps, 50), 3) if gaps else None}
 
@@ -743,6 +768,10 @@ class Run:
                 old = json.load(f)
             if old.get("device", {}).get("name") != device_name:
                 sys.exit(f"--merge: {out_path} was measured on {old.get('device')}, this is {device_name}")
+            old_flush = old.get("environment", {}).get("l2_flush", "plain")
+            if old_flush != environment.get("l2_flush"):
+                sys.exit(f"--merge: {out_path} was measured with --flush {old_flush}, this run uses "
+                         f"{environment.get('l2_flush')}")
             for r in old["results"]:
                 r.setdefault("method", old.get("method"))
                 self.results[self.identity(r)] = r
@@ -948,10 +977,12 @@ def parse_args(argv=None):
                     "timing of (to go on after a run cut short)")
     ap.add_argument("--ktune-aot-lib", help="a shared library built from bench/peers/ktune_aot/ktune_aot_peer.cu: "
                     "adds ktune's own tuned RMSNorm forward as impl ktune_aot, timed by this script's method")
-    ap.add_argument("--flush", choices=["protected", "plain"], default="protected",
-                    help="protected (default): the flush first writes 2x L2 with the evict_last policy, so lines a "
-                    "peer loaded with evict_last do not survive it; plain: ordinary writes only (the files before "
-                    "2026-11-22 evening)")
+    ap.add_argument("--flush", choices=["clean", "protected", "plain"], default="clean",
+                    help="clean (default, as ktune's worker): 2x L2 written with the evict_last policy (lines a peer "
+                    "loaded with evict_last do not survive it), then with ordinary writes, then its lines discarded "
+                    "from the L2 so the timed call writes none of them back; protected: the same without the "
+                    "discard (ktune tune --flush dirty; the files of 2026-11-22 evening); plain: ordinary writes only "
+                    "(the files before)")
     ap.add_argument("--device", default="cuda", help="cuda (default), or cpu to try the script without a GPU")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failures")

@@ -44,13 +44,18 @@ void from_json(const json& j, Launch& r) {
     KTUNE_GET(cubin); KTUNE_GET(lowered); KTUNE_GET(grid); KTUNE_GET(block); KTUNE_GET(shared_bytes);
 }
 
+std::string l2_state(const TimingOptions& t) {
+    if (!t.cold_l2) return "hot";
+    return t.clean_flush ? "cold" : "cold-dirty";
+}
+
 void to_json(json& j, const TimingOptions& t) {
-    j = json{{"cold_l2", t.cold_l2},       {"warmup", t.warmup},         {"min_samples", t.min_samples},
+    j = json{{"cold_l2", t.cold_l2},       {"clean_flush", t.clean_flush}, {"warmup", t.warmup},         {"min_samples", t.min_samples},
              {"max_samples", t.max_samples}, {"target_rel", t.target_rel}, {"time_cap_s", t.time_cap_s},
              {"cupti_samples", t.cupti_samples}};
 }
 void from_json(const json& j, TimingOptions& r) {
-    KTUNE_GET(cold_l2); KTUNE_GET(warmup); KTUNE_GET(min_samples); KTUNE_GET(max_samples); KTUNE_GET(target_rel);
+    KTUNE_GET(cold_l2); KTUNE_GET(clean_flush); KTUNE_GET(warmup); KTUNE_GET(min_samples); KTUNE_GET(max_samples); KTUNE_GET(target_rel);
     KTUNE_GET(time_cap_s); KTUNE_GET(cupti_samples);
 }
 

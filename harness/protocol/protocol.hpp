@@ -61,6 +61,9 @@ struct Launch {
 
 struct TimingOptions {
     bool cold_l2 = true;
+    // With cold_l2: the flush also drops its own lines from the L2, so the timed kernel starts with nothing dirty to
+    // write back (kernels/common/harness_kernels.cuh says why); false leaves them dirty, as a flush of writes alone.
+    bool clean_flush = true;
     int warmup = 2;
     int min_samples = 10;
     int max_samples = 2000;
@@ -68,6 +71,10 @@ struct TimingOptions {
     double time_cap_s = 1.0;
     int cupti_samples = 5;  // 0: no CUPTI cross-check
 };
+
+// How the samples found the L2, for the measurement's identity and for reports: "cold" (clean flush), "cold-dirty",
+// "hot".
+std::string l2_state(const TimingOptions& t);
 
 struct EvaluateResult {
     std::string status = "ok";  // status_name() values

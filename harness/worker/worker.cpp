@@ -403,14 +403,14 @@ void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol,
     }
 }
 
-void Worker::flush_l2() {
-    // A kernel, not cuMemsetD32Async (see ktune_flush_l2), and a different value each time so nothing can skip the
-    // writes.
+void Worker::flush_l2(bool clean) {
+    // Kernels, not cuMemsetD32Async, and a different value each time (see ktune_flush_l2 for the three passes).
     CUdeviceptr p = m_flush;
     long long n = static_cast<long long>(m_flush_bytes / 16);
     unsigned value = ++m_flush_counter;
-    void* params[] = {&p, &n, &value};
-    KTUNE_CU(cuLaunchKernel(utility("flush"), kUtilityBlocks, 1, 1, kUtilityThreads, 1, 1, 0, m_stream, params, nullptr));
+    run_utility_grid("flush_evict_last", {&p, &n, &value});
+    run_utility_grid("flush", {&p, &n, &value});
+    if (clean) run_utility_grid("discard", {&p, &n});
 }
 
 void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
@@ -443,7 +443,7 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
         std::atomic_thread_fence(std::memory_order_seq_cst);
         KTUNE_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, m_stream, spin_params.data(), nullptr));
         for (int i = 0; i < batch; ++i) {
-            if (t.cold_l2) flush_l2();
+            if (t.cold_l2) flush_l2(t.clean_flush);
             KTUNE_CU(cuEventRecord(start[i], m_stream));
             launch(f, l, params[(r.samples_us.size() + std::size_t(i)) % params.size()]);
             KTUNE_CU(cuEventRecord(stop[i], m_stream));
@@ -467,7 +467,7 @@ void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingO
     if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
     LaunchParams params = build_params(false);
     for (int i = 0; i < t.cupti_samples; ++i) {
-        if (t.cold_l2) flush_l2();
+        if (t.cold_l2) flush_l2(t.clean_flush);
         launch(f, l, params);
     }
     KTUNE_CU(cuStreamSynchronize(m_stream));

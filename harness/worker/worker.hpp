@@ -56,7 +56,7 @@ private:
     void validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r);
     void time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
     void time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
-    void flush_l2();
+    void flush_l2(bool clean);  // clean: no dirty line left in the L2 (wire::TimingOptions::clean_flush)
     float elapsed_ms(CUevent a, CUevent b);
 
     CUdevice m_device = 0;

@@ -89,13 +89,44 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
 
 extern "C" __global__ void ktune_empty() {}
 
-// The cold-L2 flush: writes `value` over n 16-byte words (grid stride), a kernel on the SMs like the flush before every
-// peer's sample (PyTorch's fill_ in bench/peers/measure_peers.py), so both sides flush the same way. (Measured on an
-// H100 against the driver's memset it replaced: the same launch floor, 3.14 us, and the same best times.)
+// The cold-L2 flush, three kernels over a buffer of 2x the L2 size (Worker::flush_l2 runs them in this order):
+// 1. ktune_flush_l2_evict_last writes it with the L2 evict_last policy. Lines another kernel loaded with evict_last
+//    (Triton does so for reused inputs) survive ordinary writes: on an H100 a kernel whose inputs were read once with
+//    evict_last ran 0.3-0.9 us faster after a flush of ordinary writes alone (bench/peers/harness_probe.py).
+// 2. ktune_flush_l2 writes it again with ordinary stores, a kernel on the SMs like the peers script's fill_.
+// 3. ktune_discard_l2 (the default "clean" flush) drops the buffer's lines from the L2 without writing them back.
+//    Without it the L2 is full of the flush's dirty lines, and the timed kernel pays for writing back as many of them
+//    as it displaces: up to twice the DRAM traffic of a read-only kernel of a few tens of MB (an H100 decode attention
+//    at 34 MB of KV: time = (bytes + min(bytes, ~50 MB)) / 3.16 TB/s). That is the flush's cost, not the kernel's.
+// Each write pass stores a different value each time, so nothing can skip the writes.
 extern "C" __global__ void ktune_flush_l2(uint4* p, long long n, unsigned value) {
     const uint4 v = make_uint4(value, value, value, value);
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) p[i] = v;
+}
+
+extern "C" __global__ void ktune_flush_l2_evict_last(uint4* p, long long n, unsigned value) {
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %1, %1, %1}, %2;" ::"l"(p + i), "r"(value), "l"(policy)
+                     : "memory");
+#else  // no cache hints before sm_80: ordinary writes
+    const uint4 v = make_uint4(value, value, value, value);
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) p[i] = v;
+#endif
+}
+
+// n is in 16-byte words, as for the writes; p is 128-byte aligned (cuMemAlloc gives 256 or more).
+extern "C" __global__ void ktune_discard_l2(uint4* p, long long n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const long long lines = n / 8;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < lines; i += stride)
+        asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + 8 * i) : "memory");
+#endif
 }
 
 // Spins until *flag != 0 (the host writes it through mapped pinned memory) or timeout_ns of %globaltimer pass, so a

@@ -290,7 +290,7 @@ std::string format_baseline(const Baseline& b) {
     j["created_at"] = b.created_at;
     j["git_revision"] = b.git_revision;
     const auto& m = b.method;
-    j["method"] = {{"cold_l2", m.cold_l2},         {"timer", m.timer},
+    j["method"] = {{"cold_l2", m.cold_l2},         {"clean_flush", m.clean_flush}, {"timer", m.timer},
                    {"warmup", m.warmup},           {"min_samples", m.min_samples},
                    {"max_samples", m.max_samples}, {"target_rel", m.target_rel},
                    {"time_cap_s", m.time_cap_s},   {"sessions", m.sessions}};
@@ -340,6 +340,7 @@ Baseline parse_baseline(std::string_view text, const std::string& origin) {
         const auto& m = r.object(doc, "", "method");
         BaselineMethod& bm = b.method;
         bm.cold_l2 = r.optional(m, "method", "cold_l2", bm.cold_l2);
+        bm.clean_flush = r.optional(m, "method", "clean_flush", false);  // older files: the flush left dirty lines
         bm.timer = r.optional(m, "method", "timer", bm.timer);
         bm.warmup = r.optional(m, "method", "warmup", bm.warmup);
         bm.min_samples = r.optional(m, "method", "min_samples", bm.min_samples);

@@ -42,6 +42,7 @@ struct BaselineDevice {
 // How the samples were taken; `ktune check` measures the same way.
 struct BaselineMethod {
     bool cold_l2 = true;
+    bool clean_flush = true;  // wire::TimingOptions::clean_flush; files without it were measured with a dirty flush
     std::string timer = "events";  // "events" (CUDA events), "cupti", "graph"
     int warmup = 2;
     int min_samples = 30;

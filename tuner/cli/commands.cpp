@@ -48,7 +48,7 @@ struct SpaceOptions {
     int show = 5;
 };
 struct TuneCliOptions {
-    std::string op, strategy = "exhaustive", arch;
+    std::string op, strategy = "exhaustive", arch, flush = "clean";
     std::int64_t budget = 0;
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
@@ -325,6 +325,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
     o.timing.cold_l2 = !g_tune.hot;
+    o.timing.clean_flush = g_tune.flush == "clean";
     o.timing.min_samples = g_tune.min_samples;
     o.timing.max_samples = g_tune.max_samples;
     o.timing.target_rel = g_tune.target_ci;
@@ -475,6 +476,12 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                      "run it under compute-sanitizer); repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
     tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
+    tune->add_option("--flush", g_tune.flush,
+                     "Cold-L2 flush: clean (the flush's lines are dropped from the L2, so the timed kernel writes none "
+                     "of them back) or dirty (they stay dirty, as after nvbench's or Triton's flush; a kernel that "
+                     "displaces them pays for their write-back). Results of each are stored apart")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"clean", "dirty"}));
     tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");
     tune->add_option("--arch", g_tune.arch, "Target architecture of a compile-only sweep (default sm_90)");
     tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();

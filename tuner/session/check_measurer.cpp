@@ -10,6 +10,18 @@
 namespace fs = std::filesystem;
 
 namespace ktune {
+namespace {
+
+// The baseline's L2 state and warm-up; the sample counts are set per session.
+wire::TimingOptions timing_of(const BaselineMethod& m) {
+    wire::TimingOptions t;
+    t.cold_l2 = m.cold_l2;
+    t.clean_flush = m.clean_flush;
+    t.warmup = m.warmup;
+    return t;
+}
+
+}  // namespace
 
 struct GpuCaseMeasurer::Space {
     SearchSpace space;
@@ -37,9 +49,7 @@ GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const 
 std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::string& config_key, int min_samples) {
     Space& s = space_for(c.op, c.variant);
     const Config config{parse_named_values(config_key, "baseline configuration", "PARAM")};
-    wire::TimingOptions t;
-    t.cold_l2 = m_method.cold_l2;
-    t.warmup = m_method.warmup;
+    wire::TimingOptions t = timing_of(m_method);
     t.min_samples = min_samples;
     t.max_samples = min_samples;  // a session is a fixed number of samples: sessions compare like with like
     t.time_cap_s = 60;
@@ -58,7 +68,7 @@ std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& 
 }
 
 std::optional<std::string> GpuCaseMeasurer::current_source_hash(const BaselineCase& c) {
-    return kernel_identity(space_for(c.op, c.variant).space, m_jit).source_hash;
+    return kernel_identity(space_for(c.op, c.variant).space, m_jit, timing_of(m_method)).source_hash;
 }
 
 }  // namespace ktune

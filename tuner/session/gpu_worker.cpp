@@ -20,6 +20,28 @@ constexpr const char* kUtilitySource = "kernels/common/harness_kernels.cuh";
 
 }  // namespace
 
+CompileRequest utility_compile_request(const std::string& arch, std::vector<std::string>& roles) {
+    CompileRequest req;
+    req.source_path = kUtilitySource;
+    req.arch = arch;
+    roles.clear();
+    auto add = [&](const std::string& role, const std::string& expr) {
+        roles.push_back(role);
+        req.name_expressions.push_back(expr);
+    };
+    add("empty", "ktune_empty");
+    add("spin", "ktune_spin_wait");
+    add("flush", "ktune_flush_l2");
+    add("flush_evict_last", "ktune_flush_l2_evict_last");
+    add("discard", "ktune_discard_l2");
+    for (const auto& [elem, cpp] : kUtilityTypes) {
+        add("fill." + elem, fmt::format("ktune_fill_uniform<{}>", cpp));
+        add("poison." + elem, fmt::format("ktune_poison<{}>", cpp));
+        add("compare." + elem, fmt::format("ktune_compare<{}>", cpp));
+    }
+    return req;
+}
+
 std::string nvidia_kernel_module_version() {
     std::ifstream f("/proc/driver/nvidia/version");
     std::string line;
@@ -62,23 +84,8 @@ void GpuWorker::start() {
     m_device.pci_bus_id = m_props.pci_bus_id;
     m_device.key = make_device_key(m_device);
 
-    // The worker's own kernels (blocking kernel, generator, poison, compare) come through NVRTC like every kernel.
-    CompileRequest req;
-    req.source_path = kUtilitySource;
-    req.arch = m_device.arch();
     std::vector<std::string> roles;
-    auto add = [&](const std::string& role, const std::string& expr) {
-        roles.push_back(role);
-        req.name_expressions.push_back(expr);
-    };
-    add("empty", "ktune_empty");
-    add("spin", "ktune_spin_wait");
-    add("flush", "ktune_flush_l2");
-    for (const auto& [elem, cpp] : kUtilityTypes) {
-        add("fill." + elem, fmt::format("ktune_fill_uniform<{}>", cpp));
-        add("poison." + elem, fmt::format("ktune_poison<{}>", cpp));
-        add("compare." + elem, fmt::format("ktune_compare<{}>", cpp));
-    }
+    const CompileRequest req = utility_compile_request(m_device.arch(), roles);
     const CompileResult compiled = m_jit.compile(req);
     if (!compiled.ok)
         throw Error(ErrorCategory::compile, "the worker's utility kernels do not compile:\n" + compiled.log,

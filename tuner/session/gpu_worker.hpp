@@ -56,6 +56,10 @@ private:
     int m_restarts = 0;
 };
 
+// The worker's own kernels (blocking kernel, flush, generator, poison, compare), compiled through NVRTC like every
+// kernel; roles[i] is what the worker calls name_expressions[i].
+CompileRequest utility_compile_request(const std::string& arch, std::vector<std::string>& roles);
+
 // The kernel-module version from /proc/driver/nvidia/version ("580.159.04"), or "" when not readable.
 std::string nvidia_kernel_module_version();
 

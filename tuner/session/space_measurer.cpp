@@ -54,9 +54,10 @@ std::string first_lines(const std::string& log, int lines) {
     return pos == std::string::npos ? log : log.substr(0, pos);
 }
 
-KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit) {
-    const std::string hash =
-        hash_hex(jit.source_hash(space.kernel_source()) + "\n" + space.kernel_name_template()).substr(0, 16);
+KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, const wire::TimingOptions& timing) {
+    const std::string hash = hash_hex(jit.source_hash(space.kernel_source()) + "\n" + space.kernel_name_template() +
+                                      "\nl2=" + wire::l2_state(timing))
+                                 .substr(0, 16);
     return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash};
 }
 

@@ -280,7 +280,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
                                .dump();
     s.run_id = store.begin_run(run);
 
-    const KernelInfo kernel = kernel_identity(space, jit);
+    const KernelInfo kernel = kernel_identity(space, jit, o.timing);
     SpaceMeasurer measurer(space, op, jit, *gpu, o.seed);
 
     // Plan every problem first, so compilation of all of it overlaps the measurements.

@@ -78,6 +78,7 @@ TEST(BaselineFile, ReadsBackWhatItWrote) {
     EXPECT_EQ(r.git_revision, "abc1234");
     EXPECT_EQ(r.method.sessions, 3);
     EXPECT_EQ(r.method.cold_l2, true);
+    EXPECT_EQ(r.method.clean_flush, true);
     EXPECT_EQ(r.path, "mem.json");
     ASSERT_EQ(r.cases.size(), 2u);
     for (std::size_t i = 0; i < 2; ++i) {
@@ -114,6 +115,14 @@ TEST(BaselineFile, SaysWhatTheSamplesMeanForReaders) {
     EXPECT_NE(text.find("\"key\": \"bf16:M=4096,H=8192\""), std::string::npos);
     EXPECT_GT(b.cases[0].gbps(), 0);
     EXPECT_NE(text.find("\"gbps\": "), std::string::npos);
+}
+
+TEST(BaselineFile, WrittenBeforeTheCleanFlushIsCheckedWithTheDirtyOne) {
+    std::string text = format_baseline(sample_baseline());
+    const auto at = text.find("\"clean_flush\": true");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.erase(at, text.find('\n', at) - at + 1);  // the line, with its comma: cold_l2's line ends with one
+    EXPECT_FALSE(parse_baseline(text, "old.json").method.clean_flush);
 }
 
 TEST(BaselineFile, FromANewerKtuneIsRefused) {

@@ -32,7 +32,10 @@ TEST(Protocol, MissingFieldsTakeTheirDefaults) {
     const TimingOptions t = json::parse(R"({"min_samples": 3})").get<TimingOptions>();
     EXPECT_EQ(t.min_samples, 3);
     EXPECT_TRUE(t.cold_l2);
+    EXPECT_TRUE(t.clean_flush);
     EXPECT_DOUBLE_EQ(t.target_rel, 0.01);
+    const TimingOptions dirty = json(TimingOptions{.clean_flush = false}).get<TimingOptions>();
+    EXPECT_FALSE(dirty.clean_flush);
 }
 
 TEST(Protocol, BufferSeedsKeepAll64Bits) {

@@ -1,0 +1,36 @@
+// A measurement's kernel identity covers the L2 state its samples found, so that a tuning with another flush (or hot)
+// never resumes from, or ranks against, results of another method.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/common/temp_dir.hpp"
+#include "tuner/session/space_measurer.hpp"
+
+namespace ktune {
+namespace {
+
+TEST(KernelIdentity, DiffersByL2StateAndIsStableOtherwise) {
+    test::TempDir cache;
+    CompileService jit{{KTUNE_SOURCE_ROOT, cache.path().string(), "", 0}};
+    const SearchSpace space = SearchSpace::load_file(std::string(KTUNE_SOURCE_ROOT) + "/search_spaces/rmsnorm.yaml");
+    wire::TimingOptions clean, dirty, hot;
+    dirty.clean_flush = false;
+    hot.cold_l2 = false;
+    EXPECT_EQ(wire::l2_state(clean), "cold");
+    EXPECT_EQ(wire::l2_state(dirty), "cold-dirty");
+    EXPECT_EQ(wire::l2_state(hot), "hot");
+
+    const KernelInfo a = kernel_identity(space, jit, clean);
+    EXPECT_EQ(a.op, "rmsnorm");
+    EXPECT_EQ(a.source_hash, kernel_identity(space, jit, clean).source_hash);
+    wire::TimingOptions more_samples = clean;  // sampling settings are not part of it: resuming keeps those results
+    more_samples.min_samples = 50;
+    EXPECT_EQ(a.source_hash, kernel_identity(space, jit, more_samples).source_hash);
+    EXPECT_NE(a.source_hash, kernel_identity(space, jit, dirty).source_hash);
+    EXPECT_NE(a.source_hash, kernel_identity(space, jit, hot).source_hash);
+    EXPECT_NE(kernel_identity(space, jit, dirty).source_hash, kernel_identity(space, jit, hot).source_hash);
+}
+
+}  // namespace
+}  // namespace ktune
