@@ -26,6 +26,8 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--tools", default="memcheck,racecheck")
 ap.add_argument("--jobs", type=int, default=12, help="sanitizer runs at once (its cost is mostly on the CPU)")
 ap.add_argument("--timeout", type=float, default=300, help="seconds per (space, tool) run")
+ap.add_argument("--problem", help="AXIS=V,...: check at this problem instead of each space's smallest (e.g. the "
+                "decode sizes, where other paths of a kernel win)")
 ap.add_argument("spaces", nargs="*", help="search space names (default: every YAML under search_spaces/)")
 args = ap.parse_args()
 out = pathlib.Path(args.out)
@@ -47,7 +49,7 @@ def plan(space):
     if not rows:
         return None, "no tuned results"
     smallest = min(rows, key=lambda r: r["gbps"] * r["p50_us"] / ({"fp32": 2, "fp16": 1, "bf16": 1}[r["dtype"]]))
-    problem = ",".join(f"{k}={v}" for k, v in smallest["shape"].items())
+    problem = args.problem or ",".join(f"{k}={v}" for k, v in smallest["shape"].items())
     return (problem, sorted({r["config"] for r in rows})), None
 
 

@@ -4,13 +4,14 @@
 Per op/variant, over the best configuration of every problem:
   - validated: problems with an `ok` best, and measurements that were not ok (by status)
   - large: the lowest % of the copy ceiling among problems moving >= 256 MB
-  - mid: the lowest % among problems moving 4 to 64 MB, and (when the database holds a tuned `copy` op, the copy
-    roofline per size) the lowest ratio of a same-size copy's time to the op's time: how close the op gets to the
-    best copy of the bytes it moves, with the same timing method
+  - mid: the lowest % among problems moving 4 to 64 MB, by event time and by CUPTI kernel duration (the event time
+    holds ~2.4 us of launch on an H100: an empty kernel is 3.2 us by events, 0.9 us by CUPTI), and (when the
+    database, or --copy-db, holds a tuned `copy` op, the copy roofline per size) the lowest ratio of a same-size
+    copy's time to the op's time: how close the op gets to the best copy of the bytes it moves, same method
   - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
   - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
     and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
-Usage: bench/targets.py DB [--op OP] [--detail]
+Usage: bench/targets.py DB [--op OP] [--detail] [--copy-db DB]
 """
 import argparse
 import json
@@ -21,6 +22,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("db")
 ap.add_argument("--op", help="only this op (or op/variant)")
 ap.add_argument("--detail", action="store_true", help="print every problem")
+ap.add_argument("--versus", help="with --detail: also each problem's speedup over this peer impl (e.g. cublas_bf16)")
+ap.add_argument("--copy-db", help="take the copy roofline from this database (tuned with the same method)")
 args = ap.parse_args()
 db = sqlite3.connect(args.db)
 copy = {k: g for k, g in db.execute("select key, copy_gbps from devices")}
@@ -51,6 +54,8 @@ for op, variant, status, n in db.execute("""select k.op, k.variant, m.status, co
 peers = defaultdict(dict)  # (op, variant, problem_key) -> method -> (p50, impl)
 for op, variant, pkey, impl, method, p50 in db.execute(
         "select op, variant, problem_key, impl, method, p50_us from peer_measurements"):
+    if impl == args.versus:
+        peers[(op, variant, pkey)]["versus:" + method] = (p50, impl)
     cur = peers[(op, variant, pkey)].get(method)
     if cur is None or p50 < cur[0]:
         peers[(op, variant, pkey)][method] = (p50, impl)
@@ -64,7 +69,16 @@ def canonical(pkey):  # peers may write the axes in another order
 peer_by_canon = {(o, v, canonical(p)): m for (o, v, p), m in peers.items()}
 
 # The copy roofline: best copy time per bytes moved, interpolated log-log between the measured sizes.
-copy_curve = sorted((b["gbps"] * 1e3 * b["p50"], b["p50"]) for (op, v, _), b in best.items() if op == "copy")
+copy_best = best
+if args.copy_db:
+    copy_best = {}
+    for pkey, p50, gbps in sqlite3.connect(args.copy_db).execute("""
+            select p.key, min(m.p50_us), m.gbps from measurements m join kernels k on k.id = m.kernel_id
+            join problems p on p.id = m.problem_id where m.status = 'ok' and k.op = 'copy' and k.source_hash =
+            (select k2.source_hash from measurements m2 join kernels k2 on k2.id = m2.kernel_id where k2.op = 'copy'
+             order by m2.measured_at desc limit 1) group by p.key"""):
+        copy_best[("copy", "", pkey)] = dict(p50=p50, gbps=gbps)
+copy_curve = sorted((b["gbps"] * 1e3 * b["p50"], b["p50"]) for (op, v, _), b in copy_best.items() if op == "copy")
 
 
 def copy_time(moved):
@@ -84,7 +98,7 @@ for (op, variant, pkey), b in best.items():
     by_op[(op, variant)].append((pkey, b))
 
 for (op, variant), items in sorted(by_op.items()):
-    large, mid, mid_vs_copy, decode, trail = [], [], [], [], []
+    large, mid, mid_kernel, mid_vs_copy, decode, trail = [], [], [], [], [], []
     lead = []
     for pkey, b in sorted(items):
         pct = 100 * b["gbps"] / copy[b["dev"]]
@@ -93,6 +107,8 @@ for (op, variant), items in sorted(by_op.items()):
             large.append((pct, pkey))
         elif 4e6 <= moved <= 64e6:
             mid.append((pct, pkey))
+            if b["cupti"]:
+                mid_kernel.append((100 * moved / (b["cupti"] * 1e3) / copy[b["dev"]], pkey))
             ct = copy_time(moved)
             if ct:
                 mid_vs_copy.append((100 * ct / b["p50"], pkey))
@@ -113,12 +129,18 @@ for (op, variant), items in sorted(by_op.items()):
                 trail.append((pkey, worst))
         if args.detail:
             r = " ".join(f"{x[1]}:{x[0]:.2f}x({x[2]})" for x in ratios)
+            for method, name, mine in (("cold_l2_events", "events", b["p50"]), ("cupti_kernel_sum", "kernel", b["cupti"])):
+                v = pm.get("versus:" + method)
+                if v and mine:
+                    r += f" | {name} {v[0] / mine:.2f}x over {args.versus} ({v[0]:.2f} us)"
             print(f"  {op}/{variant} {pkey:<40} {b['p50']:9.2f} us {pct:6.1f} % cupti {b['cupti'] or 0:7.2f} {r}")
     n_fail = dict(failed[(op, variant)])
     f = lambda xs, fn: f"{fn(xs)[0]:.1f} ({fn(xs)[1]})" if xs else "-"
     print(f"{op}/{variant}: {len(items)} problems ok; not ok {n_fail or 0}")
     print(f"  large >= 256 MB: min {f(large, min)} % of copy; mid 4-64 MB: min {f(mid, min)} %, "
           f"{sum(p < 80 for p, _ in mid)} of {len(mid)} below 80 %" +
+          (f"; by kernel time: min {f(mid_kernel, min)} %, {sum(p < 80 for p, _ in mid_kernel)} below 80 %"
+           if mid_kernel else "") +
           (f"; against a same-size copy: min {f(mid_vs_copy, min)} %" if mid_vs_copy else ""))
     print(f"  decode M in (1, 16): max CUPTI {f(decode, max)} us, {sum(d > 3 for d, _ in decode)} of {len(decode)} over 3 us")
     if lead:

@@ -55,7 +55,7 @@ struct TuneCliOptions {
     int device = 0;
     unsigned threads = 0;
     std::uint64_t seed = 1;
-    std::vector<std::string> dtypes, problems, configs;
+    std::vector<std::string> dtypes, problems, configs, shapes;
     int min_samples = 10, max_samples = 2000;
     double target_ci = 0.01, time_cap = 1.0;
 };
@@ -322,6 +322,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     }
     for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
     for (const auto& f : g_tune.configs) o.config_filters.push_back(parse_named_values(f, "--config", "PARAM"));
+    for (const auto& f : g_tune.shapes) o.shapes.push_back(parse_named_values(f, "--shape", "AXIS"));
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
     o.timing.cold_l2 = !g_tune.hot;
@@ -471,6 +472,10 @@ void register_commands(CLI::App& app, GlobalOptions&) {
         ->check(positive_number());
     tune->add_option("--dtype", g_tune.dtypes, "Only these dtypes (fp32, fp16, bf16); repeatable");
     tune->add_option("--problem", g_tune.problems, "Only problems matching AXIS=V[,AXIS=V...]; repeatable");
+    tune->add_option("--shape", g_tune.shapes,
+                     "Tune at this shape instead of the space's problems: AXIS=V for every axis, plus the op's "
+                     "optional axes (e.g. a row stride S: `ktune list` describes them); in each --dtype; repeatable")
+        ->type_name("AXIS=V,...");
     tune->add_option("--config", g_tune.configs,
                      "Only configurations matching PARAM=V[,PARAM=V...] (e.g. a stored best, to re-measure it or "
                      "run it under compute-sanitizer); repeatable");

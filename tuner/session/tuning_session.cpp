@@ -64,9 +64,33 @@ void check_config_filters(const SearchSpace& space, const std::vector<Problem>& 
                     "--config");
 }
 
+// The --shape problems: the space's axes first, in its order, then the op's optional axes as given.
+std::vector<Problem> explicit_problems(const SearchSpace& space, const TuneOptions& o) {
+    std::vector<Problem> out;
+    const std::vector<Dtype> dtypes = o.dtypes.empty() ? space.dtypes() : o.dtypes;
+    for (const NamedValues& shape : o.shapes) {
+        NamedValues ordered;
+        for (const auto& axis : space.axes()) {
+            const auto v = lookup(shape, axis.name);
+            if (!v)
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("'{}' does not give axis {} of {} (a shape names every axis)",
+                                        format_named_values(shape), axis.name, space.file()),
+                            "--shape");
+            ordered.emplace_back(axis.name, *v);
+        }
+        for (const auto& [name, v] : shape)
+            if (!lookup(ordered, name)) ordered.emplace_back(name, v);
+        for (Dtype d : dtypes)
+            if (std::find(space.dtypes().begin(), space.dtypes().end(), d) != space.dtypes().end())
+                out.push_back(Problem{d, ordered});
+    }
+    return out;
+}
+
 std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions& o) {
     std::vector<Problem> out;
-    for (const Problem& p : space.problems()) {
+    for (const Problem& p : o.shapes.empty() ? space.problems() : explicit_problems(space, o)) {
         if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) == o.dtypes.end()) continue;
         if (!matches_any(p.shape, o.problem_filters)) continue;
         out.push_back(p);

@@ -31,6 +31,9 @@ struct TuneOptions {
     bool compile_only = false;
     std::vector<Dtype> dtypes;                 // empty: the space's dtypes
     std::vector<NamedValues> problem_filters;  // keep problems matching any filter (all named axes equal)
+    // Tune at these shapes instead of the space's problems (every axis of the space, plus optional axes of the op such
+    // as a row stride), in each selected dtype: odd sizes, strided rows, a model's own shapes.
+    std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
     unsigned threads = 0;                      // compile threads (0: all cores)
     std::uint64_t seed = 1;                    // input generator and random strategy
