@@ -39,20 +39,26 @@
 //                   configurations out.
 //   ROWS_PER_BLOCK  leaf partials a block works on at once (a divisor of 8, so they share one tree node):
 //                   threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32.
-//   ROWS_IN_FLIGHT  1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a partial's next row
-//                   before reducing the current one (loads always in flight, twice the registers for x and dy);
-//                   1 loads each row when it is reached.
+//   ROWS_IN_FLIGHT  1, 2, 8 or 16. 1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a
+//                   partial's next row before reducing the current one (loads always in flight, twice the registers
+//                   for x and dy); 1 loads each row when it is reached.
 //                   16 (WHOLE_ROWS): the whole-problem path for small M (ROWS_PER_BLOCK 1, grid: one cluster). The
 //                   cluster owns every row: each thread loads its columns of 16 rows at once, the 32 row sums of the
 //                   batch go through one block barrier and one cluster barrier, and dw is summed in registers along
 //                   the same tree (no scratch rows, fences or arrivals). Taken when rows <= 64 (so P = rows: one row
 //                   per partial), hidden % VEC == 0 and the vector path's alignment hold; otherwise the grid-stride
 //                   path below runs on the one cluster (correct, slow).
+//                   8 (NODE_ROWS): the node path for small M (grid: one cluster; ROWS_PER_BLOCK = ceil(rows / 8) thread
+//                   groups per block, group g holding its columns of rows 8g .. 8g + 7, the level-1 node g of the dw
+//                   tree). Every load issued after a few instructions, one block barrier and one cluster barrier for
+//                   the row sums, dw summed in registers (nodes) and through shared memory (root). Taken when
+//                   1 <= rows <= 8 * ROWS_PER_BLOCK, hidden % VEC == 0, one pass and the vector path's alignment hold;
+//                   otherwise the grid-stride path below runs on the one cluster (correct, slow).
 //   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8.
 //
 // Launch: block = BLOCK threads (1-D), grid.x = a multiple of CLUSTER: clusters loop over groups of ROWS_PER_BLOCK
 // partials (grid stride); ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) * CLUSTER gives one group per cluster
-// (ROWS_IN_FLIGHT 16: CLUSTER, one cluster; further clusters idle on its path). Static shared memory only.
+// (ROWS_IN_FLIGHT 8 and 16: CLUSTER, one cluster; further clusters idle on their paths). Static shared memory only.
 //
 // Why the whole-problem path: at M = 16 the tree costs a chain of dependent round trips after the kernel's own loads
 // (node row stored, fence, atomic, the last block re-reads the rows, stores dw: 6-8 us measured on an H100 against
@@ -584,8 +590,8 @@ __device__ __forceinline__ float select_value(bool c, float a, float b) {
 
 // One step of warp_transpose_sum32 (HALF = 16, 8, .., 1, a template so that every index is a constant): lane keeps
 // v[i + HALF] (its HALF bit set) or v[i] in v[i], plus the partner lane's copy of the same value.
-template <int HALF>
-__device__ __forceinline__ void transpose_step(float (&v)[32], int lane) {
+template <int HALF, int N>
+__device__ __forceinline__ void transpose_step(float (&v)[N], int lane) {
     const bool hi = (lane & HALF) != 0;
 #pragma unroll
     for (int i = 0; i < HALF; ++i) {
@@ -747,6 +753,191 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
     }
 }
 
+// ---- the node path (ROWS_IN_FLIGHT = NODE_ROWS) ----------------------------------------------------------------------
+//
+// Small M in one cluster (rows <= 8 * ROWS_PER_BLOCK <= 64, so P = rows and every partial is one row): the block's
+// thread group g (TPR threads) owns the rows of level-1 node g of the dw tree (rows 8g .. 8g + 7), each block its
+// chunks of columns (as above). A thread holds its columns of at most 8 rows (8 * VEC * UNROLL elements; the whole
+// path: 16 rows per thread, so a quarter of the warps for the same work at M = 16, each with twice the dependent
+// instructions: measured 5.5-7 us). Latency, not bytes, sets the time at these sizes, so: every load is issued after a
+// prologue of a few instructions; one block barrier and (CLUSTER > 1) one cluster barrier for the row sums, each block
+// pushing its sums into every block's shared memory before it (nothing remote is read after it, so no block waits for
+// the others to finish before it leaves); the node is summed in registers and, with rows > 8, the root from the
+// nodes by group 0 through shared memory (one more block barrier). No scratch, fences or arrivals.
+
+inline constexpr int NODE_ROWS = DW_TREE_FAN;  // rows per thread: one level-1 node of the tree
+
+// Sums 16 values over the warp's lanes with 15 + 1 shuffles: lane l gets the warp's sum of v[l % 16].
+__device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
+    transpose_step<8>(v, threadIdx.x & 31);
+    return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
+}
+
+// Every thread of the cluster (grid: one cluster; rows <= 8 * G, hidden % V == 0, the vector path's alignment, one
+// pass). red_w: BLOCK / 32 x 16 floats, red_c: CLUSTER x G x 16 floats, stage: (G - 1) x U x TPR x V floats (16-byte
+// aligned; G > 1), all shared.
+template <typename T, int TPR, int V, int U, int G, int CLUSTER>
+__device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restrict__ dw, const T* __restrict__ x,
+                                            const T* __restrict__ dy, const T* __restrict__ w, const Rows& a,
+                                            float (*red_w)[2 * NODE_ROWS], float (*red_c)[G][2 * NODE_ROWS],
+                                            float* stage) {
+    constexpr int W = V * int(sizeof(T)) / 4;
+    constexpr int E = elems_per_word<T>;
+    constexpr int K = NODE_ROWS;
+    constexpr int WPG = TPR / 32;  // warps per group
+    static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd node path: accesses of 4, 8 or 16 bytes");
+    static_assert(2 * K == 16, "rmsnorm_bwd node path: 16 row sums per group");
+    // Arrival 1 of the cluster barrier pair below: a block writes into another's shared memory only once that block
+    // has started (it has arrived here), which the wait before the push guarantees.
+    if constexpr (CLUSTER > 1) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int g = tid / TPR;
+    const int t = tid - g * TPR;
+    const int rank = a.rank;
+    const int nvec = a.hidden / V;
+    const int r0 = g * K;
+    const int n = a.rows - r0 < K ? a.rows - r0 : K;  // the node's rows (<= 0: none; uniform over the warp)
+
+    // Every load in flight at once (rows past the end read nothing).
+    Words<W> wv[U], xv[K][U], gv[K][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + rank) * TPR + t;
+        const bool ok = i < nvec;
+        wv[u] = ok ? load_words<W>(w + i * V) : zero_words<W>();
+        const T* xk = x + static_cast<long long>(r0) * a.x_stride + i * V;
+        const T* gk = dy + static_cast<long long>(r0) * a.dy_stride + i * V;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            xv[k][u] = ok && k < n ? load_words<W>(xk) : zero_words<W>();
+            gv[k][u] = ok && k < n ? load_words<W>(gk) : zero_words<W>();
+            xk += a.x_stride;
+            gk += a.dy_stride;
+        }
+    }
+    // v[k]: this thread's sum of x^2 over row r0 + k, v[K + k]: of dy * w * x.
+    float v[2 * K];
+#pragma unroll
+    for (int k = 0; k < 2 * K; ++k) v[k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if (k >= n) break;
+        float sxx = 0.0f, sgx = 0.0f;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                float fx[E], fg[E], fw[E];
+                unpack_word(T{}, xv[k][u].w[j], fx);
+                unpack_word(T{}, gv[k][u].w[j], fg);
+                unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    sxx = fmaf(fx[e], fx[e], sxx);
+                    sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
+                }
+            }
+        v[k] = sxx;
+        v[K + k] = sgx;
+    }
+    // Lane l (< 16): the warp's sum of v[l]; then the block's (its group's warps in order), then the cluster's (ranks
+    // in order): the same additions in every block, so every block gets the same sums.
+    const float sw = warp_transpose_sum16(v);
+    if (lane < 2 * K) red_w[warp][lane] = sw;
+    __syncthreads();
+    float s = 0.0f;
+    if constexpr (CLUSTER == 1) {
+#pragma unroll
+        for (int q = 0; q < WPG; ++q) s += red_w[g * WPG + q][lane & 15];
+    } else {
+        asm volatile("barrier.cluster.wait;" ::: "memory");  // every block has started
+        if (warp < G && lane < 2 * K) {  // warp gg pushes group gg's block sums to every block
+            float b = 0.0f;
+#pragma unroll
+            for (int q = 0; q < WPG; ++q) b += red_w[warp * WPG + q][lane];
+#pragma unroll
+            for (int q = 0; q < CLUSTER; ++q)
+                *static_cast<float*>(__cluster_map_shared_rank(&red_c[rank][warp][lane], q)) = b;
+        }
+        __cluster_barrier_arrive();  // release: the pushes
+        __cluster_barrier_wait();    // acquire
+#pragma unroll
+        for (int q = 0; q < CLUSTER; ++q) s += red_c[q][g][lane & 15];
+    }
+    // Row r0 + k: its sums in lanes k and K + k.
+    float acc[U][V];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        if (k >= n) break;
+        const float sxx = __shfl_sync(0xffffffffu, s, k);
+        const float sgx = __shfl_sync(0xffffffffu, s, K + k);
+        const float rstd = rsqrtf(sxx * a.inv_hidden + a.eps);
+        const float kx = rstd * rstd * rstd * (sgx * a.inv_hidden);
+        T* dr = dx + static_cast<long long>(r0 + k) * a.dx_stride;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int i = (u * CLUSTER + rank) * TPR + t;
+            if (i >= nvec) continue;
+            Words<W> out;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                float fx[E], fg[E], fw[E], fd[E];
+                unpack_word(T{}, xv[k][u].w[j], fx);
+                unpack_word(T{}, gv[k][u].w[j], fg);
+                unpack_word(T{}, wv[u].w[j], fw);
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    fd[e] = dx_value(fg[e], fw[e], fx[e], rstd, kx);
+                    // The node: its first row's term, then += the next ones in row order (as whole_tree_add).
+                    const float term = dw_term(fg[e], fx[e], rstd, 0.0f);
+                    acc[u][j * E + e] = k == 0 ? term : __fadd_rn(acc[u][j * E + e], term);
+                }
+                out.w[j] = pack_word<T>(fd);
+            }
+            store_words<W>(dr + i * V, out);
+        }
+    }
+    // dw: the node itself when rows <= 8; else group 0 adds the nodes in order (the root).
+    const int nodes = (a.rows + K - 1) / K;  // uniform over the block
+    if constexpr (G > 1) {
+        if (nodes > 1) {
+            if (g > 0 && n > 0) {
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    store_floats<V>(stage + ((static_cast<long long>(g - 1) * U + u) * TPR + t) * V, acc[u]);
+            }
+            __syncthreads();
+            if (g != 0) return;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int i = (u * CLUSTER + rank) * TPR + t;
+                if (i >= nvec) continue;
+                float root[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) root[e] = acc[u][e];
+#pragma unroll
+                for (int h = 1; h < G; ++h)
+                    if (h < nodes) {
+                        const float* st = stage + ((static_cast<long long>(h - 1) * U + u) * TPR + t) * V;
+#pragma unroll
+                        for (int e = 0; e < V; ++e) root[e] = __fadd_rn(root[e], st[e]);
+                    }
+                store_floats<V>(dw + i * V, root);
+            }
+            return;
+        }
+    }
+    if (g != 0) return;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + rank) * TPR + t;
+        if (i >= nvec) continue;
+        store_floats<V>(dw + i * V, acc[u]);
+    }
+}
+
 template <int CLUSTER>
 __device__ __forceinline__ int cluster_rank() {
     if constexpr (CLUSTER > 1)
@@ -758,7 +949,10 @@ __device__ __forceinline__ int cluster_rank() {
 }  // namespace ktune::dev::rmsnorm_bwd
 
 template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT, int CLUSTER>
-__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
+// The node path's configurations ask for one block per SM (minBlocks 1; 0 is the default, identical code): without it
+// ptxas caps them at 64 registers and spills (e.g. bf16 BLOCK 256, ROWS_PER_BLOCK 2: 88 registers with it, none spilled).
+__global__ void __cluster_dims__(CLUSTER, 1, 1)
+    __launch_bounds__(BLOCK, ROWS_IN_FLIGHT == ktune::dev::rmsnorm_bwd::NODE_ROWS ? 1 : 0)
     rmsnorm_bwd(T* __restrict__ dx, float* __restrict__ dw, float* __restrict__ scratch, const T* __restrict__ x,
                 const T* __restrict__ dy, const T* __restrict__ w, int rows, int hidden, long long x_row_stride,
                 long long dy_row_stride, long long dx_row_stride, float eps) {
@@ -769,9 +963,11 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "rmsnorm_bwd: VEC is a power of two");
     static_assert(VEC * sizeof(T) <= 16, "rmsnorm_bwd: VEC * sizeof(T) <= 16");
     static_assert(UNROLL >= 1 && UNROLL <= 32, "rmsnorm_bwd: UNROLL in [1, 32]");
-    static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2 || ROWS_IN_FLIGHT == ktune::dev::rmsnorm_bwd::WHOLE_ROWS,
-                  "rmsnorm_bwd: ROWS_IN_FLIGHT is 1, 2 or 16");
-    static_assert(ROWS_IN_FLIGHT <= 2 || ROWS_PER_BLOCK == 1, "rmsnorm_bwd: the whole-problem path has one group");
+    static_assert(ROWS_IN_FLIGHT == 1 || ROWS_IN_FLIGHT == 2 || ROWS_IN_FLIGHT == ktune::dev::rmsnorm_bwd::NODE_ROWS ||
+                      ROWS_IN_FLIGHT == ktune::dev::rmsnorm_bwd::WHOLE_ROWS,
+                  "rmsnorm_bwd: ROWS_IN_FLIGHT is 1, 2, 8 or 16");
+    static_assert(ROWS_IN_FLIGHT != ktune::dev::rmsnorm_bwd::WHOLE_ROWS || ROWS_PER_BLOCK == 1,
+                  "rmsnorm_bwd: the whole-problem path has one group");
     static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "rmsnorm_bwd: CLUSTER in {1, 2, 4, 8}");
     static_assert(ktune::rmsnorm_bwd_layout::DW_TREE_FAN % ROWS_PER_BLOCK == 0,
                   "rmsnorm_bwd: a block's partials share a node");
@@ -784,9 +980,30 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     constexpr bool VECTOR_PATH = VEC_BYTES >= 4;
     constexpr bool WHOLE = ROWS_IN_FLIGHT == WHOLE_ROWS && VECTOR_PATH;
+    constexpr bool NODE = ROWS_IN_FLIGHT == NODE_ROWS && VECTOR_PATH;
     __shared__ float2 red[2][32];  // per warp of a group, double-buffered (see group_sum2 / cluster_sum2)
     __shared__ int s_last;
-    __shared__ __align__(16) float stage[ROWS_PER_BLOCK > 1 && VECTOR_PATH ? (ROWS_PER_BLOCK - 1) * TPR * VEC : 4];
+    // Node mode's partials (node_sum); the node path's nodes (all UNROLL accesses at once).
+    __shared__ __align__(16) float stage[ROWS_PER_BLOCK > 1 && VECTOR_PATH
+                                             ? (ROWS_PER_BLOCK - 1) * TPR * VEC * (NODE ? UNROLL : 1)
+                                             : 4];
+    __shared__ float node_w[NODE ? BLOCK / 32 : 1][2 * NODE_ROWS];  // node path: per warp, per lane
+    __shared__ float node_c[NODE ? CLUSTER : 1][NODE ? ROWS_PER_BLOCK : 1][2 * NODE_ROWS];  // per rank, group, lane
+
+    // The node path first, ahead of the other paths' set-up: its loads go out after a few instructions.
+    if constexpr (NODE) {
+        const int rank = cluster_rank<CLUSTER>();
+        if (is_aligned(x, VEC_BYTES) && is_aligned(dy, VEC_BYTES) && is_aligned(dx, VEC_BYTES) &&
+            is_aligned(w, VEC_BYTES) && is_aligned(dw, 16) && x_row_stride % VEC == 0 && dy_row_stride % VEC == 0 &&
+            dx_row_stride % VEC == 0 && hidden % VEC == 0 && hidden / VEC <= CLUSTER * TPR * UNROLL && rows >= 1 &&
+            rows <= NODE_ROWS * ROWS_PER_BLOCK) {
+            if (static_cast<int>(blockIdx.x) >= CLUSTER) return;  // grid: one cluster (any further ones idle)
+            const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden),
+                         eps, rank};
+            node_vector<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER>(dx, dw, x, dy, w, a, node_w, node_c, stage);
+            return;
+        }
+    }
     __shared__ float whole_w[WHOLE ? 2 : 1][WHOLE ? TPR : 1];  // whole path: per warp, per lane; two batches
     __shared__ float whole_c[WHOLE ? 2 : 1][WHOLE ? 32 : 1];  // whole path: the block's sums
 
