@@ -26,6 +26,10 @@
 //   UNROLL            items each thread has in flight at once (all loads before the first store), in [1, 8];
 //                     VEC * UNROLL <= 16 bounds the registers (two accesses and 2 * VEC floats per item): about 30
 //                     at UNROLL 1, up to ~120 at VEC * UNROLL = 16.
+//   ISSUE             load order, 1 or 2. 1: item by item, its position first (the throughput path, tuned at large M).
+//                     2: the decode path (rotate_group_early): all q/k loads of a pass, then the position, then
+//                     cos/sin, index math by fp32 reciprocals; two dependent DRAM trips per pass instead of two per
+//                     pass plus a division prologue. The YAML gives it one-pass configurations at M <= 256.
 //
 // Measured on an H100 (cold L2): neox bf16 M = 32768, 32/8 heads x 128 at 2886 GB/s (96 % of copy), gptj 2775; at
 // M = 4096 about 2450. Open question: gptj with head_dim 64, 16-bit T, VEC 8 and UNROLL 1 runs at ~780 GB/s,
@@ -199,9 +203,138 @@ __device__ __forceinline__ void rotate_group_scalar(const Ctx<T>& a, long long f
     }
 }
 
+// ---- ISSUE = 2: the decode path -----------------------------------------------------------------------------------
+//
+// At a few tokens the kernel is latency-bound: its time is the chain of dependent global-memory round trips
+// (~0.6-0.8 us each from DRAM), not bytes. The path above (ISSUE = 1) computes an item's address with branches and
+// loads its position first; ptxas then places the q/k loads after the first use of the position, so a pass costs two
+// trips (position, then q/k with cos/sin), one-pass configurations were not in the space (40 heads x 2^k chunks never
+// fit a power-of-two BLOCK * UNROLL), and the prologue builds two FastDivmods (a bit loop and a division).
+// This path issues, for all UNROLL items of the pass: the q/k loads (independent of the position), then the position
+// loads, and only then touches the position to issue the cos/sin loads. The q/k trip overlaps the position ->
+// cos/sin chain: two trips per pass in all, the floor for a position-indexed cache. With BLOCK * UNROLL >= the
+// items of a token group (the YAML asks for one pass), a launch is ~ the empty kernel plus two trips.
+// The index math needs no integer division: quotients by the launch-invariant divisors from an fp32 reciprocal,
+// corrected by one step (div_by_rcp), and branch-free selects for q or k, so the loads are not behind branches.
+
+// floor(n / d) and n % d for d >= 1, n < 2^30 and n / d <= 2^20, given rcp ~ 1 / d (rcp.approx: < 1 ulp). With the
+// roundings of n to float and of the product (< 1 ulp each), n * rcp is within (n / d) * 2^-21.4 < 0.4 of n / d, so
+// its truncation is off by at most one: one signed correction step makes it exact.
+__device__ __forceinline__ unsigned div_by_rcp(unsigned n, unsigned d, float rcp, unsigned& rem) {
+    int q = static_cast<int>(__fmul_rz(__uint2float_rn(n), rcp));
+    int r = static_cast<int>(n) - q * static_cast<int>(d);
+    if (r < 0) {
+        --q;
+        r += static_cast<int>(d);
+    } else if (r >= static_cast<int>(d)) {
+        ++q;
+        r -= static_cast<int>(d);
+    }
+    rem = static_cast<unsigned>(r);
+    return static_cast<unsigned>(q);
+}
+
+__device__ __forceinline__ float approx_rcp(unsigned d) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(__uint2float_rn(d)));
+    return r;
+}
+
+// The split of one group's items f = ((token - first) * heads + head) * chunks + c, from reciprocals.
+struct EarlySplit {
+    unsigned per_token;  // heads * chunks
+    unsigned chunks;
+    float rcp_per_token;
+    float rcp_chunks;
+};
+
+template <Style S, typename T, int BLOCK, int VEC, int TOKENS_PER_BLOCK, int UNROLL>
+__device__ __forceinline__ void rotate_group_early(const Ctx<T>& a, long long first, unsigned items,
+                                                   const EarlySplit& sp) {
+    constexpr int W = VEC * int(sizeof(T)) / 4;
+    for (unsigned f0 = threadIdx.x; f0 < items; f0 += BLOCK * UNROLL) {
+        T* lo[UNROLL];
+        long long token[UNROLL];
+        unsigned c[UNROLL];
+        bool ok[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const unsigned f = f0 + u * BLOCK;
+            ok[u] = f < items;
+            unsigned t = 0, r = f, h;
+            if constexpr (TOKENS_PER_BLOCK > 1) t = div_by_rcp(f, sp.per_token, sp.rcp_per_token, r);
+            h = div_by_rcp(r, sp.chunks, sp.rcp_chunks, c[u]);
+            token[u] = first + t;
+            // q or k by selects (no branch between the loads)
+            const bool in_q = static_cast<int>(h) < a.heads_q;
+            T* base = in_q ? a.q : a.k;
+            const long long stride = in_q ? a.q_token_stride : a.k_token_stride;
+            const int hh = in_q ? static_cast<int>(h) : static_cast<int>(h) - a.heads_q;
+            lo[u] = base + token[u] * stride + static_cast<long long>(hh) * a.head_dim + c[u] * VEC;
+        }
+        // 1. q/k, independent of the position
+        Words<W> xa[UNROLL], xb[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (ok[u]) {
+                xa[u] = load_words<W>(lo[u]);
+                xb[u] = load_words<W>(lo[u] + a.half);
+            }
+        }
+        // 2. positions, loaded here, in the pass, so that no use of one is hoisted above the q/k loads (a use waits
+        // for the load: that would put the q/k trip behind the position trip). One token: one load (first < tokens);
+        // several: one per item, L1 hits after the first of a token.
+        int pos[UNROLL];
+        const int pos_first = TOKENS_PER_BLOCK == 1 ? __ldg(a.positions + first) : 0;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if constexpr (TOKENS_PER_BLOCK == 1)
+                pos[u] = pos_first;
+            else
+                pos[u] = ok[u] ? __ldg(a.positions + token[u]) : 0;
+        }
+        // 3. cos/sin rows: the first instructions that wait for a load
+        float cs[UNROLL][VEC], sn[UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (!ok[u]) continue;
+            const long long row = static_cast<long long>(pos[u]) * a.half;
+            if constexpr (S == Style::neox) {
+                load_floats<VEC>(a.cos_cache + row + c[u] * VEC, cs[u]);
+                load_floats<VEC>(a.sin_cache + row + c[u] * VEC, sn[u]);
+            } else {  // as in rotate_group_vector
+                const long long i0 = row + c[u] * (VEC / 2), i1 = i0 + a.half / 2;
+                load_floats<VEC / 2>(a.cos_cache + i0, cs[u]);
+                load_floats<VEC / 2>(a.cos_cache + i1, cs[u] + VEC / 2);
+                load_floats<VEC / 2>(a.sin_cache + i0, sn[u]);
+                load_floats<VEC / 2>(a.sin_cache + i1, sn[u] + VEC / 2);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (!ok[u]) continue;
+            float fa[VEC], fb[VEC];
+            unpack<T, W>(xa[u], fa);
+            unpack<T, W>(xb[u], fb);
+            if constexpr (S == Style::neox) {
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) rotate(fa[j], fb[j], cs[u][j], sn[u][j]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < VEC / 2; ++j) {
+                    rotate(fa[2 * j], fa[2 * j + 1], cs[u][j], sn[u][j]);
+                    rotate(fb[2 * j], fb[2 * j + 1], cs[u][VEC / 2 + j], sn[u][VEC / 2 + j]);
+                }
+            }
+            store_words<W>(lo[u], pack<T, W>(fa));
+            store_words<W>(lo[u] + a.half, pack<T, W>(fb));
+        }
+    }
+}
+
 }  // namespace ktune::dev::rope
 
-template <typename T, ktune::dev::rope::Style STYLE, int BLOCK, int VEC, int TOKENS_PER_BLOCK, int UNROLL>
+template <typename T, ktune::dev::rope::Style STYLE, int BLOCK, int VEC, int TOKENS_PER_BLOCK, int UNROLL, int ISSUE>
 __global__ void __launch_bounds__(BLOCK)
     rope_fwd(T* __restrict__ q, T* __restrict__ k, const int* __restrict__ positions, const float* __restrict__ cos_cache,
              const float* __restrict__ sin_cache, int tokens, int heads_q, int heads_k, int head_dim, int rotary_dim,
@@ -214,6 +347,8 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(TOKENS_PER_BLOCK >= 1, "rope_fwd: TOKENS_PER_BLOCK >= 1");
     static_assert(UNROLL >= 1 && UNROLL <= 8, "rope_fwd: UNROLL in [1, 8]");
     static_assert(VEC * UNROLL <= 16, "rope_fwd: VEC * UNROLL <= 16 (registers)");
+    static_assert(ISSUE == 1 || ISSUE == 2, "rope_fwd: ISSUE is 1 or 2");
+    static_assert(ISSUE == 1 || TOKENS_PER_BLOCK <= 1024, "rope_fwd: ISSUE 2 splits items of <= 2^30 in 32 bits");
 
     using namespace ktune::dev;
     using rope::Style;
@@ -225,6 +360,21 @@ __global__ void __launch_bounds__(BLOCK)
                            k_token_stride % VEC == 0 && is_aligned(q, VEC_BYTES) && is_aligned(k, VEC_BYTES) &&
                            is_aligned(cos_cache, 16) && is_aligned(sin_cache, 16);
     // Uniform over the grid: one path per launch.
+    if constexpr (ISSUE == 2) {
+        if (vector_ok) {
+            const unsigned chunks = static_cast<unsigned>(a.half / VEC);
+            const unsigned per_token = static_cast<unsigned>(heads) * chunks;
+            const rope::EarlySplit sp{per_token, chunks, rope::approx_rcp(per_token), rope::approx_rcp(chunks)};
+            for (long long first = static_cast<long long>(blockIdx.x) * TOKENS_PER_BLOCK; first < tokens;
+                 first += static_cast<long long>(gridDim.x) * TOKENS_PER_BLOCK) {
+                const long long left = tokens - first;
+                const unsigned items =
+                    per_token * static_cast<unsigned>(left < TOKENS_PER_BLOCK ? left : TOKENS_PER_BLOCK);
+                rope::rotate_group_early<STYLE, T, BLOCK, VEC, TOKENS_PER_BLOCK, UNROLL>(a, first, items, sp);
+            }
+            return;
+        }  // else the scalar path below, as with ISSUE = 1
+    }
     const int chunks = vector_ok ? a.half / VEC : a.half;
     const FastDivmod by_chunks(static_cast<unsigned>(chunks)), by_heads(static_cast<unsigned>(heads));
     const unsigned per_token = static_cast<unsigned>(heads) * static_cast<unsigned>(chunks);
