@@ -18,6 +18,15 @@
 //   VEC     elements per vector access: a power of two with 8 <= VEC * sizeof(T) <= 16 (8- or 16-byte accesses).
 //   UNROLL  vector accesses of each input a thread has in flight, >= 1, with VEC * UNROLL * sizeof(T) <= 64 (32
 //           registers of data for gate and up together). A block covers BLOCK * VEC * UNROLL columns of a row.
+//   PATH    1: the general loop below only. 2: a straight-line single-tile path first, for decode sizes (M = 1..16
+//           tokens, a few microseconds at most, where the time is latency: kernel start, the instruction fetch of the
+//           code before the first load (cold: the L2 flush evicts the code too), one DRAM round trip, the math, the
+//           store drain). Taken when the launch is the YAML's single pass (grid.x >= column tiles, grid.y >= rows)
+//           and the vector path needs no tail (pointers aligned, strides and cols multiples of VEC); then block
+//           (x, y) does tile x of row y: one uniform branch, no loops, no 64-bit loop state, unconditional loads
+//           (indices clamped into the row, stores predicated), ~50 instructions from entry to the loads instead of
+//           ~105, ex2/rcp .approx.ftz without the non-ftz denormal fix-ups (4 instructions less per element).
+//           Otherwise it calls the PATH = 1 loop as a __noinline__ function, whose code lies after the fast path.
 //
 // Launch: block = BLOCK threads (1-D); grid.x = ceil_div(cols, BLOCK * VEC * UNROLL) column tiles and grid.y rows;
 // both are walked with a grid stride, so any grid is correct (grid.y <= 65535 covers any row count). No shared memory.
@@ -43,6 +52,57 @@ __device__ __forceinline__ float activate(float g) {
     return __fdividef(g, 1.0f + __expf(-z));
 }
 
+// load_words through the read-only path (ld.global.nc), which PATH = 2 asks for explicitly: its call to glu_loop_call
+// keeps the compiler from deriving it from __restrict__. Inputs are never written by the kernel.
+template <int W>
+__device__ __forceinline__ Words<W> load_words_nc(const void* p) {
+    Words<W> r;
+    if constexpr (W == 4) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
+    } else {
+        static_assert(W == 2, "load_words_nc: 8- or 16-byte accesses");
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+        r.w[0] = v.x; r.w[1] = v.y;
+    }
+    return r;
+}
+
+// activate(g) * u for PATH = 2: the same g * sigmoid(z) through ex2.approx.ftz and rcp.approx.ftz (the
+// approximations of __expf / __fdividef without their denormal fix-ups); gelu folds 2 sqrt(2/pi) into log2(e).
+// Flushed denormals: an ex2 result below 2^-126 only adds to 1; a denominator above 2^126 (|z| > 87) gives g * u * 0,
+// within atol of the true |g u| / 2^126. g * u is formed while the MUFU chain runs.
+template <Act A>
+__device__ __forceinline__ float glu_fast(float g, float u) {
+    float x;
+    if constexpr (A == Act::silu) {
+        x = g * -1.4426950408889634f;  // -z log2(e), z = g
+    } else {
+        constexpr float k = -2.302208198144325f;  // -2 sqrt(2/pi) log2(e)
+        x = fmaf(0.044715f * g, g * g, g) * k;
+    }
+    float e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+    return (g * u) * r;
+}
+
+template <Act A, typename T, int W>
+__device__ __forceinline__ Words<W> glu_words_fast(const Words<W>& g, const Words<W>& u) {
+    constexpr int E = elems_per_word<T>;
+    Words<W> out;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+        float fg[E], fu[E], fo[E];
+        unpack_word(T{}, g.w[j], fg);
+        unpack_word(T{}, u.w[j], fu);
+#pragma unroll
+        for (int e = 0; e < E; ++e) fo[e] = glu_fast<A>(fg[e], fu[e]);
+        out.w[j] = pack_word<T>(fo);
+    }
+    return out;
+}
+
 template <Act A, typename T, int W>
 __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>& u) {
     constexpr int E = elems_per_word<T>;
@@ -64,25 +124,15 @@ __device__ __forceinline__ void glu_element(T* out, const T* gate, const T* up, 
     out[c] = from_float<T>(activate<A>(to_float(gate[c])) * to_float(up[c]));
 }
 
-}  // namespace ktune::dev::glu
-
-template <typename T, ktune::dev::glu::Act ACT, ktune::dev::glu::Layout LAYOUT, int BLOCK, int VEC, int UNROLL>
-__global__ void __launch_bounds__(BLOCK)
-    glu_fwd(T* __restrict__ out, const T* __restrict__ gate, const T* __restrict__ up, int rows, int cols,
-            long long gate_row_stride, long long up_row_stride, long long out_row_stride) {
-    static_assert(sizeof(T) == 4 || sizeof(T) == 2, "glu_fwd: T is float, __half or __nv_bfloat16");
-    static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "glu_fwd: BLOCK a multiple of 32 in [32, 1024]");
-    static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "glu_fwd: VEC is a power of two");
-    static_assert(VEC * sizeof(T) <= 16, "glu_fwd: VEC * sizeof(T) <= 16");
-    static_assert(VEC * sizeof(T) >= 8, "glu_fwd: VEC * sizeof(T) >= 8 (narrower accesses are not tuned)");
-    static_assert(UNROLL >= 1, "glu_fwd: UNROLL >= 1");
-    static_assert(VEC * UNROLL * sizeof(T) <= 64, "glu_fwd: VEC * UNROLL * sizeof(T) <= 64 (registers)");
-
-    using namespace ktune::dev;
+// The general path (PATH = 1, and PATH = 2 when its fast path does not apply): a grid-stride loop over rows and
+// column tiles; gate and up already point at the gate and up halves (cat: up = x + cols).
+template <typename T, Act ACT, int BLOCK, int VEC, int UNROLL>
+__device__ __forceinline__ void glu_loop(T* __restrict__ out, const T* __restrict__ gate, const T* __restrict__ up,
+                                         int rows, int cols, long long gate_row_stride, long long up_row_stride,
+                                         long long out_row_stride) {
     constexpr int W = VEC * int(sizeof(T)) / 4;
     constexpr int TILE_VECS = BLOCK * UNROLL;
     constexpr int TILE = TILE_VECS * VEC;  // columns per tile
-    if constexpr (LAYOUT == glu::Layout::cat) up += cols;
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     // Uniform over the grid: one path per launch.
     const bool vector_ok = is_aligned(gate, VEC_BYTES) && is_aligned(up, VEC_BYTES) && is_aligned(out, VEC_BYTES) &&
@@ -112,9 +162,9 @@ __global__ void __launch_bounds__(BLOCK)
                 for (int k = 0; k < UNROLL; ++k) {
                     const int i = tile * TILE_VECS + k * BLOCK + t;
                     if (i < nvec)
-                        store_words<W>(o + static_cast<long long>(i) * VEC, glu::glu_words<ACT, T, W>(gv[k], uv[k]));
+                        store_words<W>(o + static_cast<long long>(i) * VEC, glu_words<ACT, T, W>(gv[k], uv[k]));
                 }
-                if (tile == tail_tile && t < cols - tail_start) glu::glu_element<ACT>(o, g, u, tail_start + t);
+                if (tile == tail_tile && t < cols - tail_start) glu_element<ACT>(o, g, u, tail_start + t);
             } else {
 #pragma unroll
                 for (int v = 0; v < VEC; ++v) {
@@ -130,10 +180,85 @@ __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
                     for (int k = 0; k < UNROLL; ++k) {
                         const int c = tile * TILE + (v * UNROLL + k) * BLOCK + t;
-                        if (c < cols) o[c] = from_float<T>(glu::activate<ACT>(gs[k]) * us[k]);
+                        if (c < cols) o[c] = from_float<T>(activate<ACT>(gs[k]) * us[k]);
                     }
                 }
             }
         }
     }
+}
+
+// Out of line for PATH = 2: a CALL on the fast path's side instead of the loop's code.
+template <typename T, Act ACT, int BLOCK, int VEC, int UNROLL>
+__device__ __noinline__ void glu_loop_call(T* out, const T* gate, const T* up, int rows, int cols,
+                                           long long gate_row_stride, long long up_row_stride,
+                                           long long out_row_stride) {
+    glu_loop<T, ACT, BLOCK, VEC, UNROLL>(out, gate, up, rows, cols, gate_row_stride, up_row_stride, out_row_stride);
+}
+
+}  // namespace ktune::dev::glu
+
+template <typename T, ktune::dev::glu::Act ACT, ktune::dev::glu::Layout LAYOUT, int BLOCK, int VEC, int UNROLL,
+          int PATH>
+__global__ void __launch_bounds__(BLOCK)
+    glu_fwd(T* __restrict__ out, const T* __restrict__ gate, const T* __restrict__ up, int rows, int cols,
+            long long gate_row_stride, long long up_row_stride, long long out_row_stride) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 2, "glu_fwd: T is float, __half or __nv_bfloat16");
+    static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "glu_fwd: BLOCK a multiple of 32 in [32, 1024]");
+    static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "glu_fwd: VEC is a power of two");
+    static_assert(VEC * sizeof(T) <= 16, "glu_fwd: VEC * sizeof(T) <= 16");
+    static_assert(VEC * sizeof(T) >= 8, "glu_fwd: VEC * sizeof(T) >= 8 (narrower accesses are not tuned)");
+    static_assert(UNROLL >= 1, "glu_fwd: UNROLL >= 1");
+    static_assert(VEC * UNROLL * sizeof(T) <= 64, "glu_fwd: VEC * UNROLL * sizeof(T) <= 64 (registers)");
+    static_assert(PATH == 1 || PATH == 2, "glu_fwd: PATH is 1 (general loop) or 2 (single-tile fast path first)");
+
+    using namespace ktune::dev;
+    constexpr int W = VEC * int(sizeof(T)) / 4;
+    constexpr int TILE_VECS = BLOCK * UNROLL;
+    constexpr int TILE = TILE_VECS * VEC;  // columns per tile
+    if constexpr (LAYOUT == glu::Layout::cat) up += cols;
+    constexpr unsigned VEC_BYTES = VEC * sizeof(T);
+    if constexpr (PATH == 2) {
+        // All uniform over the grid (one path per launch); unsigned: shifts, no signed-division fix-ups.
+        const unsigned ucols = static_cast<unsigned>(cols);
+        const unsigned fast_tiles = (ucols + (TILE - 1u)) / TILE;
+        const unsigned bx = blockIdx.x, by = blockIdx.y, t = threadIdx.x;  // read early: their latency overlaps
+        // One predicate (bitwise &: no short-circuit branches): the vector path needs no tail and no loop.
+        const bool fast = (((reinterpret_cast<unsigned long long>(gate) | reinterpret_cast<unsigned long long>(up) |
+                             reinterpret_cast<unsigned long long>(out)) & (VEC_BYTES - 1)) == 0) &
+                          (((gate_row_stride | up_row_stride | out_row_stride | cols) & (VEC - 1)) == 0) &
+                          (cols >= 0) & (gridDim.x >= fast_tiles) & (gridDim.y >= static_cast<unsigned>(rows));
+        if (!fast) {  // a call: keeps the loop's code out of the fast path's instruction stream
+            glu::glu_loop_call<T, ACT, BLOCK, VEC, UNROLL>(out, gate, up, rows, cols, gate_row_stride, up_row_stride,
+                                                           out_row_stride);
+            return;
+        }
+        {
+            const unsigned r = by;
+            if ((r >= static_cast<unsigned>(rows)) | (bx >= fast_tiles)) return;  // a grid larger than needed
+            const unsigned fast_nvec = ucols / VEC;
+            const unsigned i0 = bx * TILE_VECS + t;  // < fast_nvec + TILE_VECS: no wrap
+            const T* g = gate + r * gate_row_stride;
+            const T* u = up + r * up_row_stride;
+            T* o = out + r * out_row_stride;
+            // Loads unconditional, no branch before them: an index past the row reads the row's last vector again
+            // (fast_nvec >= 1 here: cols % VEC == 0 and blockIdx.x < fast_tiles); only the store is predicated.
+            Words<W> gv[UNROLL], uv[UNROLL];
+#pragma unroll
+            for (int k = 0; k < UNROLL; ++k) {
+                const unsigned i = min(i0 + k * BLOCK, fast_nvec - 1u);
+                gv[k] = glu::load_words_nc<W>(g + i * VEC);
+                uv[k] = glu::load_words_nc<W>(u + i * VEC);
+            }
+#pragma unroll
+            for (int k = 0; k < UNROLL; ++k) {
+                const unsigned i = i0 + k * BLOCK;
+                if (i < fast_nvec) store_words<W>(o + i * VEC, glu::glu_words_fast<ACT, T, W>(gv[k], uv[k]));
+            }
+            return;
+        }
+    }
+    if constexpr (PATH == 1)
+        glu::glu_loop<T, ACT, BLOCK, VEC, UNROLL>(out, gate, up, rows, cols, gate_row_stride, up_row_stride,
+                                                  out_row_stride);
 }
