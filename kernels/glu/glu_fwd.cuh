@@ -87,23 +87,8 @@ __device__ __forceinline__ float glu_fast(float g, float u) {
     return (g * u) * r;
 }
 
-template <Act A, typename T, int W>
-__device__ __forceinline__ Words<W> glu_words_fast(const Words<W>& g, const Words<W>& u) {
-    constexpr int E = elems_per_word<T>;
-    Words<W> out;
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-        float fg[E], fu[E], fo[E];
-        unpack_word(T{}, g.w[j], fg);
-        unpack_word(T{}, u.w[j], fu);
-#pragma unroll
-        for (int e = 0; e < E; ++e) fo[e] = glu_fast<A>(fg[e], fu[e]);
-        out.w[j] = pack_word<T>(fo);
-    }
-    return out;
-}
-
-template <Act A, typename T, int W>
+// activate(g) * u over W packed words; FAST picks glu_fast (PATH = 2's straight-line path) over the exact form.
+template <Act A, typename T, int W, bool FAST = false>
 __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>& u) {
     constexpr int E = elems_per_word<T>;
     Words<W> out;
@@ -113,7 +98,13 @@ __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>&
         unpack_word(T{}, g.w[j], fg);
         unpack_word(T{}, u.w[j], fu);
 #pragma unroll
-        for (int e = 0; e < E; ++e) fo[e] = activate<A>(fg[e]) * fu[e];
+        for (int e = 0; e < E; ++e) {
+            if constexpr (FAST) {
+                fo[e] = glu_fast<A>(fg[e], fu[e]);
+            } else {
+                fo[e] = activate<A>(fg[e]) * fu[e];
+            }
+        }
         out.w[j] = pack_word<T>(fo);
     }
     return out;
@@ -253,7 +244,7 @@ __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
             for (int k = 0; k < UNROLL; ++k) {
                 const unsigned i = i0 + k * BLOCK;
-                if (i < fast_nvec) store_words<W>(o + i * VEC, glu::glu_words_fast<ACT, T, W>(gv[k], uv[k]));
+                if (i < fast_nvec) store_words<W>(o + i * VEC, glu::glu_words<ACT, T, W, true>(gv[k], uv[k]));
             }
             return;
         }

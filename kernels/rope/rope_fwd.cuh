@@ -109,6 +109,28 @@ __device__ __forceinline__ void rotate(float& a, float& b, float c, float s) {
     b = rb;
 }
 
+// Rotates one vector item (xa read at lo, xb at lo + half; cs/sn as rotate_group_vector loads them) and stores it;
+// shared by both vector paths.
+template <Style S, typename T, int VEC, int W>
+__device__ __forceinline__ void rotate_store(T* lo, int half, const Words<W>& xa, const Words<W>& xb, const float* cs,
+                                             const float* sn) {
+    float fa[VEC], fb[VEC];
+    unpack<T, W>(xa, fa);
+    unpack<T, W>(xb, fb);
+    if constexpr (S == Style::neox) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) rotate(fa[j], fb[j], cs[j], sn[j]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VEC / 2; ++j) {
+            rotate(fa[2 * j], fa[2 * j + 1], cs[j], sn[j]);
+            rotate(fb[2 * j], fb[2 * j + 1], cs[VEC / 2 + j], sn[VEC / 2 + j]);
+        }
+    }
+    store_words<W>(lo, pack<T, W>(fa));
+    store_words<W>(lo + half, pack<T, W>(fb));
+}
+
 // The vector path: VEC-element accesses, UNROLL items per thread in flight. Items of the block's token group are
 // numbered f = ((token - first) * heads + head) * chunks + c, chunks = half / VEC.
 template <Style S, typename T, int BLOCK, int VEC, int UNROLL>
@@ -147,21 +169,7 @@ __device__ __forceinline__ void rotate_group_vector(const Ctx<T>& a, long long f
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (lo[u] == nullptr) continue;
-            float fa[VEC], fb[VEC];
-            unpack<T, W>(xa[u], fa);
-            unpack<T, W>(xb[u], fb);
-            if constexpr (S == Style::neox) {
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) rotate(fa[j], fb[j], cs[u][j], sn[u][j]);
-            } else {
-#pragma unroll
-                for (int j = 0; j < VEC / 2; ++j) {
-                    rotate(fa[2 * j], fa[2 * j + 1], cs[u][j], sn[u][j]);
-                    rotate(fb[2 * j], fb[2 * j + 1], cs[u][VEC / 2 + j], sn[u][VEC / 2 + j]);
-                }
-            }
-            store_words<W>(lo[u], pack<T, W>(fa));
-            store_words<W>(lo[u] + a.half, pack<T, W>(fb));
+            rotate_store<S, T, VEC, W>(lo[u], a.half, xa[u], xb[u], cs[u], sn[u]);
         }
     }
 }
@@ -313,21 +321,7 @@ __device__ __forceinline__ void rotate_group_early(const Ctx<T>& a, long long fi
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (!ok[u]) continue;
-            float fa[VEC], fb[VEC];
-            unpack<T, W>(xa[u], fa);
-            unpack<T, W>(xb[u], fb);
-            if constexpr (S == Style::neox) {
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) rotate(fa[j], fb[j], cs[u][j], sn[u][j]);
-            } else {
-#pragma unroll
-                for (int j = 0; j < VEC / 2; ++j) {
-                    rotate(fa[2 * j], fa[2 * j + 1], cs[u][j], sn[u][j]);
-                    rotate(fb[2 * j], fb[2 * j + 1], cs[u][VEC / 2 + j], sn[u][VEC / 2 + j]);
-                }
-            }
-            store_words<W>(lo[u], pack<T, W>(fa));
-            store_words<W>(lo[u] + a.half, pack<T, W>(fb));
+            rotate_store<S, T, VEC, W>(lo[u], a.half, xa[u], xb[u], cs[u], sn[u]);
         }
     }
 }
