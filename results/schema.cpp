@@ -158,8 +158,15 @@ CREATE TABLE peer_measurements (
 CREATE INDEX peer_measurements_by_device ON peer_measurements (device_name, op, variant);
 )sql";
 
+// Schema version 3: the L2 state a kernel's measurements found (wire::l2_state: "cold", "cold-dirty", "hot"), which is
+// also part of its source_hash; '' for rows written before (they were measured with the dirty flush or hot). best()
+// prefers the "cold" rows, so a --hot or --flush dirty tuning does not replace what best, export and report show.
+constexpr std::string_view k_schema_v3 = R"sql(
+ALTER TABLE kernels ADD COLUMN l2_state TEXT NOT NULL DEFAULT '';
+)sql";
+
 // migrations[i] takes a database from schema version i to i + 1. Append new steps; never edit a released one.
-constexpr std::array<std::string_view, 2> k_migrations = {k_schema_v1, k_schema_v2};
+constexpr std::array<std::string_view, 3> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3};
 
 // ---- reading shape JSON ---------------------------------------------------------------------------------------------
 

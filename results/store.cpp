@@ -527,9 +527,10 @@ void Store::record(const ResultRecord& r, bool replace) {
         "SELECT id FROM kernels WHERE op = ?1 AND variant = ?2 AND source_hash = ?3",
         [&](Stmt& s) { s.bind(1, r.kernel.op).bind(2, r.kernel.variant).bind(3, r.kernel.source_hash); },
         // The path is the one under which the source was first seen; the hash is what identifies it.
-        "INSERT INTO kernels (op, variant, source_hash, source_path) VALUES (?1, ?2, ?3, ?4)", [&](Stmt& s) {
+        "INSERT INTO kernels (op, variant, source_hash, source_path, l2_state) VALUES (?1, ?2, ?3, ?4, ?5)",
+        [&](Stmt& s) {
             s.bind(1, r.kernel.op).bind(2, r.kernel.variant).bind(3, r.kernel.source_hash);
-            s.bind(4, r.kernel.source_path);
+            s.bind(4, r.kernel.source_path).bind(5, r.kernel.l2_state);
         });
     const std::int64_t problem_id = im.find_or_insert(
         "SELECT id FROM problems WHERE key = ?1", [&](Stmt& s) { s.bind(1, problem_key); },
@@ -584,12 +585,15 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
         hash = *source_hash;
     } else {
         // The kernel source measured most recently on this device: after an edit, the new source's results stand
-        // alone instead of mixing with those of the old one.
+        // alone instead of mixing with those of the old one. Sources measured with the default method (a clean
+        // cold L2) come first: a --hot or --flush dirty tuning adds its own results but does not replace these.
+        // (A read-only open of a schema 2 database has no l2_state column: none of its sources is "cold" then.)
         Stmt s(db,
                // CROSS JOIN keeps kernels as the outer loop: few kernel rows, then the (kernel, device) index.
-               "SELECT k.source_hash FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
-               "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 "
-               "GROUP BY k.id ORDER BY max(m.measured_at) DESC, max(m.id) DESC LIMIT 1");
+               fmt::format("SELECT k.source_hash FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
+                           "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 GROUP BY k.id ORDER BY {}"
+                           "max(m.measured_at) DESC, max(m.id) DESC LIMIT 1",
+                           m_impl->version >= 3 ? "k.l2_state = 'cold' DESC, " : ""));
         s.bind(1, op).bind(2, variant).bind(3, device_key);
         if (!s.step()) return {};
         hash = s.text(0);

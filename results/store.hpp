@@ -63,7 +63,10 @@ struct RunInfo {
 struct KernelInfo {
     std::string op, variant;
     std::string source_path;
-    std::string source_hash;  // hash of the kernel source and every header it includes
+    // Hash of the kernel source, every header it includes, the kernel name template and the L2 state (the
+    // measurement's identity: tuner/session/space_measurer.cpp kernel_identity).
+    std::string source_hash;
+    std::string l2_state;  // "cold", "cold-dirty", "hot" (wire::l2_state); "" when not known (schema < 3)
 };
 
 // One row of results: identity plus what was measured.

@@ -58,7 +58,7 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     const std::string hash = hash_hex(jit.source_hash(space.kernel_source()) + "\n" + space.kernel_name_template() +
                                       "\nl2=" + wire::l2_state(timing))
                                  .substr(0, 16);
-    return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash};
+    return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing)};
 }
 
 ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed) {

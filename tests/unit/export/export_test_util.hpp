@@ -65,7 +65,7 @@ inline DeviceInfo h100_pcie() {
 inline ResultRecord tuned(const DeviceInfo& d, Dtype dtype, std::int64_t m, std::int64_t h, const std::string& config,
                           double p50, const std::string& variant = "fwd") {
     ResultRecord r;
-    r.kernel = KernelInfo{"rmsnorm", variant, "kernels/rmsnorm/rmsnorm_fwd.cuh", "0123456789abcdef0123"};
+    r.kernel = KernelInfo{"rmsnorm", variant, "kernels/rmsnorm/rmsnorm_fwd.cuh", "0123456789abcdef0123", ""};
     r.config_key = config;
     r.problem = Problem{dtype, {{"M", m}, {"H", h}}};
     r.device_key = d.key;

@@ -159,7 +159,7 @@ inline ResultRecord result(const std::string& config, const Problem& p, double p
                            const std::string& device_key = "dev-h100", const std::string& op = "rmsnorm",
                            const std::string& variant = "fwd") {
     ResultRecord r;
-    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + "_" + variant + ".cuh", "hash-1"};
+    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + "_" + variant + ".cuh", "hash-1", ""};
     r.config_key = config;
     r.problem = p;
     r.device_key = device_key;

@@ -33,9 +33,9 @@ void exec(const std::string& db, const std::string& sql) {
     sqlite3_close(h);
 }
 
-TEST_F(PeersStore, ANewDatabaseHasSchemaVersionTwoWithThePeerTable) {
+TEST_F(PeersStore, ANewDatabaseHasSchemaVersionThreeWithThePeerTable) {
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.schema_version(), 3);
     EXPECT_EQ(scalar(path("r.db"), "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_measurements'"), "1");
 }
 
@@ -44,10 +44,11 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
         Store store = Store::open(path("r.db"));
         store.record(result("BLOCK=256", k_square, 10, 2000));
     }
-    // What a version-1 ktune left: no peer table, user_version 1.
-    exec(path("r.db"), "DROP TABLE peer_measurements; PRAGMA user_version = 1;");
+    // What a version-1 ktune left: no peer table, no kernels.l2_state, user_version 1.
+    exec(path("r.db"), "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                       "PRAGMA user_version = 1;");
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.schema_version(), 3);
     EXPECT_EQ(store.count_results({}), 1);
     store.record_peers({peer("torch_compile", k_square, 15)});
     EXPECT_EQ(store.peers({}).size(), 1u);
@@ -55,13 +56,32 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
 
 TEST_F(PeersStore, AVersionOneDatabaseOpenedReadOnlyReadsAsHavingNoPeersAndStaysVersionOne) {
     { Store::open(path("r.db")); }
-    exec(path("r.db"), "DROP TABLE peer_measurements; PRAGMA user_version = 1;");
+    exec(path("r.db"), "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                       "PRAGMA user_version = 1;");
     {
         Store store = Store::open(path("r.db"), Store::Mode::read_only);
         EXPECT_EQ(store.schema_version(), 1);
         EXPECT_TRUE(store.peers({}).empty());
     }
-    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 2);  // upgraded on a write open
+    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 3);  // upgraded on a write open
+}
+
+TEST_F(PeersStore, AVersionTwoDatabaseReadsItsBestReadOnlyAndGainsTheL2StateOnAWriteOpen) {
+    {
+        Store store = Store::open(path("r.db"));
+        store.record(result("BLOCK=256", k_square, 10, 2000));
+    }
+    // What a version-2 ktune left: no kernels.l2_state.
+    exec(path("r.db"), "ALTER TABLE kernels DROP COLUMN l2_state; PRAGMA user_version = 2;");
+    {
+        Store store = Store::open(path("r.db"), Store::Mode::read_only);
+        EXPECT_EQ(store.schema_version(), 2);
+        EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
+    }
+    Store store = Store::open(path("r.db"));
+    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(scalar(path("r.db"), "SELECT l2_state FROM kernels"), "");  // measured before the state was kept
+    EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
 }
 
 TEST_F(PeersStore, RecordedPeersReadBackWithEveryField) {

@@ -29,7 +29,7 @@ inline Problem problem(NamedValues shape, Dtype dtype = Dtype::bf16) { return Pr
 // The kernel identity make_record() writes by default (op rmsnorm, variant fwd).
 inline KernelInfo kernel(const std::string& source_hash, const std::string& op = "rmsnorm",
                          const std::string& variant = "fwd") {
-    return KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash};
+    return KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash, ""};
 }
 
 inline ResultRecord make_record(const std::string& config_key, const Problem& p, double p50,
@@ -37,7 +37,7 @@ inline ResultRecord make_record(const std::string& config_key, const Problem& p,
                                 const std::string& source_hash = "hash-1", const std::string& op = "rmsnorm",
                                 const std::string& variant = "fwd") {
     ResultRecord r;
-    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash};
+    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash, ""};
     r.config_key = config_key;
     r.problem = p;
     r.device_key = device_key;

@@ -109,6 +109,27 @@ TEST_F(StoreBest, WithoutASourceHashUsesOnlyTheMostRecentlyMeasuredKernelSource)
     EXPECT_EQ(best[0].measurement.stats.p50, 5.0);
 }
 
+TEST_F(StoreBest, WithoutASourceHashPrefersTheCleanColdMethodOverALaterHotOrDirtyTuning) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    ResultRecord cold = make_record("B=1", p, 5.0, Status::ok, "dev-A", "cold-hash");
+    cold.kernel.l2_state = "cold";
+    cold.measured_at = "2025-01-01T00:00:00Z";
+    ResultRecord hot = make_record("B=1", p, 1.0, Status::ok, "dev-A", "hot-hash");
+    hot.kernel.l2_state = "hot";
+    hot.measured_at = "2025-02-01T00:00:00Z";
+    ResultRecord legacy = make_record("B=1", p, 2.0, Status::ok, "dev-A", "legacy-hash");  // schema < 3: no state
+    legacy.measured_at = "2025-03-01T00:00:00Z";
+    store.record(cold);
+    store.record(hot);
+    store.record(legacy);
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].kernel.source_hash, "cold-hash");
+    EXPECT_EQ(best[0].measurement.stats.p50, 5.0);
+}
+
 TEST_F(StoreBest, WithASourceHashUsesThatSource) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});

@@ -9,7 +9,7 @@ namespace {
 // Every field distinct and non-default, so a column swapped or dropped anywhere shows up.
 ResultRecord full_record(std::int64_t run_id) {
     ResultRecord r;
-    r.kernel = KernelInfo{"rmsnorm", "fwd", "kernels/rmsnorm/rmsnorm_vec.cuh", "sha256:abc123"};
+    r.kernel = KernelInfo{"rmsnorm", "fwd", "kernels/rmsnorm/rmsnorm_vec.cuh", "sha256:abc123", ""};
     r.config_key = "BLOCK=256,VEC=8,UNROLL=2";
     r.problem = Problem{Dtype::fp16, {{"M", 4096}, {"H", 8192}}};
     r.device_key = "NVIDIA H100 80GB HBM3|sm_90|132SM";
