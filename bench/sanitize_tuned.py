@@ -27,7 +27,7 @@ ap.add_argument("--tools", default="memcheck,racecheck")
 ap.add_argument("--jobs", type=int, default=12, help="sanitizer runs at once (its cost is mostly on the CPU)")
 ap.add_argument("--timeout", type=float, default=300, help="seconds per (space, tool) run")
 ap.add_argument("--problem", help="AXIS=V,...: check at this problem instead of each space's smallest (e.g. the "
-                "decode sizes, where other paths of a kernel win)")
+                "decode sizes, where other paths of a kernel win); name only spaces that have these axes")
 ap.add_argument("spaces", nargs="*", help="search space names (default: every YAML under search_spaces/)")
 args = ap.parse_args()
 out = pathlib.Path(args.out)

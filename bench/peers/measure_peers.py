@@ -770,7 +770,7 @@ class Run:
                 sys.exit(f"--merge: {out_path} was measured on {old.get('device')}, this is {device_name}")
             old_flush = old.get("environment", {}).get("l2_flush", "plain")
             if old_flush != environment.get("l2_flush"):
-                sys.exit(f"--merge: {out_path} was measured with --flush {old_flush}, this run uses "
+                sys.exit(f"--merge/--resume: {out_path} was measured with --flush {old_flush}, this run uses "
                          f"{environment.get('l2_flush')}")
             for r in old["results"]:
                 r.setdefault("method", old.get("method"))

@@ -407,9 +407,9 @@ void Worker::flush_l2(bool clean) {
     // Kernels, not cuMemsetD32Async, and a different value each time (see ktune_flush_l2 for the three passes).
     CUdeviceptr p = m_flush;
     long long n = static_cast<long long>(m_flush_bytes / 16);
-    unsigned value = ++m_flush_counter;
+    unsigned value = ++m_flush_counter, other = ~value;
     run_utility_grid("flush_evict_last", {&p, &n, &value});
-    run_utility_grid("flush", {&p, &n, &value});
+    run_utility_grid("flush", {&p, &n, &other});
     if (clean) run_utility_grid("discard", {&p, &n});
 }
 

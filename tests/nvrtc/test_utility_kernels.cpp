@@ -2,6 +2,7 @@
 // every architecture the worker may meet; without a GPU this is the only place they are compiled.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 

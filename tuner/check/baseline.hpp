@@ -11,7 +11,7 @@
 //     "device": {"key": "NVIDIA H100 80GB HBM3|sm_90|132SM|...", "name": "NVIDIA H100 80GB HBM3", "arch": "sm_90"},
 //     "created_at": "2025-01-31T12:00:00Z",
 //     "git_revision": "abc1234",
-//     "method": {"cold_l2": true, "timer": "events", "warmup": 2, "min_samples": 30, ...},
+//     "method": {"cold_l2": true, "clean_flush": true, "timer": "events", "warmup": 2, "min_samples": 30, ...},
 //     "cases": [
 //       {"op": "rmsnorm", "variant": "fwd",
 //        "problem": {"dtype": "bf16", "shape": [["M", 4096], ["H", 8192]], "key": "bf16:M=4096,H=8192"},

@@ -480,13 +480,14 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                      "Only configurations matching PARAM=V[,PARAM=V...] (e.g. a stored best, to re-measure it or "
                      "run it under compute-sanitizer); repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
-    tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
+    auto* hot = tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
     tune->add_option("--flush", g_tune.flush,
                      "Cold-L2 flush: clean (the flush's lines are dropped from the L2, so the timed kernel writes none "
                      "of them back) or dirty (they stay dirty, as after nvbench's or Triton's flush; a kernel that "
                      "displaces them pays for their write-back). Results of each are stored apart")
         ->capture_default_str()
-        ->check(CLI::IsMember({"clean", "dirty"}));
+        ->check(CLI::IsMember({"clean", "dirty"}))
+        ->excludes(hot);
     tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");
     tune->add_option("--arch", g_tune.arch, "Target architecture of a compile-only sweep (default sm_90)");
     tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();

@@ -64,10 +64,10 @@ void check_config_filters(const SearchSpace& space, const std::vector<Problem>& 
                     "--config");
 }
 
-// The --shape problems: the space's axes first, in its order, then the op's optional axes as given.
+// The --shape problems in every dtype of the space (select_problems applies --dtype): the space's axes first, in its
+// order, then the op's optional axes by name, so one shape always has one problem key.
 std::vector<Problem> explicit_problems(const SearchSpace& space, const TuneOptions& o) {
     std::vector<Problem> out;
-    const std::vector<Dtype> dtypes = o.dtypes.empty() ? space.dtypes() : o.dtypes;
     for (const NamedValues& shape : o.shapes) {
         NamedValues ordered;
         for (const auto& axis : space.axes()) {
@@ -79,11 +79,12 @@ std::vector<Problem> explicit_problems(const SearchSpace& space, const TuneOptio
                             "--shape");
             ordered.emplace_back(axis.name, *v);
         }
+        NamedValues optional;
         for (const auto& [name, v] : shape)
-            if (!lookup(ordered, name)) ordered.emplace_back(name, v);
-        for (Dtype d : dtypes)
-            if (std::find(space.dtypes().begin(), space.dtypes().end(), d) != space.dtypes().end())
-                out.push_back(Problem{d, ordered});
+            if (!lookup(ordered, name)) optional.emplace_back(name, v);
+        std::ranges::sort(optional);
+        ordered.insert(ordered.end(), optional.begin(), optional.end());
+        for (Dtype d : space.dtypes()) out.push_back(Problem{d, ordered});
     }
     return out;
 }
@@ -94,6 +95,12 @@ std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions
         if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) == o.dtypes.end()) continue;
         if (!matches_any(p.shape, o.problem_filters)) continue;
         out.push_back(p);
+    }
+    if (out.empty() && !o.shapes.empty()) {
+        std::string dtypes;
+        for (Dtype d : space.dtypes()) dtypes += (dtypes.empty() ? "" : ", ") + std::string(dtype_name(d));
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no --shape matches: {} tunes only {}", space.file(), dtypes), "--dtype");
     }
     if (out.empty())
         throw Error(ErrorCategory::bad_input,
@@ -251,7 +258,14 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
     check_config_filters(space, problems, o);
-    for (const Problem& p : problems) op.buffers(p);  // a shape the op cannot take fails now, before any work
+    for (const Problem& p : problems) {
+        op.buffers(p);  // a shape the op cannot take fails now, before any work
+        if (!o.shapes.empty() && space.valid_configs(p).empty())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("no configuration of {} is valid at {} (its constraints and prune rules)",
+                                    space.file(), p.key()),
+                        "--shape");
+    }
     auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
 
     CompileService jit({o.root, o.cache_dir, "", o.threads});
@@ -269,8 +283,13 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     }
     if (!gpu) return compile_only_sweep(space, problems, o, jit, std::move(s), progress);
 
-    Store store = Store::open(o.db_path);
     DeviceInfo device = gpu->device();
+    if (o.timing.cold_l2 && o.timing.clean_flush && device.cc_major < 8)  // no discard.global.L2 before sm_80
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("the clean flush needs sm_80 or newer and this GPU is {}: use --flush dirty",
+                                device.arch()),
+                    "--flush");
+    Store store = Store::open(o.db_path);
     s.arch = device.arch();
     if (auto known = store.device(device.key); known && known->copy_gbps > 0) {
         device.copy_gbps = known->copy_gbps;

@@ -34,8 +34,12 @@ TEST(Protocol, MissingFieldsTakeTheirDefaults) {
     EXPECT_TRUE(t.cold_l2);
     EXPECT_TRUE(t.clean_flush);
     EXPECT_DOUBLE_EQ(t.target_rel, 0.01);
+}
+
+TEST(Protocol, TheFlushModeSurvivesTheRoundTrip) {
     const TimingOptions dirty = json(TimingOptions{.clean_flush = false}).get<TimingOptions>();
     EXPECT_FALSE(dirty.clean_flush);
+    EXPECT_EQ(l2_state(dirty), "cold-dirty");
 }
 
 TEST(Protocol, BufferSeedsKeepAll64Bits) {

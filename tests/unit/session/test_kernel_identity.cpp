@@ -30,6 +30,10 @@ TEST(KernelIdentity, DiffersByL2StateAndIsStableOtherwise) {
     EXPECT_NE(a.source_hash, kernel_identity(space, jit, dirty).source_hash);
     EXPECT_NE(a.source_hash, kernel_identity(space, jit, hot).source_hash);
     EXPECT_NE(kernel_identity(space, jit, dirty).source_hash, kernel_identity(space, jit, hot).source_hash);
+    wire::TimingOptions hot_dirty = hot;  // with the L2 warm the flush mode means nothing
+    hot_dirty.clean_flush = false;
+    EXPECT_EQ(kernel_identity(space, jit, hot).source_hash, kernel_identity(space, jit, hot_dirty).source_hash);
+    EXPECT_EQ(a.l2_state, "cold");
 }
 
 }  // namespace
