@@ -109,8 +109,25 @@ __device__ __forceinline__ void rotate(float& a, float& b, float c, float s) {
     b = rb;
 }
 
-// Rotates one vector item (xa read at lo, xb at lo + half; cs/sn as rotate_group_vector loads them) and stores it;
-// shared by both vector paths.
+// Loads the cos/sin of vector item c of a token at position row / half into cs, sn (the order rotate_store takes):
+// neox, VEC consecutive pairs; gptj, pairs c*VEC/2.. for the first access and (half + c*VEC)/2.. for the second.
+// Shared by both vector paths.
+template <Style S, typename T, int VEC>
+__device__ __forceinline__ void load_cos_sin(const Ctx<T>& a, long long row, unsigned c, float* cs, float* sn) {
+    if constexpr (S == Style::neox) {
+        load_floats<VEC>(a.cos_cache + row + c * VEC, cs);
+        load_floats<VEC>(a.sin_cache + row + c * VEC, sn);
+    } else {
+        const long long i0 = row + c * (VEC / 2), i1 = i0 + a.half / 2;
+        load_floats<VEC / 2>(a.cos_cache + i0, cs);
+        load_floats<VEC / 2>(a.cos_cache + i1, cs + VEC / 2);
+        load_floats<VEC / 2>(a.sin_cache + i0, sn);
+        load_floats<VEC / 2>(a.sin_cache + i1, sn + VEC / 2);
+    }
+}
+
+// Rotates one vector item (xa read at lo, xb at lo + half; cs/sn as load_cos_sin loads them) and stores it; shared by
+// both vector paths.
 template <Style S, typename T, int VEC, int W>
 __device__ __forceinline__ void rotate_store(T* lo, int half, const Words<W>& xa, const Words<W>& xb, const float* cs,
                                              const float* sn) {
@@ -153,17 +170,7 @@ __device__ __forceinline__ void rotate_group_vector(const Ctx<T>& a, long long f
                 lo[u] = head_ptr(a, token, static_cast<int>(h)) + c * VEC;
                 xa[u] = load_words<W>(lo[u]);
                 xb[u] = load_words<W>(lo[u] + a.half);
-                const long long row = static_cast<long long>(a.positions[token]) * a.half;
-                if constexpr (S == Style::neox) {
-                    load_floats<VEC>(a.cos_cache + row + c * VEC, cs[u]);
-                    load_floats<VEC>(a.sin_cache + row + c * VEC, sn[u]);
-                } else {  // pairs c*VEC/2.. in the first access, (half + c*VEC)/2.. in the second
-                    const long long i0 = row + c * (VEC / 2), i1 = i0 + a.half / 2;
-                    load_floats<VEC / 2>(a.cos_cache + i0, cs[u]);
-                    load_floats<VEC / 2>(a.cos_cache + i1, cs[u] + VEC / 2);
-                    load_floats<VEC / 2>(a.sin_cache + i0, sn[u]);
-                    load_floats<VEC / 2>(a.sin_cache + i1, sn[u] + VEC / 2);
-                }
+                load_cos_sin<S, T, VEC>(a, static_cast<long long>(a.positions[token]) * a.half, c, cs[u], sn[u]);
             }
         }
 #pragma unroll
@@ -306,17 +313,7 @@ __device__ __forceinline__ void rotate_group_early(const Ctx<T>& a, long long fi
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (!ok[u]) continue;
-            const long long row = static_cast<long long>(pos[u]) * a.half;
-            if constexpr (S == Style::neox) {
-                load_floats<VEC>(a.cos_cache + row + c[u] * VEC, cs[u]);
-                load_floats<VEC>(a.sin_cache + row + c[u] * VEC, sn[u]);
-            } else {  // as in rotate_group_vector
-                const long long i0 = row + c[u] * (VEC / 2), i1 = i0 + a.half / 2;
-                load_floats<VEC / 2>(a.cos_cache + i0, cs[u]);
-                load_floats<VEC / 2>(a.cos_cache + i1, cs[u] + VEC / 2);
-                load_floats<VEC / 2>(a.sin_cache + i0, sn[u]);
-                load_floats<VEC / 2>(a.sin_cache + i1, sn[u] + VEC / 2);
-            }
+            load_cos_sin<S, T, VEC>(a, static_cast<long long>(pos[u]) * a.half, c[u], cs[u], sn[u]);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
