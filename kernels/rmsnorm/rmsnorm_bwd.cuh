@@ -288,6 +288,31 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, 
 
 // An opaque copy: the compiler cannot see through it, so it unpacks the words again at their next use instead of
 // keeping (or hoisting) the unpacked floats, which take twice the registers for 16-bit T.
+// This thread's sums over one row it holds (U vector accesses of x, dy and w): of x^2 into sxx and of dy * w * x into
+// sgx, in the same order on every path that holds whole rows.
+template <typename T, int U, int W>
+__device__ __forceinline__ void held_row_sums(const Words<W> (&x)[U], const Words<W> (&g)[U], const Words<W> (&w)[U],
+                                              float& sxx_out, float& sgx_out) {
+    constexpr int E = elems_per_word<T>;
+    float sxx = 0.0f, sgx = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            float fx[E], fg[E], fw[E];
+            unpack_word(T{}, x[u].w[j], fx);
+            unpack_word(T{}, g[u].w[j], fg);
+            unpack_word(T{}, w[u].w[j], fw);
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                sxx = fmaf(fx[e], fx[e], sxx);
+                sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
+            }
+        }
+    sxx_out = sxx;
+    sgx_out = sgx;
+}
+
 template <typename T, int W>
 __device__ __forceinline__ void keep_packed(Words<W>& a) {
     if constexpr (elems_per_word<T> > 1) {
@@ -664,25 +689,7 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
         }
         float v[2 * K];  // v[k]: this thread's sum of x^2 over row k, v[K + k]: of dy * w * x
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            float sxx = 0.0f, sgx = 0.0f;
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    float fx[E], fg[E], fw[E];
-                    unpack_word(T{}, xv[k][u].w[j], fx);
-                    unpack_word(T{}, gv[k][u].w[j], fg);
-                    unpack_word(T{}, wv[u].w[j], fw);
-#pragma unroll
-                    for (int e = 0; e < E; ++e) {
-                        sxx = fmaf(fx[e], fx[e], sxx);
-                        sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
-                    }
-                }
-            v[k] = sxx;
-            v[K + k] = sgx;
-        }
+        for (int k = 0; k < K; ++k) held_row_sums<T, U, W>(xv[k], gv[k], wv, v[k], v[K + k]);
         // Lane l: the warp's v[l]; then the block's (warps in order), then the cluster's (ranks in order): the same
         // additions in every block, so every block gets the same sums.
         red_w[parity][warp * 32 + lane] = warp_transpose_sum32(v);
@@ -824,23 +831,7 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         if (k >= n) break;
-        float sxx = 0.0f, sgx = 0.0f;
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                float fx[E], fg[E], fw[E];
-                unpack_word(T{}, xv[k][u].w[j], fx);
-                unpack_word(T{}, gv[k][u].w[j], fg);
-                unpack_word(T{}, wv[u].w[j], fw);
-#pragma unroll
-                for (int e = 0; e < E; ++e) {
-                    sxx = fmaf(fx[e], fx[e], sxx);
-                    sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
-                }
-            }
-        v[k] = sxx;
-        v[K + k] = sgx;
+        held_row_sums<T, U, W>(xv[k], gv[k], wv, v[k], v[K + k]);
     }
     // Lane l (< 16): the warp's sum of v[l]; then the block's (its group's warps in order), then the cluster's (ranks
     // in order): the same additions in every block, so every block gets the same sums.
