@@ -38,6 +38,8 @@
 //   M_FRAGS   8-row fragments of x per block (columns per block = 8 * M_FRAGS): 1, 2, 4 or 8; grid z covers M.
 //   PIPE      register stages, 1 or 2.
 //   PREFETCH  1 + steps of L2 prefetch ahead of the register stages, 1..16 (1: none).
+//   INTERLEAVE true (the kernels' 2): a step's chunks are one block of code (no exit at c_end between them), so
+//             their mma chains interleave; false (1): one chunk after another (fewer registers).
 //   STAGES    slots of the shared-memory ring per warp, 1..8 (1: no ring, the register path; > 1 needs PIPE 1 and
 //             PREFETCH 1, and WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94: 48 KiB of static shared
 //             memory with the reduction). Other architectures than sm_90+ and the plain path ignore it.
@@ -299,9 +301,9 @@ __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short
 // One warp step's prefetched operands: UNROLL chunks of TILES_N tiles. INT4 scales and zero points of rows g and g + 8
 // packed in one word each (low and high half, bits 0..7 and 8..15), a quarter of the registers of four floats.
 // The main loop's compile-time shape (see gemv).
-template <bool FAST_, int U_, int PIPE_, int PREFETCH_, int STAGES_ = 1>
+template <bool FAST_, int U_, int PIPE_, int PREFETCH_, int STAGES_ = 1, bool INTERLEAVE_ = false>
 struct Path {
-    static constexpr bool FAST = FAST_;
+    static constexpr bool FAST = FAST_, INTERLEAVE = INTERLEAVE_;
     static constexpr int U = U_, PIPE = PIPE_, PREFETCH = PREFETCH_, STAGES = STAGES_;
 };
 
@@ -423,7 +425,13 @@ struct MainLoop {
         constexpr int U = P::U;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            if (c + u >= c_end) break;  // uniform over the warp
+            // INTERLEAVE: no exit at c_end. A chunk past it has zero weights, scales and x (the loads say so) and adds
+            // zeros, and without the branch the step is one basic block, so the scheduler interleaves the chunks'
+            // mma chains (ncu, INT4 M = 1 4096^2: 22 % of the stall samples were fixed-latency waits on those chains
+            // when the chunks ran one after another). It costs registers, so it is a tunable.
+            if constexpr (!P::INTERLEAVE) {
+                if (c + u >= c_end) break;  // uniform over the warp
+            }
 #pragma unroll
             for (int tn = 0; tn < TILES_N; ++tn) {
                 const unsigned wq[4] = {st.w[u][tn].x, st.w[u][tn].y, st.w[u][tn].z, st.w[u][tn].w};
@@ -605,7 +613,7 @@ struct Problem {
 };
 
 template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int PIPE, int PREFETCH,
-          int STAGES = 1>
+          int STAGES = 1, bool INTERLEAVE = false>
 __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x, const unsigned char* __restrict__ w,
                                      const T* __restrict__ scales, const unsigned char* __restrict__ zeros,
                                      float* __restrict__ scratch, const Problem& pr) {
@@ -692,13 +700,13 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
                     }
                 }
             }
-            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES>>(acc, ring, bars);
+            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE>>(acc, ring, bars);
         } else {
             loop.template run<Path<false, 1, 1, 0>>(acc);
         }
     } else {
         if (fast)
-            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1>>(acc);
+            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1, 1, INTERLEAVE>>(acc);
         else
             loop.template run<Path<false, 1, 1, 0>>(acc);
     }
