@@ -72,11 +72,16 @@ peer_by_canon = {(o, v, canonical(p)): m for (o, v, p), m in peers.items()}
 copy_best = best
 if args.copy_db:
     copy_best = {}
-    for pkey, p50, gbps in sqlite3.connect(args.copy_db).execute("""
+    cdb = sqlite3.connect(args.copy_db)
+    # The newest copy measured cold (the targets' method): a database may also hold hot or dirty-flush copies.
+    # Stores before schema 3 have no l2_state column and hold one method per kernel source only by convention.
+    has_state = any(r[1] == "l2_state" for r in cdb.execute("pragma table_info(kernels)"))
+    cold = "and k2.l2_state = 'cold'" if has_state else ""
+    for pkey, p50, gbps in cdb.execute(f"""
             select p.key, min(m.p50_us), m.gbps from measurements m join kernels k on k.id = m.kernel_id
             join problems p on p.id = m.problem_id where m.status = 'ok' and k.op = 'copy' and k.source_hash =
             (select k2.source_hash from measurements m2 join kernels k2 on k2.id = m2.kernel_id where k2.op = 'copy'
-             order by m2.measured_at desc limit 1) group by p.key"""):
+             {cold} order by m2.measured_at desc limit 1) group by p.key"""):
         copy_best[("copy", "", pkey)] = dict(p50=p50, gbps=gbps)
 copy_curve = sorted((b["gbps"] * 1e3 * b["p50"], b["p50"]) for (op, v, _), b in copy_best.items() if op == "copy")
 
