@@ -47,7 +47,8 @@
 // The vector width is fixed by the packed layout: 16-byte weight loads, 16- or 32-byte x loads per lane.
 //
 // Any M, N, K (INT4: group size a multiple of 64). The tuned path needs 16-byte aligned weights, 16-byte aligned x
-// rows (x aligned and K % 8 == 0) and, for INT4, a power-of-two number of 64-k chunks per group; otherwise (checked
+// rows (x aligned and K % 8 == 0) and, for INT4, 16-byte aligned scales and zero points and a power-of-two number of
+// 64-k chunks per group; otherwise (checked
 // once per launch) a plain path reads weights byte by byte and x element by element, one chunk per warp step.
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
@@ -166,6 +167,18 @@ __device__ __forceinline__ unsigned load_u16(const unsigned short* p) {
     return v;
 }
 
+__device__ __forceinline__ unsigned load_u32(const unsigned short* p) {
+    unsigned v;
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ unsigned load_u16(const unsigned char* p) {
+    unsigned v;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
 __device__ __forceinline__ unsigned load_u8(const unsigned char* p) {
     unsigned v;
     asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
@@ -254,9 +267,6 @@ __device__ __forceinline__ uint4 load_shared_v4(unsigned addr) {
     return v;
 }
 
-// The line of L2 holding p.
-__device__ __forceinline__ void prefetch_line_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
 // T's bits (low 16 bits of b) as float.
 template <typename T>
 __device__ __forceinline__ float bits_to_float(unsigned b) {
@@ -266,22 +276,18 @@ __device__ __forceinline__ float bits_to_float(unsigned b) {
         return __uint_as_float(b << 16);
 }
 
-// XW words (2 * XW elements of T) of row m of x from column k: zeros past M or K. FAST: x rows 16-byte aligned and
-// K % 8 == 0, k % 8 == 0, so each 8-element vector lies wholly before K or wholly past it.
+// XW words (2 * XW elements of T) of one row of x from column k (row: the row's element k; live: the row exists and
+// the chunk is the warp's): zeros where not live or past K. Predicated, not branched, and k in 32 bits (K <= 2^30),
+// so a chunk's x costs its loads and a few compares. FAST: x rows 16-byte aligned and K % 8 == 0, k % 8 == 0, so
+// each 8-element vector lies wholly before K or wholly past it.
 template <int XW, bool FAST>
-__device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short* __restrict__ x, int m, int M,
-                                       long long k, int K) {
-    if (m >= M) {
-#pragma unroll
-        for (int i = 0; i < XW; ++i) out[i] = 0u;
-        return;
-    }
-    const unsigned short* row = x + static_cast<long long>(m) * K;
+__device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short* __restrict__ row, bool live, int k,
+                                       int K) {
     if constexpr (FAST) {
 #pragma unroll
         for (int i = 0; i < XW; i += 4) {
-            const uint4 v = k + 2 * i < K ? __ldg(reinterpret_cast<const uint4*>(row + k + 2 * i))
-                                          : make_uint4(0u, 0u, 0u, 0u);
+            const uint4 v = live && k + 2 * i < K ? __ldg(reinterpret_cast<const uint4*>(row + 2 * i))
+                                                  : make_uint4(0u, 0u, 0u, 0u);
             out[i] = v.x;
             out[i + 1] = v.y;
             out[i + 2] = v.z;
@@ -290,9 +296,9 @@ __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short
     } else {
 #pragma unroll
         for (int i = 0; i < XW; ++i) {
-            const long long k0 = k + 2 * i;
-            const unsigned lo = k0 < K ? static_cast<unsigned>(__ldg(row + k0)) : 0u;
-            const unsigned hi = k0 + 1 < K ? static_cast<unsigned>(__ldg(row + k0 + 1)) : 0u;
+            const int k0 = k + 2 * i;
+            const unsigned lo = live && k0 < K ? static_cast<unsigned>(__ldg(row + 2 * i)) : 0u;
+            const unsigned hi = live && k0 + 1 < K ? static_cast<unsigned>(__ldg(row + 2 * i + 1)) : 0u;
             out[i] = lo | (hi << 16);
         }
     }
@@ -330,7 +336,7 @@ struct MainLoop {
     const unsigned short* __restrict__ xs;
     const unsigned short* __restrict__ ss;
     const unsigned char* __restrict__ zeros;
-    int M, N, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift;
+    int M, N, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift, n_groups;
     long long chunks_per_row;
 
     // Every load of a step (weights, and for INT4 the scales and zero points), issued together so that their
@@ -362,23 +368,25 @@ struct MainLoop {
             for (int u = 0; u < U; ++u) {
                 const int cc = c + u;
                 const bool live = cc < c_end;
-                // Rows n_lo = g and n_hi = g + 8 of each tile: the chunk's group's zero points and scales. The fast
-                // path has a power-of-two chunks per group: a shift, and one address per chunk for all the tiles.
+                // Rows g and g + 8 of each tile, side by side in the packed order (quant_linear_layout.cuh): the
+                // chunk's group's two scales in one word, its two zero points in one half word. The fast path has a
+                // power-of-two chunks per group (a shift) and aligned scales and zero points (one load each).
                 const int grp = P::FAST ? cc >> cpg_shift : cc / cpg;
-                const long long goff = static_cast<long long>(grp) * N + static_cast<long long>(tile0) * 16 + g;
-                const unsigned short* srow = ss + goff;
-                const unsigned char* zrow = zeros + goff;
 #pragma unroll
                 for (int tn = 0; tn < TILES_N; ++tn) {
-                    const int n_lo = (tile0 + tn) * 16 + g, n_hi = n_lo + 8;
-                    const bool ok_lo = live && n_lo < N, ok_hi = live && n_hi < N;
-                    // Rows past N: scale 0 (so zero contributions) and zero point 0.
-                    const unsigned z_lo = ok_lo ? load_u8(zrow + 16 * tn) : 0u;
-                    const unsigned z_hi = ok_hi ? load_u8(zrow + 16 * tn + 8) : 0u;
-                    const unsigned s_lo = ok_lo ? load_u16(srow + 16 * tn) : 0u;
-                    const unsigned s_hi = ok_hi ? load_u16(srow + 16 * tn + 8) : 0u;
-                    st.z[u][tn] = z_lo | (z_hi << 8);
-                    st.s[u][tn] = s_lo | (s_hi << 16);
+                    // Chunks past c_end and tiles past the padded N: scale 0 and zero point 0 (never used). The
+                    // tile's base is loop invariant; a chunk adds 16 values per group.
+                    const bool ok = live && tile0 + tn < tiles;
+                    const long long base = static_cast<long long>(tile0 + tn) * n_groups * 16 + 2 * g;
+                    const unsigned short* sp = ss + base + grp * 16;
+                    const unsigned char* zp = zeros + base + grp * 16;
+                    if constexpr (P::FAST) {
+                        st.s[u][tn] = ok ? load_u32(sp) : 0u;
+                        st.z[u][tn] = ok ? load_u16(zp) : 0u;
+                    } else {
+                        st.s[u][tn] = ok ? load_u16(sp) | (load_u16(sp + 1) << 16) : 0u;
+                        st.z[u][tn] = ok ? load_u8(zp) | (load_u8(zp + 1) << 8) : 0u;
+                    }
                 }
             }
         }
@@ -412,11 +420,16 @@ struct MainLoop {
     template <typename P>
     __device__ __forceinline__ void load_xs(unsigned (&xw)[P::U][M_FRAGS][XW], int c) const {
 #pragma unroll
-        for (int u = 0; u < P::U; ++u)
+        for (int f = 0; f < M_FRAGS; ++f) {
+            // The lane's row and columns (loop invariant): row m0 + 8f + g (row 0 when past M, then not live).
+            const int m = m0 + 8 * f + g;
+            const unsigned short* row = xs + static_cast<long long>(m < M ? m : 0) * K + 2 * XW * t;
 #pragma unroll
-            for (int f = 0; f < M_FRAGS; ++f)
-                load_x<XW, P::FAST>(xw[u][f], xs, c + u < c_end ? m0 + 8 * f + g : M, M,
-                                    static_cast<long long>(c + u) * CHUNK_K + 2 * XW * t, K);
+            for (int u = 0; u < P::U; ++u) {
+                const int k = (c + u) * CHUNK_K;
+                load_x<XW, P::FAST>(xw[u][f], row + k, m < M && c + u < c_end, k + 2 * XW * t, K);
+            }
+        }
     }
 
     template <typename P>
@@ -673,31 +686,29 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     // practice (64, 128), so no division runs per chunk.
     const int cpg = BITS == 4 ? pr.group / CHUNK_K : 1;
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
+    const int n_groups = BITS == 4 ? static_cast<int>(layout::groups(K, pr.group)) : 0;
 
-    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,  zeros, M,    N,    K,  c_begin, c_end,
-                                                        tile0, tiles, m0, lane,  warp, g,    t,  cpg,     cpg_shift,
+    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,     xs,    ss, zeros, M,   N,   K,   c_begin,   c_end,
+                                                        tile0, tiles, m0, lane,  warp, g, t, cpg, cpg_shift, n_groups,
                                                         chunks_per_row};
-    const bool fast = w_aligned && x_fast && cpg_shift >= 0;
+    const bool params_aligned = BITS == 8 || (is_aligned(scales, 16) && is_aligned(zeros, 16));
+    const bool fast = w_aligned && x_fast && params_aligned && cpg_shift >= 0;
     if constexpr (STAGES > 1 && KTUNE_QUANT_LINEAR_BULK) {
         if (fast) {
             // Each warp's ring of STAGES steps, and their barriers.
             __shared__ __align__(128) unsigned char ring[WARPS * STAGES * UNROLL * TILES_N * layout::TILE_BYTES];
             __shared__ __align__(8) unsigned long long bars[WARPS * STAGES];
-            // Ask L2 for the block's scales and zero points now (one line holds a group's rows of the block, two
-            // where they straddle a line), so that the ring's steps find them there.
+            // Ask L2 for the block's scales and zero points now (a tile's groups are contiguous: one bulk prefetch
+            // per tile for each), so that the ring's steps find them there.
             if constexpr (BITS == 4) {
                 const int g_first = c_begin >> cpg_shift;
                 const int g_count = c_end > c_begin ? ((c_end - 1) >> cpg_shift) - g_first + 1 : 0;
-                const int n_first = tile0 * 16, n_last = min(N, (tile0 + TILES_N) * 16) - 1;
-                for (int i = tid; i < 2 * g_count; i += THREADS) {
-                    const long long row = static_cast<long long>(g_first + i / 2) * N;
-                    if (i % 2 == 0) {
-                        prefetch_line_l2(ss + row + n_first);
-                        prefetch_line_l2(ss + row + n_last);
-                    } else {
-                        prefetch_line_l2(zeros + row + n_first);
-                        prefetch_line_l2(zeros + row + n_last);
-                    }
+                if (tid < 2 * TILES_N && g_count > 0 && tile0 + tid / 2 < tiles) {
+                    const long long first = (static_cast<long long>(tile0 + tid / 2) * n_groups + g_first) * 16;
+                    if (tid % 2 == 0)
+                        prefetch_l2(reinterpret_cast<const unsigned char*>(ss + first), 32u * g_count);
+                    else
+                        prefetch_l2(zeros + first, 16u * g_count);
                 }
             }
             loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE>>(acc, ring, bars);

@@ -5,8 +5,8 @@
 //
 // Logical weights W[n, k], n < N, k < K:
 //   INT4: unsigned q in [0, 16), w = (q - zero[g, n]) * scale[g, n] with g = k / G (group size G, a multiple of 64;
-//         the last group may be partial when G does not divide K); scale [ceil(K / G), N] of T, zero [ceil(K / G), N]
-//         of u8 in [0, 16).
+//         the last group may be partial when G does not divide K); scale of T and zero of u8 in [0, 16), one per
+//         (group, n), in the packed order of int4_param_index below.
 //   INT8: signed q in [-128, 128), w = q * scale[n]; scale [N] of T.
 //
 // Packed layout (the kernel's): the weights are cut into tiles of 16 rows (n) by one chunk of k (64 for INT4, 32 for
@@ -19,8 +19,15 @@
 // multiple of CHUNK_K; padding weights are never used (their x is zero, their outputs are not written), so any bytes
 // may fill them. Random bytes are valid weights in this layout, which is how the tuner fills it.
 //
+// INT4 scales and zero points are packed too, per tile of 16 rows: a tile's groups one after another, 16 values per
+// group in the order of the fragment rows, row r of the tile at 2 * (r % 8) + r / 8. Lane 4g + t then finds the two
+// rows it needs (g and g + 8) side by side: one 32-bit load for a chunk's two scales and one 16-bit load for its two
+// zero points, at an address that only moves by a constant per group (the plain [groups, N] order took four loads and
+// a bounds check per row). Padding rows may hold anything, as for the weights.
+//
 // Plain layouts (the usual ones, for the host packing functions and tests): INT4 [N, ceil(K / 2)] bytes, weight (n, k)
-// in byte n * ceil(K / 2) + k / 2, the low nibble for even k (a padding nibble of odd K is 0); INT8 [N, K].
+// in byte n * ceil(K / 2) + k / 2, the low nibble for even k (a padding nibble of odd K is 0), scales and zero points
+// [ceil(K / G), N]; INT8 [N, K].
 //
 // Scratch (fp32 words, zero-filled once; the kernel leaves the counters at zero): [0, counter_words(M, N)) arrival
 // counters, one per (n block, m block) of a launch; then SPLIT_K partial outputs [SPLIT_K, M, N].
@@ -50,6 +57,18 @@ KTUNE_HD constexpr long long int4_weight_bytes(long long n, long long k) {
 }
 KTUNE_HD constexpr long long int8_weight_bytes(long long n, long long k) {
     return padded_n(n) * chunks(k, INT8_CHUNK_K) * INT8_CHUNK_K;
+}
+
+// Values of the packed INT4 scales (and of the zero points): every group of every 16-row tile, padding rows included.
+KTUNE_HD constexpr long long int4_params(long long n, long long k, long long group) {
+    return padded_n(n) * groups(k, group);
+}
+
+// Index of the scale (and zero point) of row n, group grp, in the packed INT4 order (`n_groups` = groups(K, G)).
+KTUNE_HD constexpr long long int4_param_index(long long n, long long grp, long long n_groups) {
+    const long long tile = n / TILE_N;
+    const int r = static_cast<int>(n % TILE_N);
+    return (tile * n_groups + grp) * TILE_N + 2 * (r % 8) + r / 8;
 }
 
 // Byte offset of the 16 bytes lane `lane` loads for tile row `tile` (n / 16) and chunk `chunk`.

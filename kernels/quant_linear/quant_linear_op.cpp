@@ -5,7 +5,7 @@
 //
 // Problem axes: M (rows of x: tokens, 1..4096), N (output features), K (input features), and for INT4 the group size
 // G (a multiple of 64, default 128; K need not be a multiple of G: the last group is partial).
-// Inputs are generated in the packed layout (random bytes are valid weights in any layout); scales are positive, in a
+// Inputs are generated in the packed layouts (random bytes are valid weights in any layout); scales are positive, in a
 // range that keeps y of order 1 to 10 at K = 4096..14336; INT4 zero points in [0, 16).
 // Bytes moved: the weights (N * K / 2 or N * K bytes, without the layout's padding), scales (and zero points), x and y.
 #include <fmt/format.h>
@@ -26,6 +26,7 @@ namespace layout = quant_linear_layout;
 struct LinearShape {
     std::int64_t m = 0, n = 0, k = 0, g = 0;
     std::int64_t groups() const { return layout::groups(k, g); }
+    std::int64_t params() const { return layout::int4_params(n, k, g); }  // packed scales (and zero points)
 };
 
 LinearShape shape_of(const Problem& p, int bits) {
@@ -92,8 +93,8 @@ public:
         std::vector<BufferSpec> out{{"x", t, s.m * s.k, BufferRole::input, -1.0, 1.0}};
         if (m_bits == 4) {
             out.push_back({"w", ElemType::u8, layout::int4_weight_bytes(s.n, s.k), BufferRole::input, 0.0, 256.0});
-            out.push_back({"scales", t, s.groups() * s.n, BufferRole::input, 0.005, 0.02});
-            out.push_back({"zeros", ElemType::u8, s.groups() * s.n, BufferRole::input, 0.0, 16.0});
+            out.push_back({"scales", t, s.params(), BufferRole::input, 0.005, 0.02});
+            out.push_back({"zeros", ElemType::u8, s.params(), BufferRole::input, 0.0, 16.0});
         } else {
             out.push_back({"w", ElemType::i8, layout::int8_weight_bytes(s.n, s.k), BufferRole::input, -128.0, 128.0});
             out.push_back({"scales", t, s.n, BufferRole::input, 0.0005, 0.002});
@@ -139,9 +140,8 @@ public:
         const std::int64_t wbytes =
             m_bits == 4 ? layout::int4_weight_bytes(s.n, s.k) : layout::int8_weight_bytes(s.n, s.k);
         const std::vector<double>& w = input_of(buffers, "w", wbytes, m_bits);
-        const std::vector<double>& scales = input_of(buffers, "scales", m_bits == 4 ? s.groups() * s.n : s.n, m_bits);
-        const std::vector<double>* zeros =
-            m_bits == 4 ? &input_of(buffers, "zeros", s.groups() * s.n, m_bits) : nullptr;
+        const std::vector<double>& scales = input_of(buffers, "scales", m_bits == 4 ? s.params() : s.n, m_bits);
+        const std::vector<double>* zeros = m_bits == 4 ? &input_of(buffers, "zeros", s.params(), m_bits) : nullptr;
         std::vector<double>& y = buffers["y"];
         y.assign(static_cast<std::size_t>(s.m * s.n), 0.0);
         std::vector<double> row(static_cast<std::size_t>(s.k));
@@ -152,7 +152,7 @@ public:
                     const layout::Position pos = layout::int4_position(n, k, s.k);
                     q = static_cast<double>(
                         (static_cast<unsigned>(w[static_cast<std::size_t>(pos.byte)]) >> pos.shift) & 0xFu);
-                    const std::size_t gi = static_cast<std::size_t>((k / s.g) * s.n + n);
+                    const auto gi = static_cast<std::size_t>(layout::int4_param_index(n, k / s.g, s.groups()));
                     row[static_cast<std::size_t>(k)] = (q - (*zeros)[gi]) * scales[gi];
                 } else {
                     q = w[static_cast<std::size_t>(layout::int8_position(n, k, s.k).byte)];

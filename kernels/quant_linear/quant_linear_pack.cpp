@@ -15,7 +15,7 @@ void check_shape(std::int64_t n, std::int64_t k, std::size_t size, std::int64_t 
         throw Error(ErrorCategory::bad_input, fmt::format("{} needs N, K >= 1, got N={} K={}", what, n, k), what);
     if (static_cast<std::int64_t>(size) != expected)
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("{}: {} bytes for N={} K={}, expected {}", what, size, n, k, expected), what);
+                    fmt::format("{}: {} elements for N={} K={}, expected {}", what, size, n, k, expected), what);
 }
 
 std::int64_t plain_int4_row(std::int64_t k) { return (k + 1) / 2; }
@@ -47,6 +47,51 @@ std::vector<std::uint8_t> unpack_int4(const std::vector<std::uint8_t>& packed, s
         }
     return plain;
 }
+
+namespace {
+
+void check_params(std::int64_t n, std::int64_t k, std::int64_t group, std::size_t size, std::int64_t expected,
+                  const char* what) {
+    if (group < 1) throw Error(ErrorCategory::bad_input, fmt::format("{} needs G >= 1, got G={}", what, group), what);
+    check_shape(n, k, size, expected, what);
+}
+
+}  // namespace
+
+template <typename E>
+std::vector<E> pack_int4_params(const std::vector<E>& plain, std::int64_t n, std::int64_t k, std::int64_t group) {
+    check_params(n, k, group, plain.size(), group >= 1 ? layout::groups(k, group) * n : 0, "pack_int4_params");
+    const std::int64_t groups = layout::groups(k, group);
+    std::vector<E> packed(static_cast<std::size_t>(layout::int4_params(n, k, group)), E{});
+    for (std::int64_t g = 0; g < groups; ++g)
+        for (std::int64_t r = 0; r < n; ++r)
+            packed[static_cast<std::size_t>(layout::int4_param_index(r, g, groups))] =
+                plain[static_cast<std::size_t>(g * n + r)];
+    return packed;
+}
+
+template <typename E>
+std::vector<E> unpack_int4_params(const std::vector<E>& packed, std::int64_t n, std::int64_t k, std::int64_t group) {
+    check_params(n, k, group, packed.size(), group >= 1 ? layout::int4_params(n, k, group) : 0, "unpack_int4_params");
+    const std::int64_t groups = layout::groups(k, group);
+    std::vector<E> plain(static_cast<std::size_t>(groups * n));
+    for (std::int64_t g = 0; g < groups; ++g)
+        for (std::int64_t r = 0; r < n; ++r)
+            plain[static_cast<std::size_t>(g * n + r)] =
+                packed[static_cast<std::size_t>(layout::int4_param_index(r, g, groups))];
+    return plain;
+}
+
+template std::vector<std::uint8_t> pack_int4_params(const std::vector<std::uint8_t>&, std::int64_t, std::int64_t,
+                                                    std::int64_t);
+template std::vector<std::uint16_t> pack_int4_params(const std::vector<std::uint16_t>&, std::int64_t, std::int64_t,
+                                                     std::int64_t);
+template std::vector<double> pack_int4_params(const std::vector<double>&, std::int64_t, std::int64_t, std::int64_t);
+template std::vector<std::uint8_t> unpack_int4_params(const std::vector<std::uint8_t>&, std::int64_t, std::int64_t,
+                                                      std::int64_t);
+template std::vector<std::uint16_t> unpack_int4_params(const std::vector<std::uint16_t>&, std::int64_t, std::int64_t,
+                                                       std::int64_t);
+template std::vector<double> unpack_int4_params(const std::vector<double>&, std::int64_t, std::int64_t, std::int64_t);
 
 std::vector<std::int8_t> pack_int8(const std::vector<std::int8_t>& plain, std::int64_t n, std::int64_t k) {
     check_shape(n, k, plain.size(), n * k, "pack_int8");

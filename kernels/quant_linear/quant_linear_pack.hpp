@@ -16,6 +16,14 @@ std::vector<std::uint8_t> pack_int4(const std::vector<std::uint8_t>& plain, std:
 // The inverse (padding dropped; a padding nibble of odd K is 0).
 std::vector<std::uint8_t> unpack_int4(const std::vector<std::uint8_t>& packed, std::int64_t n, std::int64_t k);
 
+// INT4 scales or zero points, plain [ceil(K / G), N], into the packed order of int4_param_index (int4_params(N, K, G)
+// values, padding rows 0), and back. E: std::uint16_t (the bits of fp16 / bf16 scales), std::uint8_t (zero points) or
+// double. Throws Error(bad_input) on a wrong size, N, K < 1 or G < 1.
+template <typename E>
+std::vector<E> pack_int4_params(const std::vector<E>& plain, std::int64_t n, std::int64_t k, std::int64_t group);
+template <typename E>
+std::vector<E> unpack_int4_params(const std::vector<E>& packed, std::int64_t n, std::int64_t k, std::int64_t group);
+
 // plain: [N, K] signed bytes. Returns int8_weight_bytes(N, K) bytes; padding is 0.
 std::vector<std::int8_t> pack_int8(const std::vector<std::int8_t>& plain, std::int64_t n, std::int64_t k);
 std::vector<std::int8_t> unpack_int8(const std::vector<std::int8_t>& packed, std::int64_t n, std::int64_t k);

@@ -2,9 +2,9 @@
 // Weight-only quantized linear, the references the tuned kernels are validated against (same arguments as
 // linear_int4_fwd and linear_int8_fwd): dequantize each weight from the packed layout in double, then a plain product
 // in double, rounded once to T:
-//   INT4: y[m, n] = sum_k x[m, k] * (q[n, k] - zero[k / G, n]) * scale[k / G, n]
+//   INT4: y[m, n] = sum_k x[m, k] * (q[n, k] - zero[k / G, n]) * scale[k / G, n] (scales and zero points packed)
 //   INT8: y[m, n] = sum_k x[m, k] * q[n, k] * scale[n]
-// Weights are located with the same functions the host packing uses (kernels/quant_linear/quant_linear_layout.cuh),
+// Weights, scales and zero points are located with the same functions the host packing uses (kernels/quant_linear/quant_linear_layout.cuh),
 // so a kernel that reads the packed layout differently fails validation. One warp per output column n; lanes take
 // k = lane, lane + 32, ... and each holds the sums of 8 rows of x at a time; the lanes' sums are added in a fixed
 // order (a butterfly). scratch and max_split_k are unused.
@@ -27,7 +27,7 @@ __device__ double weight(const unsigned char* w, const T* scales, const unsigned
     if constexpr (BITS == 4) {
         const layout::Position p = layout::int4_position(n, k, K);
         const int q = (w[p.byte] >> p.shift) & 0xF;
-        const long long gi = (k / group) * N + n;
+        const long long gi = layout::int4_param_index(n, k / group, layout::groups(K, group));
         return (static_cast<double>(q) - static_cast<double>(zeros[gi])) * static_cast<double>(to_float(scales[gi]));
     } else {
         const layout::Position p = layout::int8_position(n, k, K);

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "kernels/op.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
@@ -96,7 +98,36 @@ TEST(QuantLinearPack, PutsALanesFragmentOfOneMmaStepInOneWord) {
     EXPECT_EQ(nibble(g + 8, k0 + 3), 7);
 }
 
+TEST(QuantLinearPack, Int4ScalesAndZeroPointsPackAndUnpackLosslessly) {
+    for (auto [n, k, g] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{16, 64, 64}, {37, 200, 64},
+                           {5, 4096, 128}, {33, 1, 128}}) {
+        const std::int64_t groups = layout::groups(k, g);
+        std::vector<std::uint16_t> plain(static_cast<std::size_t>(groups * n));
+        for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<std::uint16_t>(1 + i);  // all distinct
+        const auto packed = pack_int4_params(plain, n, k, g);
+        EXPECT_EQ(static_cast<std::int64_t>(packed.size()), layout::int4_params(n, k, g));
+        EXPECT_EQ(unpack_int4_params(packed, n, k, g), plain) << "N=" << n << " K=" << k << " G=" << g;
+        // Every plain value appears once; the rest is padding (0).
+        EXPECT_EQ(std::count(packed.begin(), packed.end(), std::uint16_t{0}),
+                  static_cast<std::ptrdiff_t>(packed.size() - plain.size()));
+    }
+}
+
+TEST(QuantLinearPack, PutsALanesTwoRowsOfAGroupSideBySide) {
+    // Lane 4g + t reads rows g and g + 8 of its tile as one pair: index 2g and 2g + 1 of the group's 16 values; a
+    // tile's groups are contiguous, tiles follow each other.
+    const std::int64_t groups = 5;
+    for (int r = 0; r < 8; ++r) {
+        EXPECT_EQ(layout::int4_param_index(r, 0, groups), 2 * r);
+        EXPECT_EQ(layout::int4_param_index(r + 8, 0, groups), 2 * r + 1);
+        EXPECT_EQ(layout::int4_param_index(16 + r, 3, groups), (1 * groups + 3) * 16 + 2 * r);
+    }
+    EXPECT_EQ(layout::int4_param_index(0, 1, groups), 16);
+}
+
 TEST(QuantLinearPack, RejectsPlainWeightsOfTheWrongSize) {
+    EXPECT_THROW(pack_int4_params(std::vector<std::uint8_t>(10), 4, 128, 128), Error);  // 1 group x 4 rows
+    EXPECT_THROW(pack_int4_params(std::vector<std::uint8_t>(4), 4, 128, 0), Error);
     EXPECT_THROW(pack_int4(std::vector<std::uint8_t>(10), 4, 4), Error);
     EXPECT_THROW(pack_int8(std::vector<std::int8_t>(15), 4, 4), Error);
     EXPECT_THROW(unpack_int4(std::vector<std::uint8_t>(10), 4, 4), Error);
@@ -108,8 +139,8 @@ TEST(LinearInt4Op, DequantizesWithTheZeroPointAndScaleOfTheGroup) {
     const auto packed = pack_int4(plain, 1, 2);
     HostBuffers b{{"x", {1.0, 2.0}},
                   {"w", std::vector<double>(packed.begin(), packed.end())},
-                  {"scales", {0.5}},
-                  {"zeros", {1.0}}};
+                  {"scales", pack_int4_params(std::vector<double>{0.5}, 1, 2, 64)},
+                  {"zeros", pack_int4_params(std::vector<double>{1.0}, 1, 2, 64)}};
     int4().cpu_reference(problem({{"M", 1}, {"N", 1}, {"K", 2}, {"G", 64}}), b);
     ASSERT_EQ(b["y"].size(), 1u);
     EXPECT_DOUBLE_EQ(b["y"][0], 5.0);
@@ -123,8 +154,10 @@ TEST(LinearInt4Op, ReferenceOnPackedWeightsEqualsTheReferenceOnPlainWeights) {
     const auto x = random_doubles(static_cast<std::size_t>(m * k), -1, 1, 1);
     const auto scale = random_doubles(static_cast<std::size_t>(groups * n), 0.005, 0.02, 2);
     const auto zero = random_doubles(static_cast<std::size_t>(groups * n), 0, 16, 3, true);
-    HostBuffers b{
-        {"x", x}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", scale}, {"zeros", zero}};
+    HostBuffers b{{"x", x},
+                  {"w", std::vector<double>(packed.begin(), packed.end())},
+                  {"scales", pack_int4_params(scale, n, k, g)},
+                  {"zeros", pack_int4_params(zero, n, k, g)}};
     int4().cpu_reference(problem({{"M", m}, {"N", n}, {"K", k}, {"G", g}}), b);
     const auto expected = linear_int4_plain_reference(x, plain, scale, zero, m, n, k, g);
     ASSERT_EQ(b["y"].size(), expected.size());
@@ -161,7 +194,8 @@ TEST(LinearInt4Op, HasPackedWeightsGroupScalesZeroPointsAndScratch) {
     EXPECT_EQ(buffer(specs, "w").type, ElemType::u8);
     EXPECT_EQ(buffer(specs, "w").elements, 4112 * 4160 / 2);  // N padded to 16, K a multiple of 64
     EXPECT_EQ(buffer(specs, "w").hi, 256.0);
-    EXPECT_EQ(buffer(specs, "scales").elements, 33 * 4100);  // 32.5 groups round up
+    EXPECT_EQ(buffer(specs, "scales").elements, 33 * 4112);  // 32.5 groups round up, N padded to 16
+    EXPECT_EQ(buffer(specs, "zeros").elements, 33 * 4112);
     EXPECT_EQ(buffer(specs, "zeros").type, ElemType::u8);
     EXPECT_EQ(buffer(specs, "zeros").hi, 16.0);
     EXPECT_EQ(buffer(specs, "y").role, BufferRole::output);
