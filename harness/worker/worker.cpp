@@ -465,10 +465,13 @@ void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingO
     if (t.cupti_samples <= 0) return;
     CuptiKernelTimer timer;
     if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
-    LaunchParams params = build_params(false);
+    // The same rotation over the buffers' copies as the event samples: a few samples on one placement gave p50s that
+    // moved by 3-6 % from one process to the next at 2 us (H100, bench/RESULTS.md session 6).
+    std::vector<LaunchParams> params;
+    for (std::size_t i = 0; i <= m_replicas; ++i) params.push_back(build_params(false, i));
     for (int i = 0; i < t.cupti_samples; ++i) {
         if (t.cold_l2) flush_l2(t.clean_flush);
-        launch(f, l, params);
+        launch(f, l, params[std::size_t(i) % params.size()]);
     }
     KTUNE_CU(cuStreamSynchronize(m_stream));
     const char* name = nullptr;
