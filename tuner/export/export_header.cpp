@@ -328,8 +328,8 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.linef("// Kernel {} (search space {}). Tuned devices, in lookup order:", space.kernel_source(),
             fs::path(space.file()).filename().string());
     for (std::size_t i = 0; i < m.devices.size(); ++i)
-        w.linef("//   [{}] {}: {} problems, kernel source {}", i, m.devices[i].info.key, m.devices[i].entries.size(),
-                m.devices[i].source_hash.substr(0, 16));
+        w.linef("//   [{}] {}: {} problems, kernel identity {} (sources, name template, L2 state)", i,
+                m.devices[i].info.key, m.devices[i].entries.size(), m.devices[i].source_hash.substr(0, 16));
     w.line("//");
     w.line("// Use: nvcc -std=c++17 -arch=sm_90 -I<ktune root> -I<this folder>, then");
     w.line("//   ktune_tuned::DeviceProps props;");
