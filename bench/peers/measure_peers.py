@@ -14,6 +14,8 @@ Method, as harness/worker/worker.cpp times ktune's kernels:
                     the kernels (and memsets/memcpys) the call launched, gaps between them left out. Small cases only
                     (--cupti-max-us), as ktune's worker records CUPTI durations beside its event times. (Before
                     2026-11-22 evening the profiled samples were not held: the call could start after an idle gap.)
+With --flush protected or plain the two methods are named cold_l2_events.protected_flush, ... .plain_flush (and
+cupti_kernel_sum likewise): only the default, clean flush is ktune's method, and the names keep the others apart.
 """
 
 import argparse
@@ -110,6 +112,14 @@ IMPLS = {
 }
 METHOD_EVENTS = "cold_l2_events"
 METHOD_CUPTI = "cupti_kernel_sum"
+
+
+def name_methods_for_flush(flush):
+    """The method names say the flush when it is not ktune's default (clean), so that a file measured another way
+    never shares an identity with, and replaces, clean-flush rows on import (reports/PEERS_FORMAT.md)."""
+    global METHOD_EVENTS, METHOD_CUPTI
+    suffix = "" if flush == "clean" else f".{flush}_flush"
+    METHOD_EVENTS, METHOD_CUPTI = "cold_l2_events" + suffix, "cupti_kernel_sum" + suffix
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Output check against the family's first impl: relative Frobenius error. A miss is reported, the timing kept.
@@ -1025,6 +1035,7 @@ def plan():
 def main():
     global ARGS
     ARGS = parse_args()
+    name_methods_for_flush(ARGS.flush)
     cases = plan()
     if ARGS.list:
         for family, dtype, p, impls in cases:
