@@ -2,7 +2,8 @@
 // INT4 weight-only linear, the tuned kernel: y[m, n] = sum_k x[m, k] * (q[n, k] - zero[k / G, n]) * scale[k / G, n]
 // for m < M, n < N: x [M, K] and y [M, N] of T (__half, __nv_bfloat16), q packed two per byte in the layout of
 // kernels/quant_linear/quant_linear_layout.cuh, scale of T and zero of u8 in [0, 16) per (group, n) in that file's
-// packed order (int4_params(N, K, G) values each, 16-byte aligned for the tuned path), group size G a multiple of 64 (K need not be a multiple of G). fp32 accumulation; y rounded once to T.
+// packed order (int4_params(N, K, G) values each, 16-byte aligned for the tuned path), group size G a multiple of 64
+// (K need not be a multiple of G). fp32 accumulation; y rounded once to T.
 // Driven by search_spaces/linear_int4.yaml and linear_int4_tails.yaml (op linear_int4, variant fwd); reference:
 // kernels/quant_linear/quant_linear_reference.cuh. The body, its tunables and their legal values:
 // kernels/quant_linear/quant_linear_gemv.cuh (WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, PIPE,

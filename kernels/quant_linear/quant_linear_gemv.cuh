@@ -48,8 +48,8 @@
 //
 // Any M, N, K (INT4: group size a multiple of 64). The tuned path needs 16-byte aligned weights, 16-byte aligned x
 // rows (x aligned and K % 8 == 0) and, for INT4, 16-byte aligned scales and zero points and a power-of-two number of
-// 64-k chunks per group; otherwise (checked
-// once per launch) a plain path reads weights byte by byte and x element by element, one chunk per warp step.
+// 64-k chunks per group; otherwise (checked once per launch) a plain path reads weights byte by byte and x element
+// by element, one chunk per warp step.
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
@@ -161,21 +161,16 @@ __device__ __forceinline__ uint4 load_weights(const unsigned char* p, bool align
     return v;
 }
 
-__device__ __forceinline__ unsigned load_u16(const unsigned short* p) {
+// 2 or 4 bytes at p (aligned to them), zero-extended.
+__device__ __forceinline__ unsigned load_u16(const void* p) {
     unsigned v;
     asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 
-__device__ __forceinline__ unsigned load_u32(const unsigned short* p) {
+__device__ __forceinline__ unsigned load_u32(const void* p) {
     unsigned v;
     asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ unsigned load_u16(const unsigned char* p) {
-    unsigned v;
-    asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 
@@ -336,7 +331,7 @@ struct MainLoop {
     const unsigned short* __restrict__ xs;
     const unsigned short* __restrict__ ss;
     const unsigned char* __restrict__ zeros;
-    int M, N, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift, n_groups;
+    int M, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift, n_groups;
     long long chunks_per_row;
 
     // Every load of a step (weights, and for INT4 the scales and zero points), issued together so that their
@@ -688,9 +683,9 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
     const int n_groups = BITS == 4 ? static_cast<int>(layout::groups(K, pr.group)) : 0;
 
-    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,     xs,    ss, zeros, M,   N,   K,   c_begin,   c_end,
-                                                        tile0, tiles, m0, lane,  warp, g, t, cpg, cpg_shift, n_groups,
-                                                        chunks_per_row};
+    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,   zeros, M,   K,         c_begin,
+                                                        c_end, tile0, tiles, m0,   lane, warp,      g,
+                                                        t,     cpg,   cpg_shift, n_groups, chunks_per_row};
     const bool params_aligned = BITS == 8 || (is_aligned(scales, 16) && is_aligned(zeros, 16));
     const bool fast = w_aligned && x_fast && params_aligned && cpg_shift >= 0;
     if constexpr (STAGES > 1 && KTUNE_QUANT_LINEAR_BULK) {

@@ -4,10 +4,10 @@
 // in double, rounded once to T:
 //   INT4: y[m, n] = sum_k x[m, k] * (q[n, k] - zero[k / G, n]) * scale[k / G, n] (scales and zero points packed)
 //   INT8: y[m, n] = sum_k x[m, k] * q[n, k] * scale[n]
-// Weights, scales and zero points are located with the same functions the host packing uses (kernels/quant_linear/quant_linear_layout.cuh),
-// so a kernel that reads the packed layout differently fails validation. One warp per output column n; lanes take
-// k = lane, lane + 32, ... and each holds the sums of 8 rows of x at a time; the lanes' sums are added in a fixed
-// order (a butterfly). scratch and max_split_k are unused.
+// Weights, scales and zero points are located with the same functions the host packing uses
+// (kernels/quant_linear/quant_linear_layout.cuh), so a kernel that reads the packed layout differently fails
+// validation. One warp per output column n; lanes take k = lane, lane + 32, ... and each holds the sums of 8 rows of
+// x at a time; the lanes' sums are added in a fixed order (a butterfly). scratch and max_split_k are unused.
 // Launch (search_spaces/linear_int*.yaml reference_launch): grid ceil(N / 8), block 256 (8 warps).
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
