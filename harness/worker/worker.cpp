@@ -413,9 +413,14 @@ void Worker::flush_l2(bool clean) {
     if (clean) run_utility_grid("discard", {&p, &n});
 }
 
-void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+std::vector<Worker::LaunchParams> Worker::rotation_params() {
     std::vector<LaunchParams> params;
     for (std::size_t i = 0; i <= m_replicas; ++i) params.push_back(build_params(false, i));
+    return params;
+}
+
+void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+    std::vector<LaunchParams> params = rotation_params();
     for (int i = 0; i < t.warmup; ++i) launch(f, l, params[0]);
     KTUNE_CU(cuStreamSynchronize(m_stream));
 
@@ -465,10 +470,10 @@ void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingO
     if (t.cupti_samples <= 0) return;
     CuptiKernelTimer timer;
     if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
-    // The same rotation over the buffers' copies as the event samples: a few samples on one placement gave p50s that
-    // moved by 3-6 % from one process to the next at 2 us (H100, bench/RESULTS.md session 6).
-    std::vector<LaunchParams> params;
-    for (std::size_t i = 0; i <= m_replicas; ++i) params.push_back(build_params(false, i));
+    // The same rotation over the buffers' copies as the event samples, not one placement (H100, bench/RESULTS.md
+    // session 6: the kernel-time p50s of 2 us kernels moved by up to 9 % between processes with 5 samples on one
+    // placement, up to 6 % with 64 over the rotation).
+    std::vector<LaunchParams> params = rotation_params();
     for (int i = 0; i < t.cupti_samples; ++i) {
         if (t.cold_l2) flush_l2(t.clean_flush);
         launch(f, l, params[std::size_t(i) % params.size()]);

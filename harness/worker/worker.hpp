@@ -49,6 +49,9 @@ private:
     void launch(CUfunction f, const wire::Launch& l, LaunchParams& params);
     // replica 0 is the buffers themselves; 1..n the rotation copies of a small problem.
     LaunchParams build_params(bool reference_outputs, std::size_t replica = 0);
+    // The timed launch's arguments for the buffers and each of their rotation copies, in rotation order: sample i
+    // uses element i % size().
+    std::vector<LaunchParams> rotation_params();
     void free_problem();
     void run_utility_grid(const std::string& what, std::vector<void*> params);
     void poison_outputs();
