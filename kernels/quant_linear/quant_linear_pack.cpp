@@ -50,17 +50,17 @@ std::vector<std::uint8_t> unpack_int4(const std::vector<std::uint8_t>& packed, s
 
 namespace {
 
-void check_params(std::int64_t n, std::int64_t k, std::int64_t group, std::size_t size, std::int64_t expected,
-                  const char* what) {
+// packed: the vector holds the packed order (int4_params values), else the plain [groups, N] one.
+void check_params(std::int64_t n, std::int64_t k, std::int64_t group, std::size_t size, bool packed, const char* what) {
     if (group < 1) throw Error(ErrorCategory::bad_input, fmt::format("{} needs G >= 1, got G={}", what, group), what);
-    check_shape(n, k, size, expected, what);
+    check_shape(n, k, size, packed ? layout::int4_params(n, k, group) : layout::groups(k, group) * n, what);
 }
 
 }  // namespace
 
 template <typename E>
 std::vector<E> pack_int4_params(const std::vector<E>& plain, std::int64_t n, std::int64_t k, std::int64_t group) {
-    check_params(n, k, group, plain.size(), group >= 1 ? layout::groups(k, group) * n : 0, "pack_int4_params");
+    check_params(n, k, group, plain.size(), /*packed=*/false, "pack_int4_params");
     const std::int64_t groups = layout::groups(k, group);
     std::vector<E> packed(static_cast<std::size_t>(layout::int4_params(n, k, group)), E{});
     for (std::int64_t g = 0; g < groups; ++g)
@@ -72,7 +72,7 @@ std::vector<E> pack_int4_params(const std::vector<E>& plain, std::int64_t n, std
 
 template <typename E>
 std::vector<E> unpack_int4_params(const std::vector<E>& packed, std::int64_t n, std::int64_t k, std::int64_t group) {
-    check_params(n, k, group, packed.size(), group >= 1 ? layout::int4_params(n, k, group) : 0, "unpack_int4_params");
+    check_params(n, k, group, packed.size(), /*packed=*/true, "unpack_int4_params");
     const std::int64_t groups = layout::groups(k, group);
     std::vector<E> plain(static_cast<std::size_t>(groups * n));
     for (std::int64_t g = 0; g < groups; ++g)
