@@ -288,13 +288,13 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, 
 
 // An opaque copy: the compiler cannot see through it, so it unpacks the words again at their next use instead of
 // keeping (or hoisting) the unpacked floats, which take twice the registers for 16-bit T.
-// This thread's sums over one row it holds (U vector accesses of x, dy and w): of x^2 into sxx and of dy * w * x into
-// sgx, in the same order on every path that holds whole rows.
+// This thread's sums over one row it holds (U vector accesses of x, dy and w), added onto sxx (x^2) and sgx
+// (dy * w * x), which hold 0 or the row's tail element: in the same order on every path.
 template <typename T, int U, int W>
 __device__ __forceinline__ void held_row_sums(const Words<W> (&x)[U], const Words<W> (&g)[U], const Words<W> (&w)[U],
-                                              float& sxx_out, float& sgx_out) {
+                                              float& sxx_io, float& sgx_io) {
     constexpr int E = elems_per_word<T>;
-    float sxx = 0.0f, sgx = 0.0f;
+    float sxx = sxx_io, sgx = sgx_io;
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -309,8 +309,8 @@ __device__ __forceinline__ void held_row_sums(const Words<W> (&x)[U], const Word
                 sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
             }
         }
-    sxx_out = sxx;
-    sgx_out = sgx;
+    sxx_io = sxx;
+    sgx_io = sgx;
 }
 
 template <typename T, int W>
@@ -479,20 +479,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
         if (active) {
             sxx = x_tail * x_tail;
             sgx = g_tail * w_tail * x_tail;
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    float fx[E], fg[E], fw[E];
-                    unpack_word(T{}, xv[u].w[j], fx);
-                    unpack_word(T{}, gv[u].w[j], fg);
-                    unpack_word(T{}, wv[u].w[j], fw);
-#pragma unroll
-                    for (int e = 0; e < E; ++e) {
-                        sxx = fmaf(fx[e], fx[e], sxx);
-                        sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
-                    }
-                }
+            held_row_sums<T, U, W>(xv, gv, wv, sxx, sgx);
         }
         const float2 s = row_sum2<TPR / 32, CLUSTER>(sxx, sgx, &red[parity][slot]);
         parity ^= 1;
@@ -687,7 +674,7 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
                 gv[k][u] = ok ? load_words<W>(dy + r * a.dy_stride + static_cast<long long>(i) * V) : zero_words<W>();
             }
         }
-        float v[2 * K];  // v[k]: this thread's sum of x^2 over row k, v[K + k]: of dy * w * x
+        float v[2 * K] = {};  // v[k]: this thread's sum of x^2 over row k, v[K + k]: of dy * w * x
 #pragma unroll
         for (int k = 0; k < K; ++k) held_row_sums<T, U, W>(xv[k], gv[k], wv, v[k], v[K + k]);
         // Lane l: the warp's v[l]; then the block's (warps in order), then the cluster's (ranks in order): the same
