@@ -174,6 +174,42 @@ __device__ __forceinline__ unsigned load_u32(const void* p) {
     return v;
 }
 
+// The fast path's loads: predicated inside the instruction (zeros where !pred), so the address is computed whether
+// or not the load happens and a step's loads share one base with constant offsets; a C++ condition around a load
+// makes the compiler rebuild each address under its own predicate (~25 integer instructions a chunk at M = 16).
+__device__ __forceinline__ uint4 load_weights_if(const unsigned char* p, bool pred) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile(
+        "{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];\n}"
+        : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+        : "r"(static_cast<int>(pred)), "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ uint4 load_v4_if(const void* p, bool pred) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5];\n}"
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+                 : "r"(static_cast<int>(pred)), "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ unsigned load_u32_if(const void* p, bool pred) {
+    unsigned v = 0u;
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.u32 %0, [%2];\n}"
+                 : "+r"(v)
+                 : "r"(static_cast<int>(pred)), "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ unsigned load_u16_if(const void* p, bool pred) {
+    unsigned v = 0u;
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.u16 %0, [%2];\n}"
+                 : "+r"(v)
+                 : "r"(static_cast<int>(pred)), "l"(p));
+    return v;
+}
+
 __device__ __forceinline__ unsigned load_u8(const unsigned char* p) {
     unsigned v;
     asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
@@ -334,6 +370,38 @@ struct MainLoop {
     int M, K, c_begin, c_end, tile0, tiles, m0, lane, warp, g, t, cpg, cpg_shift, n_groups;
     long long chunks_per_row;
 
+    // The lane's loop-invariant addresses (set_lanes): chunk c of tile tn is w_lane[tn] + c * TILE_BYTES, group grp's
+    // scale pair s_lane[tn] + 16 grp (zero points likewise), chunk c of x row f x_lane[f] + c * CHUNK_K, so that each
+    // address costs one wide multiply-add per chunk (rebuilt from the indices they cost ~25 instructions a chunk,
+    // much of it 64-bit arithmetic: bench/results/h100-2026-11-23-s7/sass.txt).
+    const unsigned char* w_lane[TILES_N];
+    const unsigned short* s_lane[TILES_N];
+    const unsigned char* z_lane[TILES_N];
+    const unsigned short* x_lane[M_FRAGS];
+    bool tile_live[TILES_N];  // the tile is not past the padded N
+    bool row_live[M_FRAGS];   // the lane's x row is not past M
+    int x_limit;              // K - the lane's first column in a chunk: a vector at chunk column k + 8i is in K when
+                              // k + 8i < x_limit (fast path: K % 8 == 0)
+
+    __device__ __forceinline__ void set_lanes() {
+        namespace layout = ktune::quant_linear_layout;
+#pragma unroll
+        for (int tn = 0; tn < TILES_N; ++tn) {
+            w_lane[tn] = w + layout::lane_offset(tile0 + tn, 0, chunks_per_row, lane);
+            const long long params = static_cast<long long>(tile0 + tn) * n_groups * 16 + 2 * g;
+            s_lane[tn] = ss + params;
+            z_lane[tn] = zeros + params;
+            tile_live[tn] = tile0 + tn < tiles;
+        }
+#pragma unroll
+        for (int f = 0; f < M_FRAGS; ++f) {
+            const int m = m0 + 8 * f + g;
+            row_live[f] = m < M;
+            x_lane[f] = xs + static_cast<long long>(m < M ? m : 0) * K + 2 * XW * t;  // row 0 past M (not loaded)
+        }
+        x_limit = K - 2 * XW * t;
+    }
+
     // Every load of a step (weights, and for INT4 the scales and zero points), issued together so that their
     // latencies overlap. Chunks past c_end (or tiles past N) load nothing and give zeros, never used.
     template <typename P>
@@ -341,15 +409,16 @@ struct MainLoop {
         namespace layout = ktune::quant_linear_layout;
         constexpr int U = P::U;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int cc = c + u;
-            const bool live = cc < c_end;
+        for (int tn = 0; tn < TILES_N; ++tn) {
+            const unsigned char* wp = w_lane[tn] + static_cast<long long>(c) * layout::TILE_BYTES;
 #pragma unroll
-            for (int tn = 0; tn < TILES_N; ++tn)
-                st.w[u][tn] = live && tile0 + tn < tiles  // the last block's tiles may pass the padded N
-                                  ? load_weights(w + layout::lane_offset(tile0 + tn, cc, chunks_per_row, lane),
-                                                 P::FAST)
-                                  : make_uint4(0u, 0u, 0u, 0u);
+            for (int u = 0; u < U; ++u) {
+                const bool live = c + u < c_end && tile_live[tn];  // the last block's tiles may pass the padded N
+                if constexpr (P::FAST)
+                    st.w[u][tn] = load_weights_if(wp + u * layout::TILE_BYTES, live);
+                else
+                    st.w[u][tn] = live ? load_weights(wp + u * layout::TILE_BYTES, false) : make_uint4(0u, 0u, 0u, 0u);
+            }
         }
         load_scales<P>(st, c);
     }
@@ -369,15 +438,14 @@ struct MainLoop {
                 const int grp = P::FAST ? cc >> cpg_shift : cc / cpg;
 #pragma unroll
                 for (int tn = 0; tn < TILES_N; ++tn) {
-                    // Chunks past c_end and tiles past the padded N: scale 0 and zero point 0 (never used). The
-                    // tile's base is loop invariant; a chunk adds 16 values per group.
-                    const bool ok = live && tile0 + tn < tiles;
-                    const long long base = static_cast<long long>(tile0 + tn) * n_groups * 16 + 2 * g;
-                    const unsigned short* sp = ss + base + grp * 16;
-                    const unsigned char* zp = zeros + base + grp * 16;
+                    // Chunks past c_end and tiles past the padded N: scale 0 and zero point 0 (never used). A group
+                    // is 16 values on from the one before.
+                    const bool ok = live && tile_live[tn];
+                    const unsigned short* sp = s_lane[tn] + static_cast<long long>(grp) * 16;
+                    const unsigned char* zp = z_lane[tn] + static_cast<long long>(grp) * 16;
                     if constexpr (P::FAST) {
-                        st.s[u][tn] = ok ? load_u32(sp) : 0u;
-                        st.z[u][tn] = ok ? load_u16(zp) : 0u;
+                        st.s[u][tn] = load_u32_if(sp, ok);
+                        st.z[u][tn] = load_u16_if(zp, ok);
                     } else {
                         st.s[u][tn] = ok ? load_u16(sp) | (load_u16(sp + 1) << 16) : 0u;
                         st.z[u][tn] = ok ? load_u8(zp) | (load_u8(zp + 1) << 8) : 0u;
@@ -414,15 +482,35 @@ struct MainLoop {
     // The step's x fragments (zeros past M, K or c_end).
     template <typename P>
     __device__ __forceinline__ void load_xs(unsigned (&xw)[P::U][M_FRAGS][XW], int c) const {
+        if constexpr (P::FAST) {
+            // One base per row and step; the vectors' columns against K are the same for every row.
+            bool in_k[P::U][XW / 4];
 #pragma unroll
-        for (int f = 0; f < M_FRAGS; ++f) {
-            // The lane's row and columns (loop invariant): row m0 + 8f + g (row 0 when past M, then not live).
-            const int m = m0 + 8 * f + g;
-            const unsigned short* row = xs + static_cast<long long>(m < M ? m : 0) * K + 2 * XW * t;
+            for (int u = 0; u < P::U; ++u)
 #pragma unroll
-            for (int u = 0; u < P::U; ++u) {
-                const int k = (c + u) * CHUNK_K;
-                load_x<XW, P::FAST>(xw[u][f], row + k, m < M && c + u < c_end, k + 2 * XW * t, K);
+                for (int i = 0; i < XW / 4; ++i) in_k[u][i] = c + u < c_end && (c + u) * CHUNK_K + 8 * i < x_limit;
+#pragma unroll
+            for (int f = 0; f < M_FRAGS; ++f) {
+                const unsigned short* xp = x_lane[f] + static_cast<long long>(c) * CHUNK_K;
+#pragma unroll
+                for (int u = 0; u < P::U; ++u)
+#pragma unroll
+                    for (int i = 0; i < XW; i += 4) {
+                        const uint4 v = load_v4_if(xp + u * CHUNK_K + 2 * i, row_live[f] && in_k[u][i / 4]);
+                        xw[u][f][i] = v.x;
+                        xw[u][f][i + 1] = v.y;
+                        xw[u][f][i + 2] = v.z;
+                        xw[u][f][i + 3] = v.w;
+                    }
+            }
+        } else {
+#pragma unroll
+            for (int f = 0; f < M_FRAGS; ++f) {
+#pragma unroll
+                for (int u = 0; u < P::U; ++u) {
+                    const int k = (c + u) * CHUNK_K;
+                    load_x<XW, false>(xw[u][f], x_lane[f] + k, row_live[f] && c + u < c_end, k + 2 * XW * t, K);
+                }
             }
         }
     }
@@ -683,9 +771,10 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
     const int n_groups = BITS == 4 ? static_cast<int>(layout::groups(K, pr.group)) : 0;
 
-    const MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,   zeros, M,   K,         c_begin,
+    MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,   zeros, M,   K,         c_begin,
                                                         c_end, tile0, tiles, m0,   lane, warp,      g,
                                                         t,     cpg,   cpg_shift, n_groups, chunks_per_row};
+    loop.set_lanes();
     const bool params_aligned = BITS == 8 || (is_aligned(scales, 16) && is_aligned(zeros, 16));
     const bool fast = w_aligned && x_fast && params_aligned && cpg_shift >= 0;
     if constexpr (STAGES > 1 && KTUNE_QUANT_LINEAR_BULK) {
