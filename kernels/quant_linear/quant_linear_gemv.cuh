@@ -43,6 +43,9 @@
 //   STAGES    slots of the shared-memory ring per warp, 1..8 (1: no ring, the register path; > 1 needs PIPE 1 and
 //             PREFETCH 1, and WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94: 48 KiB of static shared
 //             memory with the reduction). Other architectures than sm_90+ and the plain path ignore it.
+//   GROUP_CHUNKS  INT4: 2 when the group size is a multiple of 128 (the YAML derives it from G; UNROLL even), so a
+//             step's chunk pairs share one group: one scale and zero-point load, one bias and one scaling per pair
+//             (splits start at even chunks); 1 otherwise.
 //   WARPS * TILES_N * M_FRAGS <= 64 (the warp reduction's shared memory, 32 KiB).
 // The vector width is fixed by the packed layout: 16-byte weight loads, 16- or 32-byte x loads per lane.
 //
@@ -338,10 +341,12 @@ __device__ __forceinline__ void load_x(unsigned (&out)[XW], const unsigned short
 // One warp step's prefetched operands: UNROLL chunks of TILES_N tiles. INT4 scales and zero points of rows g and g + 8
 // packed in one word each (low and high half, bits 0..7 and 8..15), a quarter of the registers of four floats.
 // The main loop's compile-time shape (see gemv).
-template <bool FAST_, int U_, int PIPE_, int PREFETCH_, int STAGES_ = 1, bool INTERLEAVE_ = false>
+template <bool FAST_, int U_, int PIPE_, int PREFETCH_, int STAGES_ = 1, bool INTERLEAVE_ = false, int GC_ = 1>
 struct Path {
     static constexpr bool FAST = FAST_, INTERLEAVE = INTERLEAVE_;
     static constexpr int U = U_, PIPE = PIPE_, PREFETCH = PREFETCH_, STAGES = STAGES_;
+    static constexpr int GC = GC_;  // consecutive chunks of a step that share one group (INT4; divides U)
+    static_assert(U % GC == 0, "quant linear: a step holds whole pairs of group chunks");
 };
 
 template <int UNROLL, int TILES_N>
@@ -429,7 +434,7 @@ struct MainLoop {
         constexpr int U = P::U;
         if constexpr (BITS == 4) {
 #pragma unroll
-            for (int u = 0; u < U; ++u) {
+            for (int u = 0; u < U; u += P::GC) {  // the first chunk of each group's run in the step
                 const int cc = c + u;
                 const bool live = cc < c_end;
                 // Rows g and g + 8 of each tile, side by side in the packed order (quant_linear_layout.cuh): the
@@ -518,9 +523,9 @@ struct MainLoop {
     template <typename P>
     __device__ __forceinline__ void compute_math(const Stage<P::U, TILES_N>& st,
                                                  const unsigned (&xw)[P::U][M_FRAGS][XW], int c, Acc& acc) const {
-        constexpr int U = P::U;
+        constexpr int U = P::U, GC = P::GC;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
+        for (int u = 0; u < U; u += GC) {
             // INTERLEAVE: no exit at c_end. A chunk past it has zero weights, scales and x (the loads say so) and adds
             // zeros, and without the branch the step is one basic block, so the scheduler interleaves the chunks'
             // mma chains (ncu, INT4 M = 1 4096^2: 22 % of the stall samples were fixed-latency waits on those chains
@@ -530,8 +535,10 @@ struct MainLoop {
             }
 #pragma unroll
             for (int tn = 0; tn < TILES_N; ++tn) {
-                const unsigned wq[4] = {st.w[u][tn].x, st.w[u][tn].y, st.w[u][tn].z, st.w[u][tn].w};
                 if constexpr (BITS == 4) {
+                    // GC chunks of one group: one scale and zero point, one bias, one sum of their mma and one
+                    // scaling. (Each chunk's own chain and scaling, as with GC 1, saved fewer instructions and
+                    // measured slower in most configurations: bench/RESULTS.md, session 7.)
                     const unsigned zp = st.z[u][tn], sp = st.s[u][tn];
                     const unsigned neg_lo = neg_bias_pair<T>(zp & 0xFFu), neg_hi = neg_bias_pair<T>(zp >> 8);
                     const float s_lo = bits_to_float<T>(sp), s_hi = bits_to_float<T>(sp >> 16);
@@ -541,12 +548,20 @@ struct MainLoop {
 #pragma unroll
                         for (int r = 0; r < 4; ++r) part[f][r] = 0.0f;
 #pragma unroll
-                    for (int j = 0; j < STEPS; ++j) {
-                        unsigned a[4];
-                        dequant_int4<T>(wq[j], neg_lo, neg_hi, a);
+                    for (int v = 0; v < GC; ++v) {
+                        if constexpr (!P::INTERLEAVE) {
+                            if (v > 0 && c + u + v >= c_end) break;  // uniform over the warp
+                        }
+                        const unsigned wq[4] = {st.w[u + v][tn].x, st.w[u + v][tn].y, st.w[u + v][tn].z,
+                                                st.w[u + v][tn].w};
 #pragma unroll
-                        for (int f = 0; f < M_FRAGS; ++f)
-                            mma_16816<T>(part[f], a, xw[u][f][2 * j], xw[u][f][2 * j + 1]);
+                        for (int j = 0; j < STEPS; ++j) {
+                            unsigned a[4];
+                            dequant_int4<T>(wq[j], neg_lo, neg_hi, a);
+#pragma unroll
+                            for (int f = 0; f < M_FRAGS; ++f)
+                                mma_16816<T>(part[f], a, xw[u + v][f][2 * j], xw[u + v][f][2 * j + 1]);
+                        }
                     }
 #pragma unroll
                     for (int f = 0; f < M_FRAGS; ++f) {
@@ -556,6 +571,7 @@ struct MainLoop {
                         acc[tn][f][3] = fmaf(s_hi, part[f][3], acc[tn][f][3]);
                     }
                 } else {
+                    const unsigned wq[4] = {st.w[u][tn].x, st.w[u][tn].y, st.w[u][tn].z, st.w[u][tn].w};
 #pragma unroll
                     for (int j = 0; j < STEPS; ++j) {
                         unsigned a[4];
@@ -615,7 +631,7 @@ struct MainLoop {
 #pragma unroll 1
         for (; c < c_end; c += STRIDE) {
 #pragma unroll
-            for (int u = 0; u < U; ++u)
+            for (int u = 0; u < U; u += P::GC)
 #pragma unroll
                 for (int tn = 0; tn < TILES_N; ++tn)
                     if constexpr (BITS == 4) {
@@ -709,7 +725,7 @@ struct Problem {
 };
 
 template <typename T, int BITS, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int PIPE, int PREFETCH,
-          int STAGES = 1, bool INTERLEAVE = false>
+          int STAGES = 1, bool INTERLEAVE = false, int GROUP_CHUNKS = 1>
 __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x, const unsigned char* __restrict__ w,
                                      const T* __restrict__ scales, const unsigned char* __restrict__ zeros,
                                      float* __restrict__ scratch, const Problem& pr) {
@@ -725,6 +741,8 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     static_assert(PIPE == 1 || PIPE == 2, "quant linear: PIPE is 1 or 2");
     static_assert(PREFETCH >= 1 && PREFETCH <= 16, "quant linear: PREFETCH in [1, 16]");
     static_assert(STAGES >= 1 && STAGES <= 8, "quant linear: STAGES in [1, 8]");
+    static_assert(GROUP_CHUNKS == 1 || (BITS == 4 && GROUP_CHUNKS == 2 && UNROLL % 2 == 0),
+                  "quant linear: GROUP_CHUNKS 2 needs INT4 and an even UNROLL");
     static_assert(STAGES == 1 || (PIPE == 1 && PREFETCH == 1), "quant linear: STAGES > 1 needs PIPE 1, PREFETCH 1");
     static_assert(ring_fits(WARPS, TILES_N, UNROLL, M_FRAGS, STAGES),
                   "quant linear: WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94 (static shared memory)");
@@ -740,14 +758,16 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     const int m_blocks = (M + 8 * M_FRAGS - 1) / (8 * M_FRAGS);
     if (gridDim.x != static_cast<unsigned>(n_blocks) || gridDim.y != SPLIT_K ||
         gridDim.z != static_cast<unsigned>(m_blocks) || SPLIT_K > pr.max_split_k ||
-        (BITS == 4 && (pr.group < CHUNK_K || pr.group % CHUNK_K != 0)))
+        (BITS == 4 && (pr.group < CHUNK_K || pr.group % (GROUP_CHUNKS * CHUNK_K) != 0)))
         return;  // a launch that does not match the configuration writes nothing
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     const long long chunks_per_row = layout::chunks(K, CHUNK_K);
     const int tiles = (N + 15) / 16;
-    const int per_split = static_cast<int>((chunks_per_row + SPLIT_K - 1) / SPLIT_K);
+    // A split starts at a multiple of GROUP_CHUNKS chunks, so every step's chunk pairs lie in one group.
+    const int per_split =
+        static_cast<int>((chunks_per_row + SPLIT_K - 1) / SPLIT_K + GROUP_CHUNKS - 1) / GROUP_CHUNKS * GROUP_CHUNKS;
     const int c_begin = static_cast<int>(blockIdx.y) * per_split;
     const int c_end = min(static_cast<int>(chunks_per_row), c_begin + per_split);
     const int tile0 = static_cast<int>(blockIdx.x) * TILES_N;
@@ -795,13 +815,13 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
                         prefetch_l2(zeros + first, 16u * g_count);
                 }
             }
-            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE>>(acc, ring, bars);
+            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE, GROUP_CHUNKS>>(acc, ring, bars);
         } else {
             loop.template run<Path<false, 1, 1, 0>>(acc);
         }
     } else {
         if (fast)
-            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1, 1, INTERLEAVE>>(acc);
+            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1, 1, INTERLEAVE, GROUP_CHUNKS>>(acc);
         else
             loop.template run<Path<false, 1, 1, 0>>(acc);
     }
