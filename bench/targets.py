@@ -28,7 +28,8 @@ args = ap.parse_args()
 db = sqlite3.connect(args.db)
 copy = {k: g for k, g in db.execute("select key, copy_gbps from devices")}
 
-# The best ok measurement per (kernel, problem, device): lowest p50 of the newest kernel source per op/variant.
+# The best ok measurement per (kernel, problem, device): lowest p50 of the newest kernel source per op/variant, a tie
+# going to the lower CUPTI kernel time (the order of Store::best in results/store.cpp).
 rows = db.execute("""
   select k.op, k.variant, k.source_hash, p.key, p.shape_json, c.key, m.p50_us, m.cupti_p50_us, m.gbps, m.device_key,
          m.measured_at
@@ -44,8 +45,9 @@ for op, variant, h, pkey, shape, ckey, p50, cupti, gbps, dev, t in rows:
     if newest[(op, variant)][0] != h:
         continue
     k = (op, variant, pkey)
-    if k not in best or p50 < best[k]["p50"]:
-        best[k] = dict(shape=json.loads(shape), config=ckey, p50=p50, cupti=cupti, gbps=gbps, dev=dev)
+    rank = (p50, not (cupti and cupti > 0), cupti or 0.0)
+    if k not in best or rank < best[k]["rank"]:
+        best[k] = dict(shape=json.loads(shape), config=ckey, p50=p50, cupti=cupti, gbps=gbps, dev=dev, rank=rank)
 failed = defaultdict(lambda: defaultdict(int))
 for op, variant, status, n in db.execute("""select k.op, k.variant, m.status, count(*) from measurements m
         join kernels k on k.id = m.kernel_id where m.status != 'ok' group by 1, 2, 3"""):

@@ -24,6 +24,27 @@ TEST_F(StoreBest, PicksTheSmallestP50AmongOkResults) {
     EXPECT_EQ(best[0].measurement.stats.p50, 2.0);
 }
 
+TEST_F(StoreBest, BreaksATieOnP50ByTheLowerKernelTimeThenByTheEarlierRow) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}}), q = problem({{"M", 16}});
+    auto with_kernel_time = [](ResultRecord r, double cupti_us) {
+        r.measurement.cupti_p50_us = cupti_us;
+        return r;
+    };
+    store.record(with_kernel_time(make_record("B=1", p, 4.0), 1.63));
+    store.record(with_kernel_time(make_record("B=2", p, 4.0), 1.41));
+    store.record(make_record("B=3", p, 4.0));  // no kernel time: after those with one
+    store.record(with_kernel_time(make_record("B=4", p, 4.1), 1.20));  // a higher p50 still loses
+    store.record(make_record("B=1", q, 5.0));
+    store.record(make_record("B=2", q, 5.0));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 2u);
+    EXPECT_EQ(best[0].config_key, "B=2");
+    EXPECT_EQ(best[0].measurement.cupti_p50_us, 1.41);
+    EXPECT_EQ(best[1].config_key, "B=1");  // neither has a kernel time: the earlier row
+}
+
 TEST_F(StoreBest, IgnoresFailedResultsEvenWithASmallerP50) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});
