@@ -180,36 +180,37 @@ __device__ __forceinline__ unsigned load_u32(const void* p) {
 // The fast path's loads: predicated inside the instruction (zeros where !pred), so the address is computed whether
 // or not the load happens and a step's loads share one base with constant offsets; a C++ condition around a load
 // makes the compiler rebuild each address under its own predicate (~25 integer instructions a chunk at M = 16).
-__device__ __forceinline__ uint4 load_weights_if(const unsigned char* p, bool pred) {
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    asm volatile(
-        "{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];\n}"
-        : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-        : "r"(static_cast<int>(pred)), "l"(p));
-    return v;
-}
-
+// STREAM: no L1 allocation (the weights, read once); otherwise through L1 (x, which every warp of an SM reads).
+template <bool STREAM>
 __device__ __forceinline__ uint4 load_v4_if(const void* p, bool pred) {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5];\n}"
-                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-                 : "r"(static_cast<int>(pred)), "l"(p));
+#define KTUNE_QL_LOAD_V4(QUAL)                                                                                      \
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc" QUAL                              \
+                 ".v4.u32 {%0, %1, %2, %3}, [%5];\n}"                                                             \
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)                                                     \
+                 : "r"(static_cast<int>(pred)), "l"(p))
+    if constexpr (STREAM)
+        KTUNE_QL_LOAD_V4(".L1::no_allocate");
+    else
+        KTUNE_QL_LOAD_V4("");
+#undef KTUNE_QL_LOAD_V4
     return v;
 }
 
-__device__ __forceinline__ unsigned load_u32_if(const void* p, bool pred) {
+// BYTES (2 or 4) at p, zero-extended.
+template <int BYTES>
+__device__ __forceinline__ unsigned load_if(const void* p, bool pred) {
+    static_assert(BYTES == 2 || BYTES == 4, "load_if: 2 or 4 bytes");
     unsigned v = 0u;
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.u32 %0, [%2];\n}"
-                 : "+r"(v)
-                 : "r"(static_cast<int>(pred)), "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ unsigned load_u16_if(const void* p, bool pred) {
-    unsigned v = 0u;
-    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc.u16 %0, [%2];\n}"
-                 : "+r"(v)
-                 : "r"(static_cast<int>(pred)), "l"(p));
+#define KTUNE_QL_LOAD(TYPE)                                                                                         \
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q ld.global.nc." TYPE " %0, [%2];\n}"            \
+                 : "+r"(v)                                                                                         \
+                 : "r"(static_cast<int>(pred)), "l"(p))
+    if constexpr (BYTES == 4)
+        KTUNE_QL_LOAD("u32");
+    else
+        KTUNE_QL_LOAD("u16");
+#undef KTUNE_QL_LOAD
     return v;
 }
 
@@ -420,7 +421,7 @@ struct MainLoop {
             for (int u = 0; u < U; ++u) {
                 const bool live = c + u < c_end && tile_live[tn];  // the last block's tiles may pass the padded N
                 if constexpr (P::FAST)
-                    st.w[u][tn] = load_weights_if(wp + u * layout::TILE_BYTES, live);
+                    st.w[u][tn] = load_v4_if<true>(wp + u * layout::TILE_BYTES, live);
                 else
                     st.w[u][tn] = live ? load_weights(wp + u * layout::TILE_BYTES, false) : make_uint4(0u, 0u, 0u, 0u);
             }
@@ -449,8 +450,8 @@ struct MainLoop {
                     const unsigned short* sp = s_lane[tn] + static_cast<long long>(grp) * 16;
                     const unsigned char* zp = z_lane[tn] + static_cast<long long>(grp) * 16;
                     if constexpr (P::FAST) {
-                        st.s[u][tn] = load_u32_if(sp, ok);
-                        st.z[u][tn] = load_u16_if(zp, ok);
+                        st.s[u][tn] = load_if<4>(sp, ok);
+                        st.z[u][tn] = load_if<2>(zp, ok);
                     } else {
                         st.s[u][tn] = ok ? load_u16(sp) | (load_u16(sp + 1) << 16) : 0u;
                         st.z[u][tn] = ok ? load_u8(zp) | (load_u8(zp + 1) << 8) : 0u;
@@ -501,7 +502,7 @@ struct MainLoop {
                 for (int u = 0; u < P::U; ++u)
 #pragma unroll
                     for (int i = 0; i < XW; i += 4) {
-                        const uint4 v = load_v4_if(xp + u * CHUNK_K + 2 * i, row_live[f] && in_k[u][i / 4]);
+                        const uint4 v = load_v4_if<false>(xp + u * CHUNK_K + 2 * i, row_live[f] && in_k[u][i / 4]);
                         xw[u][f][i] = v.x;
                         xw[u][f][i + 1] = v.y;
                         xw[u][f][i + 2] = v.z;

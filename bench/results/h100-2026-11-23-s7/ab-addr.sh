@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Session 7: the quant linear kernels' fast path with loop-invariant lane addresses and loads predicated inside the
-# instruction (this tree) against the kernels before (experiments/addr.patch reversed; same binary, other JIT
-# sources). bf16 default spaces, old then new; then the tails spaces (odd shapes, every dtype) on the new kernels.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../../.." && pwd)
-spaces="linear_int4:--dtype=bf16 linear_int4_k14336:--dtype=bf16 linear_int8:--dtype=bf16 linear_int8_k14336:--dtype=bf16"
-rm -rf /tmp/old && cp -r "$root" /tmp/old && (cd /tmp/old && patch -s -R -p1 < "$here/experiments/addr.patch") || exit 1
-KERNEL_TREE=/tmp/old "$root/bench/tune_on_device.sh" old old.db 200 $spaces
-GPU_TESTS=${GPU_TESTS:-} "$root/bench/tune_on_device.sh" new new.db 330 $spaces linear_int4_tails linear_int8_tails
+# instruction (618535f) against the kernels before (experiments/addr.patch reversed); bf16 default spaces, then the
+# tails spaces (odd shapes, every dtype) on the new kernels. Run at 618535f (the patch reverses there).
+here=$(cd "$(dirname "$0")" && pwd)
+exec "$here/../../ab_on_device.sh" "$here/experiments/addr.patch" 200 330 linear_int4:--dtype=bf16 \
+  linear_int4_k14336:--dtype=bf16 linear_int8:--dtype=bf16 linear_int8_k14336:--dtype=bf16 -- linear_int4_tails \
+  linear_int8_tails
