@@ -10,8 +10,8 @@
 // decode_attention, variant fwd); reference: kernels/attention/decode_attention_reference.cuh.
 //
 // Work split: block (split, kv head, sequence) = blockIdx (x, y, z). Each sequence's tokens are cut into SPLITS
-// contiguous chunks of ceil(len / SPLITS); a block reads its chunk of K and V once for all GROUP q heads of its kv
-// head. Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the
+// contiguous chunks of ceil(len / SPLITS) (ENGINE 3: the splits take the block steps in turn, below); a block reads
+// its tokens of K and V once for all GROUP q heads of its kv head. Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the
 // head dimension); the block's WARPS * 32 / (HEAD_DIM / VEC) groups take consecutive tokens, TOKENS each per step.
 // Every group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main
 // loop has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the
@@ -31,6 +31,10 @@
 //     are then loaded before the first copies.
 //   - The splits' merge: one fence and one atomic by thread 0 after the block's barrier, and the completing block
 //     loads every split's (m, l) and accumulators in one round instead of two or three (merge_splits_fast).
+//   - Split s takes block steps s, s + SPLITS, s + 2 SPLITS, ... (WARPS * TOKENS * 16 tokens each) instead of one
+//     contiguous chunk: whatever the sequence's length, the L2 prefetch above covers tokens every split reads, and
+//     a (sequence, kv head)'s blocks read one window of the cache at a time (H100, bf16: -3 to -7 % kernel time at
+//     uneven lengths, within 1 % at full ones; bench/RESULTS.md, session 7).
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
@@ -195,6 +199,7 @@ struct Walk {
     long long head_base;  // element offset of this (sequence, kv head) in k and v
     int start, end;       // this block's tokens [start, end)
     int steps;
+    int stride;           // tokens from one block step to the next (the tensor-core walk)
     int gid;  // this lane's token group
     int d0;   // this lane's first element of the head dimension
 };
@@ -458,7 +463,7 @@ __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k
     auto issue = [&](int step, int stage) {
 #pragma unroll
         for (int t = 0; t < TOKENS; ++t) {
-            const int tile0 = wk.start + (step * WARPS + warp) * TOKENS * 16 + t * 16;
+            const int tile0 = wk.start + step * wk.stride + (warp * TOKENS + t) * 16;
             const unsigned kdst = wbase + ((stage * TOKENS + t) * 2) * M::TILE_BYTES;
 #pragma unroll
             for (int i = 0; i < M::CPR / 2; ++i) {
@@ -530,7 +535,7 @@ __device__ __forceinline__ void walk_mma(const Walk& wk, const T* __restrict__ k
         for (int t = 0; t < TOKENS; ++t) {
             const unsigned kt = wbase + ((stage * TOKENS + t) * 2) * M::TILE_BYTES;
             const unsigned vt = kt + M::TILE_BYTES;
-            const int tile0 = wk.start + (step * WARPS + warp) * TOKENS * 16 + t * 16;
+            const int tile0 = wk.start + step * wk.stride + (warp * TOKENS + t) * 16;
             float s[2][4];
 #pragma unroll
             for (int n = 0; n < 2; ++n)
@@ -833,24 +838,24 @@ __device__ __forceinline__ void merge_splits_fast(T* __restrict__ ob, const floa
     }
 }
 
-// ENGINE 3: while the sequence's length is in flight, prefetch into L2 what the first steps will copy under the
-// partition of a full cache (len = L: every split starts where it will if the sequence is full, as at U = 1; a
-// shorter sequence only wastes these few lines) and the group's q rows. Addresses stay inside the cache and q.
+// ENGINE 3: while the sequence's length is in flight, prefetch into L2 what the first STAGES - 1 block steps will copy
+// (split s: steps s, s + SPLITS, ...; with the length unknown, as if the cache were full: only lines past a shorter
+// sequence are wasted) and the group's q rows. Addresses stay inside the cache and q.
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES, int SPLITS>
 __device__ __forceinline__ void prefetch_first_tiles(const T* kb, const T* vb, const T* qh, int max_len) {
     constexpr int ROWB = HEAD_DIM * int(sizeof(T));
     constexpr int LINES = 16 * ROWB / 128;  // 128-byte lines per 16-token tile
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int chunk = (max_len + SPLITS - 1) / SPLITS;
-    const int start = min(max_len, static_cast<int>(blockIdx.x) * chunk);
-    const int end = min(max_len, start + chunk);
+    constexpr int STEP = WARPS * TOKENS * 16;
+    const int start = min(max_len, static_cast<int>(blockIdx.x) * STEP);  // interleaved block steps (ENGINE 3)
+    const int end = max_len;
     const char* kc = reinterpret_cast<const char*>(kb);
     const char* vc = reinterpret_cast<const char*>(vb);
 #pragma unroll
     for (int s0 = 0; s0 < STAGES - 1; ++s0)
 #pragma unroll
         for (int t = 0; t < TOKENS; ++t) {
-            const int tile0 = start + (s0 * WARPS + warp) * TOKENS * 16 + t * 16;
+            const int tile0 = start + s0 * SPLITS * STEP + (warp * TOKENS + t) * 16;
 #pragma unroll
             for (int i = lane; i < LINES; i += 32) {
                 const int tok = tile0 + i * 128 / ROWB;
@@ -947,7 +952,17 @@ __global__ void __launch_bounds__(WARPS * 32)
     bool done = false;
     if constexpr (MMA) {
         if (aligned16) {
-            wk.steps = (wk.end - wk.start + M::STEP - 1) / M::STEP;
+            if constexpr (FAST) {
+                // ENGINE 3: the splits take the block steps in turn (split s: steps s, s + SPLITS, ...), so at any
+                // time a (sequence, kv head)'s blocks read one window of the cache instead of SPLITS distant ones.
+                wk.start = min(len, split * M::STEP);
+                wk.end = len;
+                wk.stride = SPLITS * M::STEP;
+                wk.steps = (len - wk.start + wk.stride - 1) / wk.stride;
+            } else {
+                wk.stride = M::STEP;
+                wk.steps = (wk.end - wk.start + M::STEP - 1) / M::STEP;
+            }
             MmaState<HEAD_DIM> st;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
