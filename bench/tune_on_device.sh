@@ -21,7 +21,9 @@ deadline=$(( $(date +%s) + seconds ))
 finish() {
   python3 - $OUT/$db <<'PY'
 import sqlite3, sys
+import os
 for p in sys.argv[1:]:  # the backup API also takes what is still in the WAL
+    if not os.path.exists(p): continue  # nothing was tuned: no empty database comes back
     q = p[:-3] + ".sqlite"; c = sqlite3.connect(q); sqlite3.connect(p).backup(c)
     c.execute("update measurements set samples = NULL"); c.commit(); c.execute("vacuum"); c.close()
 PY
