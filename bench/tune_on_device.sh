@@ -20,8 +20,7 @@ k=/work/main/build-gpu/ktune
 deadline=$(( $(date +%s) + seconds ))
 finish() {
   python3 - $OUT/$db <<'PY'
-import sqlite3, sys
-import os
+import os, sqlite3, sys
 for p in sys.argv[1:]:  # the backup API also takes what is still in the WAL
     if not os.path.exists(p): continue  # nothing was tuned: no empty database comes back
     q = p[:-3] + ".sqlite"; c = sqlite3.connect(q); sqlite3.connect(p).backup(c)
