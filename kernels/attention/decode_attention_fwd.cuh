@@ -10,16 +10,17 @@
 // decode_attention, variant fwd); reference: kernels/attention/decode_attention_reference.cuh.
 //
 // Work split: block (split, kv head, sequence) = blockIdx (x, y, z). Each sequence's tokens are cut into SPLITS
-// contiguous chunks of ceil(len / SPLITS) (ENGINE 3: the splits take the block steps in turn, below); a block reads
-// its tokens of K and V once for all GROUP q heads of its kv head. Inside a block, a "token group" of HEAD_DIM / VEC lanes owns one token at a time (each lane VEC elements of the
-// head dimension); the block's WARPS * 32 / (HEAD_DIM / VEC) groups take consecutive tokens, TOKENS each per step.
-// Every group keeps its own online-softmax state (running max m, sum l, accumulators) for the GROUP heads, so the main
-// loop has no barrier. At the end the groups merge (shuffles within a warp, shared memory across warps), then the
-// splits merge in the same launch: each block writes its (m, l, acc) to scratch, and the last block of a (sequence, kv
-// head) to arrive (atomic counter, reset by that block) combines all SPLITS partials with all its threads, in an order
-// fixed by the split index: deterministic. ENGINE 2 replaces the token groups by tensor cores: each warp takes tiles of
-// 16 tokens, S = Q K^T and O += P V with mma.sync (heads are the M rows), so the per-token shuffles and the
-// exponentials repeated on every lane disappear (the SIMT walk is issue-bound at GROUP 8).
+// contiguous chunks of ceil(len / SPLITS) (ENGINE 3: the splits take the block steps in turn, below); a block reads its
+// tokens of K and V once for all GROUP q heads of its kv head. Inside a block, a "token group" of HEAD_DIM / VEC lanes
+// owns one token at a time (each lane VEC elements of the head dimension); the block's WARPS * 32 / (HEAD_DIM / VEC)
+// groups take consecutive tokens, TOKENS each per step. Every group keeps its own online-softmax state (running max m,
+// sum l, accumulators) for the GROUP heads, so the main loop has no barrier. At the end the groups merge (shuffles
+// within a warp, shared memory across warps), then the splits merge in the same launch: each block writes its (m, l,
+// acc) to scratch, and the last block of a (sequence, kv head) to arrive (atomic counter, reset by that block) combines
+// all SPLITS partials with all its threads, in an order fixed by the split index: deterministic. ENGINE 2 replaces the
+// token groups by tensor cores: each warp takes tiles of 16 tokens, S = Q K^T and O += P V with mma.sync (heads are the
+// M rows), so the per-token shuffles and the exponentials repeated on every lane disappear (the SIMT walk is
+// issue-bound at GROUP 8).
 // ENGINE 3 is ENGINE 2 with the shorter chains that B = 1 needs (128 blocks of 32-256 KB each: fixed latencies and the
 // L2 decide, not the walk; on the H100 every ENGINE 1/2 configuration of B=1 L=8192 landed within 21.4-23 us):
 //   - K and V copies carry an L2 evict-first policy. They are read once; without it each line they bring in evicts
