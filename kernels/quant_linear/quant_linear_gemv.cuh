@@ -43,9 +43,9 @@
 //   STAGES    slots of the shared-memory ring per warp, 1..8 (1: no ring, the register path; > 1 needs PIPE 1 and
 //             PREFETCH 1, and WARPS * (STAGES * UNROLL * TILES_N + TILES_N * M_FRAGS) <= 94: 48 KiB of static shared
 //             memory with the reduction). Other architectures than sm_90+ and the plain path ignore it.
-//   GROUP_CHUNKS  INT4: 2 when the group size is a multiple of 128 (the YAML derives it from G; UNROLL even), so a
-//             step's chunk pairs share one group: one scale and zero-point load, one bias and one scaling per pair
-//             (splits start at even chunks); 1 otherwise.
+//   GROUP_CHUNKS  INT4, 1 or 2: 2 (a group size that is a multiple of 128, UNROLL even) makes a step's chunk pairs
+//             share one group: one scale and zero-point load, one bias and one scaling per pair (splits start at even
+//             chunks). The YAML takes 2 wherever it is legal and measures both in one family of configurations.
 //   WARPS * TILES_N * M_FRAGS <= 64 (the warp reduction's shared memory, 32 KiB).
 // The vector width is fixed by the packed layout: 16-byte weight loads, 16- or 32-byte x loads per lane.
 //
@@ -146,34 +146,20 @@ __device__ __forceinline__ void dequant_int8_word(unsigned w, unsigned& lo, unsi
 // The prefetched loads are volatile asm so that the compiler keeps them where they are issued, a step ahead of their
 // use, instead of sinking them next to it.
 
-// 16 weight bytes, streamed (no L1 allocation). `aligned`: p is 16-byte aligned; otherwise byte loads.
-__device__ __forceinline__ uint4 load_weights(const unsigned char* p, bool aligned) {
-    uint4 v;
-    if (aligned) {
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "l"(p));
-    } else {
-        unsigned w[4];
+// The plain path's 16 weight bytes, byte by byte (p need not be aligned).
+__device__ __forceinline__ uint4 load_weight_bytes(const unsigned char* p) {
+    unsigned w[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-            w[i] = static_cast<unsigned>(p[4 * i]) | (static_cast<unsigned>(p[4 * i + 1]) << 8) |
-                   (static_cast<unsigned>(p[4 * i + 2]) << 16) | (static_cast<unsigned>(p[4 * i + 3]) << 24);
-        v = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-    return v;
+    for (int i = 0; i < 4; ++i)
+        w[i] = static_cast<unsigned>(p[4 * i]) | (static_cast<unsigned>(p[4 * i + 1]) << 8) |
+               (static_cast<unsigned>(p[4 * i + 2]) << 16) | (static_cast<unsigned>(p[4 * i + 3]) << 24);
+    return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// 2 or 4 bytes at p (aligned to them), zero-extended.
+// 2 bytes at p (aligned to them), zero-extended.
 __device__ __forceinline__ unsigned load_u16(const void* p) {
     unsigned v;
     asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ unsigned load_u32(const void* p) {
-    unsigned v;
-    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
 
@@ -423,7 +409,7 @@ struct MainLoop {
                 if constexpr (P::FAST)
                     st.w[u][tn] = load_v4_if<true>(wp + u * layout::TILE_BYTES, live);
                 else
-                    st.w[u][tn] = live ? load_weights(wp + u * layout::TILE_BYTES, false) : make_uint4(0u, 0u, 0u, 0u);
+                    st.w[u][tn] = live ? load_weight_bytes(wp + u * layout::TILE_BYTES) : make_uint4(0u, 0u, 0u, 0u);
             }
         }
         load_scales<P>(st, c);
