@@ -3,6 +3,7 @@
 // timing samples, and what the compiler reported. Plain data: the store persists it, reports read it.
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tuner/core/types.hpp"
@@ -45,5 +46,12 @@ struct Measurement {
 
     CompileInfo compile;
 };
+
+// How ok measurements rank for "best", fastest first: the event p50, then, on a tie, one with a CUPTI kernel time
+// before one without, then the lower kernel time (event p50s come in 32 ns ticks and tie exactly at decode sizes).
+// Store::best orders its SQL the same way (then by row).
+inline std::tuple<double, bool, double> best_rank(const Measurement& m) {
+    return {m.stats.p50, !(m.cupti_p50_us > 0), m.cupti_p50_us > 0 ? m.cupti_p50_us : 0.0};
+}
 
 }  // namespace ktune

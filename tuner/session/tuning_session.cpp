@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -194,9 +195,11 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     f.source_hash = kernel.source_hash;
     f.problem_key = p.key();
     f.status = Status::ok;
-    std::map<std::string, double> p50;  // by configuration key
+    // By configuration key: the rank Store::best will order them by (best_rank), so that the configuration confirmed
+    // last is the one stored as best, ties included.
+    std::map<std::string, std::tuple<double, bool, double>> rank;
     for (const ResultRecord& r : store.results(f))
-        if (r.measurement.stats.p50 > 0) p50[r.config_key] = r.measurement.stats.p50;
+        if (r.measurement.stats.p50 > 0) rank[r.config_key] = best_rank(r.measurement);
 
     std::set<std::string> confirmed;
     auto confirm = [&](const std::string& config_key) {
@@ -206,21 +209,22 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
         store.record(rec, /*replace=*/true);
         confirmed.insert(config_key);
         if (rec.measurement.status == Status::ok && rec.measurement.stats.p50 > 0)
-            p50[config_key] = rec.measurement.stats.p50;
+            rank[config_key] = best_rank(rec.measurement);
         else
-            p50.erase(config_key);
+            rank.erase(config_key);
     };
 
-    std::vector<std::pair<double, std::string>> leaders;  // fastest first
-    for (const auto& [key, t] : p50) leaders.emplace_back(t, key);
+    std::vector<std::pair<std::tuple<double, bool, double>, std::string>> leaders;  // fastest first
+    for (const auto& [key, r] : rank) leaders.emplace_back(r, key);
     std::ranges::sort(leaders);
-    for (const auto& [t, key] : leaders) {
-        if (confirmed.size() == kMaxLeaders || t > kLeaderMargin * leaders.front().first) break;
+    for (const auto& [r, key] : leaders) {
+        if (confirmed.size() == kMaxLeaders || std::get<0>(r) > kLeaderMargin * std::get<0>(leaders.front().first))
+            break;
         confirm(key);
     }
-    while (int(confirmed.size()) < kMaxConfirmations && !p50.empty()) {
+    while (int(confirmed.size()) < kMaxConfirmations && !rank.empty()) {
         const std::string best =
-            std::ranges::min_element(p50, {}, [](const auto& entry) { return entry.second; })->first;
+            std::ranges::min_element(rank, {}, [](const auto& entry) { return entry.second; })->first;
         if (confirmed.contains(best)) break;
         confirm(best);
     }

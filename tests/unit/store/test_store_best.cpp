@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <tuple>
+
 #include "tests/unit/store/store_test_util.hpp"
 
 namespace ktune::test {
@@ -43,6 +46,27 @@ TEST_F(StoreBest, BreaksATieOnP50ByTheLowerKernelTimeThenByTheEarlierRow) {
     EXPECT_EQ(best[0].config_key, "B=2");
     EXPECT_EQ(best[0].measurement.cupti_p50_us, 1.41);
     EXPECT_EQ(best[1].config_key, "B=1");  // neither has a kernel time: the earlier row
+}
+
+TEST_F(StoreBest, OrdersLikeBestRankSoTheLastConfirmedLeaderIsTheOneStored) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}});
+    std::vector<ResultRecord> rs;
+    for (auto [key, p50, cupti] : {std::tuple<const char*, double, double>{"B=1", 4.0, 1.63},
+                                   {"B=2", 4.0, 0.0},
+                                   {"B=3", 4.0, 1.41},
+                                   {"B=4", 3.9, 0.0},
+                                   {"B=5", 3.9, 2.5}}) {
+        rs.push_back(make_record(key, p, p50));
+        rs.back().measurement.cupti_p50_us = cupti;
+        store.record(rs.back());
+    }
+    const auto by_rank = std::ranges::min_element(
+        rs, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(by_rank->config_key, "B=5");
+    EXPECT_EQ(best[0].config_key, by_rank->config_key);
 }
 
 TEST_F(StoreBest, IgnoresFailedResultsEvenWithASmallerP50) {
