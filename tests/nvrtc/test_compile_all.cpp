@@ -2,9 +2,14 @@
 // depends only on the parameters and the dtype fails to compile (the kernel repeats it as a static_assert).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/space/search_space.hpp"
@@ -22,22 +27,58 @@ std::vector<std::string> space_files() {
     return out;
 }
 
-class CompileAll : public ::testing::TestWithParam<std::string> {
-protected:
-    // One cache in the build tree for every test process: spaces that share a kernel template (linear_int4 and its
-    // _k14336 and _tails spaces) compile each instantiation once, and a rerun compiles only what changed. Entries
-    // are keyed by the sources and headers, so a cached kernel is this source's kernel; they are written atomically,
-    // so parallel test processes can share it.
-    static std::string cache_dir() {
-        static const std::string dir = [] {
-            auto d = fs::path(KTUNE_BINARY_DIR) / "nvrtc-test-cache";
-            fs::create_directories(d);
-            return d.string();
-        }();
-        return dir;
-    }
-    CompileService m_jit{{KTUNE_SOURCE_ROOT, cache_dir(), "", 0}};
+// The search spaces grouped by the kernel template they instantiate: spaces that share one (linear_int4 and its
+// _k14336 and _tails spaces) compile the union of their instantiations once. A space that does not load is a family
+// of its own, so that its test reports the loader's error.
+struct KernelFamily {
+    std::string name;                // the kernel source's stem, or the space's when it does not load
+    std::vector<std::string> spaces;  // YAML paths
 };
+
+void PrintTo(const KernelFamily& f, std::ostream* os) {
+    *os << f.name << " (";
+    for (std::size_t i = 0; i < f.spaces.size(); ++i) *os << (i ? ", " : "") << fs::path(f.spaces[i]).filename().string();
+    *os << ")";
+}
+
+std::vector<KernelFamily> kernel_families() {
+    std::map<std::string, KernelFamily> by_source;
+    for (const std::string& file : space_files()) {
+        std::string source;
+        try {
+            source = SearchSpace::load_file(file).kernel_source();
+        } catch (const std::exception&) {
+            source = file;
+        }
+        KernelFamily& f = by_source[source];
+        f.name = fs::path(source).stem().string();
+        f.spaces.push_back(file);
+    }
+    std::vector<KernelFamily> out;
+    for (auto& [source, f] : by_source) out.push_back(std::move(f));
+    return out;
+}
+
+std::string test_name(std::string n) {
+    for (char& ch : n)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    return n;
+}
+
+// One cache in the build tree for every test process: a rerun compiles only what changed. Entries are keyed by the
+// sources and headers, so a cached kernel is this source's kernel; they are written atomically, so parallel test
+// processes can share it.
+CompileService& compile_service() {
+    static CompileService jit{{KTUNE_SOURCE_ROOT, [] {
+                                   auto d = fs::path(KTUNE_BINARY_DIR) / "nvrtc-test-cache";
+                                   fs::create_directories(d);
+                                   return d.string();
+                               }(),
+                               "", 0}};
+    return jit;
+}
+
+class CompileAll : public ::testing::TestWithParam<KernelFamily> {};
 
 // Instantiations per NVRTC program: parsing the headers (cuda_fp16.h, cuda_bf16.h, ktune_device.cuh) is paid once per
 // program, which for the small kernels costs more than instantiating them; a failed batch is retried kernel by kernel
@@ -45,11 +86,15 @@ protected:
 constexpr std::size_t kKernelsPerProgram = 16;
 
 TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
-    const SearchSpace space = SearchSpace::load_file(GetParam());
+    CompileService& jit = compile_service();
     std::map<std::string, std::set<std::string>> kernels;  // source -> name expressions
-    for (const Problem& p : space.problems()) {
-        kernels[space.reference_source()].insert(space.reference_name(p.dtype));
-        for (const Config& c : space.valid_configs(p)) kernels[space.kernel_source()].insert(space.kernel_name(c, p.dtype));
+    for (const std::string& file : GetParam().spaces) {
+        const SearchSpace space = SearchSpace::load_file(file);
+        for (const Problem& p : space.problems()) {
+            kernels[space.reference_source()].insert(space.reference_name(p.dtype));
+            for (const Config& c : space.valid_configs(p))
+                kernels[space.kernel_source()].insert(space.kernel_name(c, p.dtype));
+        }
     }
     ASSERT_FALSE(kernels.empty());
     auto request = [](const std::string& source, std::vector<std::string> names) {
@@ -69,7 +114,7 @@ TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
             if (batch.size() == kKernelsPerProgram || name == *names.rbegin()) {
                 CompileRequest r = request(source, std::move(batch));
                 batch.clear();
-                auto fut = m_jit.submit(r);
+                auto fut = jit.submit(r);
                 jobs.emplace_back(std::move(r), std::move(fut));
             }
         }
@@ -85,7 +130,7 @@ TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
             continue;
         }
         for (const std::string& name : req.name_expressions) {
-            const CompileResult one = m_jit.compile(request(req.source_path, {name}));
+            const CompileResult one = jit.compile(request(req.source_path, {name}));
             if (one.ok)
                 ++compiled;
             else if (++failed <= 5)
@@ -97,7 +142,9 @@ TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
 }
 
 // Constraints that read only parameters and DTYPE_BYTES can be checked by the compiler, so the kernel must refuse them.
-TEST_P(CompileAll, ConfigurationsBreakingAStaticConstraintFailToCompile) {
+class SpaceConstraints : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SpaceConstraints, ConfigurationsBreakingAStaticConstraintFailToCompile) {
     const SearchSpace space = SearchSpace::load_file(GetParam());
     std::set<std::string> parameter_names{"DTYPE_BYTES"};
     for (const auto& p : space.parameters()) parameter_names.insert(p.name);
@@ -114,7 +161,7 @@ TEST_P(CompileAll, ConfigurationsBreakingAStaticConstraintFailToCompile) {
                 CompileRequest r;
                 r.source_path = space.kernel_source();
                 r.name_expressions = {space.kernel_name(c, d)};
-                const CompileResult res = m_jit.compile(r);
+                const CompileResult res = compile_service().compile(r);
                 EXPECT_FALSE(res.ok) << r.name_expressions[0] << " breaks '" << constraint.text()
                                      << "' but compiled";
                 ++checked;
@@ -125,12 +172,12 @@ TEST_P(CompileAll, ConfigurationsBreakingAStaticConstraintFailToCompile) {
     if (checked == 0) GTEST_SKIP() << "no constraint of this space depends on parameters alone";
 }
 
-INSTANTIATE_TEST_SUITE_P(SearchSpaces, CompileAll, ::testing::ValuesIn(space_files()),
+INSTANTIATE_TEST_SUITE_P(KernelFamilies, CompileAll, ::testing::ValuesIn(kernel_families()),
+                         [](const ::testing::TestParamInfo<KernelFamily>& info) { return test_name(info.param.name); });
+
+INSTANTIATE_TEST_SUITE_P(SearchSpaces, SpaceConstraints, ::testing::ValuesIn(space_files()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                             std::string n = fs::path(info.param).stem().string();
-                             for (char& ch : n)
-                                 if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                             return n;
+                             return test_name(fs::path(info.param).stem().string());
                          });
 
 }  // namespace
