@@ -172,6 +172,9 @@ CUfunction Worker::function(const std::string& cubin, const std::string& lowered
     }
     CUfunction f;
     KTUNE_CU(cuModuleGetFunction(&f, it->second, lowered.c_str()));
+    // Clusters of more than 8 blocks (up to 16 on an H100) must be allowed per kernel; the driver refuses the
+    // attribute where the architecture has no clusters, which changes nothing for those kernels.
+    (void)cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     return f;
 }
 

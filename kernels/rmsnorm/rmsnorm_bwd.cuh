@@ -26,8 +26,8 @@
 // two row sums are exchanged through distributed shared memory (one cluster barrier per row step). Small M then gets
 // CLUSTER times the blocks, and each block a CLUSTER-th of the row. Column ownership: chunk j of CHUNK = TPR * VEC
 // columns (c / CHUNK == j) belongs to rank j % CLUSTER, on every path, for the leaves and for every tree node; the tree
-// counts arrivals per rank (a 4-bit counter per rank in each counter word), so the rank-r blocks sum the rank-r columns
-// of a node without any cross-rank dependency.
+// counts arrivals per rank (a 4-bit counter per rank, two counter words per node), so the rank-r blocks sum the rank-r
+// columns of a node without any cross-rank dependency.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK           threads per block: a multiple of 32 * ROWS_PER_BLOCK, at most 1024.
@@ -54,7 +54,9 @@
 //                   the row sums, dw summed in registers (nodes) and through shared memory (root). Taken when
 //                   1 <= rows <= 8 * ROWS_PER_BLOCK, hidden % VEC == 0, one pass and the vector path's alignment hold;
 //                   otherwise the grid-stride path below runs on the one cluster (correct, slow).
-//   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8.
+//   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4, 8 or 16. 16 is beyond the
+//                   portable size: the launcher allows it per kernel (the non-portable cluster size attribute; an H100
+//                   has it), and the node path at M = 16 gains most from it (twice the SMs pulling the rows).
 //
 // Launch: block = BLOCK threads (1-D), grid.x = a multiple of CLUSTER: clusters loop over groups of ROWS_PER_BLOCK
 // partials (grid stride); ceil_div(dw_partials(M, H), ROWS_PER_BLOCK) * CLUSTER gives one group per cluster
@@ -237,7 +239,7 @@ __device__ __noinline__ void sum_children(const Tree& tree, const float* src, in
 
 // Called by every thread of the block after the block wrote `count` consecutive nodes of level `level` starting at
 // `first` (all children of one node of the next level, or some of them) on its rank's columns. Climbs while this
-// block completes the last child of a node for its rank (4-bit arrival counter per rank in each counter word).
+// block completes the last child of a node for its rank (4-bit arrival counter per rank, 8 ranks per counter word).
 template <int BLOCK, int CHUNK, int CLUSTER>
 __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, int first, int count, int rank,
                                             int* s_last) {
@@ -250,7 +252,7 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, 
         counter_base += parent_nodes;
         nodes = parent_nodes;
     }
-    const unsigned shift = 4u * static_cast<unsigned>(rank);
+    const unsigned shift = 4u * static_cast<unsigned>(rank % DW_RANKS_PER_COUNTER);
     while (nodes > 1) {
         const int parent_nodes = (nodes + DW_TREE_FAN - 1) / DW_TREE_FAN;
         const int parent = first / DW_TREE_FAN;
@@ -262,7 +264,7 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, 
         __syncthreads();
         if (threadIdx.x == 0) {
             __threadfence();
-            unsigned* c = tree.counters + counter_base + parent;
+            unsigned* c = tree.counters + DW_COUNTERS_PER_NODE * (counter_base + parent) + rank / DW_RANKS_PER_COUNTER;
             const unsigned old = atomicAdd(c, static_cast<unsigned>(count) << shift);
             const bool last = ((old >> shift) & 15u) + static_cast<unsigned>(count) == static_cast<unsigned>(children);
             if (last) {
@@ -946,10 +948,10 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
                   "rmsnorm_bwd: ROWS_IN_FLIGHT is 1, 2, 8 or 16");
     static_assert(ROWS_IN_FLIGHT != ktune::dev::rmsnorm_bwd::WHOLE_ROWS || ROWS_PER_BLOCK == 1,
                   "rmsnorm_bwd: the whole-problem path has one group");
-    static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "rmsnorm_bwd: CLUSTER in {1, 2, 4, 8}");
+    static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8 || CLUSTER == 16,
+                  "rmsnorm_bwd: CLUSTER in {1, 2, 4, 8, 16}");
     static_assert(ktune::rmsnorm_bwd_layout::DW_TREE_FAN % ROWS_PER_BLOCK == 0,
                   "rmsnorm_bwd: a block's partials share a node");
-    static_assert(CLUSTER * 4 <= 32, "rmsnorm_bwd: a 4-bit arrival counter per rank in a counter word");
 
     using namespace ktune::dev;
     using namespace ktune::dev::rmsnorm_bwd;

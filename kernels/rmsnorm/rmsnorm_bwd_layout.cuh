@@ -12,8 +12,9 @@
 // (a block may sum a level-1 node from its own partials without writing them: the same additions).
 //
 // Scratch (fp32 words, 16-byte aligned, zero-filled once before first use; the kernels leave the counters at zero):
-//   [0, DW_COUNTER_WORDS)          arrival counters of the tree's inner nodes (unsigned), tuned kernel: one word per
-//                                  node, a 4-bit count per cluster rank (bits 4r..4r+3; children <= 8 < 16)
+//   [0, DW_COUNTER_WORDS)          arrival counters of the tree's inner nodes (unsigned), tuned kernel: two words per
+//                                  node, a 4-bit count per cluster rank (rank r: word r / 8, bits 4(r % 8)..+3;
+//                                  children <= 8 < 16), so clusters of up to 16 blocks
 //   then, level by level below the root, one row of dw_row_stride(hidden) floats per node
 //   then DW_REFERENCE_HEADER words (the reference kernel's arrival counter) and 2 * hidden words (hidden doubles: the
 //   reference kernel's column sums)
@@ -25,7 +26,10 @@ inline constexpr int DW_TREE_FAN = 8;
 inline constexpr int DW_MAX_PARTIALS = 512;
 inline constexpr int DW_MIN_PARTIALS = 128;
 inline constexpr int DW_MAX_LEVELS = 4;  // 512 -> 64 -> 8 -> 1
-inline constexpr int DW_COUNTER_WORDS = 128;  // >= 64 + 8 + 1 inner nodes; a multiple of 4 keeps rows 16-byte aligned
+inline constexpr int DW_RANKS_PER_COUNTER = 8;  // 4-bit counts in a 32-bit word
+inline constexpr int DW_COUNTERS_PER_NODE = 2;  // cluster ranks 0-7 and 8-15
+// >= 2 * (64 + 8 + 1) inner nodes' words; a multiple of 4 keeps rows 16-byte aligned
+inline constexpr int DW_COUNTER_WORDS = 256;
 inline constexpr int DW_REFERENCE_HEADER = 4;
 
 // 2^20 / hidden partials, between 128 and 512, never more than rows: 512 for H = 2048, 256 for 4096, 128 for 8192.

@@ -37,7 +37,8 @@ struct KernelFamily {
 
 void PrintTo(const KernelFamily& f, std::ostream* os) {
     *os << f.name << " (";
-    for (std::size_t i = 0; i < f.spaces.size(); ++i) *os << (i ? ", " : "") << fs::path(f.spaces[i]).filename().string();
+    for (std::size_t i = 0; i < f.spaces.size(); ++i)
+        *os << (i ? ", " : "") << fs::path(f.spaces[i]).filename().string();
     *os << ")";
 }
 

@@ -66,7 +66,7 @@ TEST(RmsNormBwdOp, ShiftsXAndDySoThatTheSecondTermOfDxMatters) {
 TEST(RmsNormBwdOp, SizesTheScratchForTheDwTreeAndTheReference) {
     // M=32768, H=8192: 128 partials -> 16 -> 2 -> dw; 146 rows of 8192 floats below the root.
     const auto specs = bwd().buffers(problem(Dtype::bf16, {{"M", 32768}, {"H", 8192}}));
-    EXPECT_EQ(buffer(specs, "scratch").elements, 128 + 146 * 8192 + 4 + 2 * 8192);
+    EXPECT_EQ(buffer(specs, "scratch").elements, 256 + 146 * 8192 + 4 + 2 * 8192);  // 256 counter words
 }
 
 TEST(RmsNormBwdOp, PadsScratchRowsOfAnOddHiddenToWholeQuads) {
@@ -75,7 +75,7 @@ TEST(RmsNormBwdOp, PadsScratchRowsOfAnOddHiddenToWholeQuads) {
     EXPECT_EQ(layout::dw_row_stride(1), 4);
     const auto specs = bwd().buffers(problem(Dtype::fp16, {{"M", 3}, {"H", 5}, {"S", 7}}));
     // Three partials of one row each -> dw: three rows of 8 floats.
-    EXPECT_EQ(buffer(specs, "scratch").elements, 128 + 3 * 8 + 4 + 2 * 5);
+    EXPECT_EQ(buffer(specs, "scratch").elements, 256 + 3 * 8 + 4 + 2 * 5);
 }
 
 TEST(RmsNormBwdOp, TakesOnePartialPerRowUpToACapSetByTheRowLength) {
@@ -103,7 +103,9 @@ TEST(RmsNormBwdOp, BuildsAFanInEightTreeOverThePartials) {
     EXPECT_EQ(t.first_counter[1], 0);
     EXPECT_EQ(t.first_counter[2], 64);
     EXPECT_EQ(t.first_counter[3], 72);
-    EXPECT_LE(t.first_counter[3] + 1, layout::DW_COUNTER_WORDS);
+    // Every inner node's counter words (ranks 0-7 and 8-15 of a 16-block cluster) fit in front of the rows.
+    EXPECT_LE((t.first_counter[3] + 1) * layout::DW_COUNTERS_PER_NODE, layout::DW_COUNTER_WORDS);
+    EXPECT_EQ(16 / layout::DW_RANKS_PER_COUNTER, layout::DW_COUNTERS_PER_NODE);
 }
 
 TEST(RmsNormBwdOp, GivesALastNodeFewerChildrenWhenThePartialsDoNotDivide) {
