@@ -26,8 +26,8 @@
 // read once, no register holds data in flight, and several blocks per SM (up to 227 KiB of chunks) keep copies in
 // flight while others reduce. E.g. bf16, N = 128256, CLUSTER 4: 62.6 KiB chunks, 3 blocks and 188 KiB in flight per
 // SM, against 32-64 KiB for PATH 1; CLUSTER 8: 31.3 KiB chunks, 6 or 7 blocks per SM. The YAML tunes both.
-// Clusters of 16 (non-portable on H100) would halve the per-SM work of a decode row again, but the worker launches
-// with cuLaunchKernel and does not set the non-portable cluster size attribute, so 8 is the maximum here.
+// Clusters of 16 (non-portable on H100; the worker allows the size per kernel) halve the per-SM work of a decode row
+// again.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK    threads per block: a multiple of 32 in [32, 1024].
@@ -35,7 +35,8 @@
 //   UNROLL   vector accesses each thread holds per pass, in [1, 32], with VEC * UNROLL * sizeof(T) <= 128 (32
 //            registers) and BLOCK * VEC * UNROLL * sizeof(T) <= 64 KiB (a 1024-thread block gets 64 registers a
 //            thread: 16 of row data leave enough for the rest; 32 spill).
-//   CLUSTER  blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4 or 8 (8 is the portable maximum).
+//   CLUSTER  blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4, 8 or 16 (8 is the portable
+//            maximum; an H100 has 16 where the launch allows non-portable sizes).
 //   PATH     1: registers (resident / streaming, above); 2: staged in shared memory, with UNROLL = 1 (unused) and
 //            VEC * sizeof(T) = 16 (the passes read shared memory 16 bytes at a time). PATH 2 caps registers at 32 a
 //            thread (__launch_bounds__ min blocks 2048 / BLOCK) so that registers never limit the blocks per SM below
@@ -566,7 +567,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH ==
     static_assert(VEC * UNROLL * sizeof(T) <= 128, "softmax_fwd: VEC * UNROLL * sizeof(T) <= 128 (registers)");
     static_assert(BLOCK * VEC * UNROLL * sizeof(T) <= 65536,
                   "softmax_fwd: BLOCK * VEC * UNROLL * sizeof(T) <= 64 KiB (registers)");
-    static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8, "softmax_fwd: CLUSTER in {1, 2, 4, 8}");
+    static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8 || CLUSTER == 16,
+                  "softmax_fwd: CLUSTER in {1, 2, 4, 8, 16}");
     static_assert(PATH == 1 || PATH == 2, "softmax_fwd: PATH is 1 (registers) or 2 (staged)");
     static_assert(PATH == 1 || (UNROLL == 1 && VEC * sizeof(T) == 16),
                   "softmax_fwd: PATH 2 takes UNROLL 1 and 16-byte accesses");
