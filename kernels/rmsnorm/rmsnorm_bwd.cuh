@@ -420,10 +420,13 @@ __device__ __forceinline__ void node_sum(const float (&acc)[U][V], float acc_tai
 // The vector path for one group of threads (TPR per partial in each block of the cluster): partial p's rows, x, dy
 // and the partial in registers. V-element accesses of W words, U per thread. With PREFETCH the next row's loads are
 // issued before this row's reduction, so a group always has a row in flight (at the cost of a second row of
-// registers). Every thread of every block of the cluster calls it with the same `steps`.
-template <typename T, int TPR, int V, int U, bool PREFETCH, int RPB, int CLUSTER>
+// registers). The partial's first row is loaded at entry, ahead of w and of everything else (at decode sizes the
+// kernel is one chain of latencies from launch to the last store). make_out() gives the DwOut, called after the rows.
+// Every thread of every block of the cluster calls it with the same `steps`.
+template <typename T, int TPR, int V, int U, bool PREFETCH, int RPB, int CLUSTER, typename MakeOut>
 __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __restrict__ x, const T* __restrict__ dy,
-                                               const T* __restrict__ w, const DwOut& o, const Rows& a, int p, int P,
+                                               const T* __restrict__ w, const MakeOut& make_out, const Rows& a, int p,
+                                               int P,
                                                bool p_active, int steps, int t, int g, float2 (*red)[32], int slot,
                                                int& parity) {
     constexpr int W = V * int(sizeof(T)) / 4;
@@ -434,6 +437,19 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
     const int tail_start = nvec * V;
     // The tail's columns lie in chunk nvec / TPR: its owner takes them.
     const bool has_tail = t < a.hidden - tail_start && (nvec / TPR) % CLUSTER == rank;
+
+    // The first row (p < P <= rows: it exists): into the next-row registers with PREFETCH, this row's without.
+    Words<W> xv[U], gv[U];                                      // this row
+    Words<W> xn[PREFETCH ? U : 1], gn[PREFETCH ? U : 1];        // the next one, in flight
+    float x_tail = 0.0f, g_tail = 0.0f, xn_tail = 0.0f, gn_tail = 0.0f;
+    if (p_active) {
+        if constexpr (PREFETCH)
+            load_row<T, TPR, V, U, W, CLUSTER>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, rank, has_tail,
+                                               tail_start, xn, gn, xn_tail, gn_tail);
+        else
+            load_row<T, TPR, V, U, W, CLUSTER>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, rank, has_tail,
+                                               tail_start, xv, gv, x_tail, g_tail);
+    }
 
     Words<W> wv[U];
     float acc[U][V];
@@ -446,15 +462,6 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
         for (int e = 0; e < V; ++e) acc[u][e] = 0.0f;
     }
     if (p_active && has_tail) w_tail = to_float(w[tail_start + t]);
-
-    Words<W> xv[U], gv[U];                                      // this row
-    Words<W> xn[PREFETCH ? U : 1], gn[PREFETCH ? U : 1];        // the next one, in flight
-    float x_tail = 0.0f, g_tail = 0.0f, xn_tail = 0.0f, gn_tail = 0.0f;
-    if constexpr (PREFETCH) {
-        if (p_active)  // p < P <= rows: the partial's first row exists
-            load_row<T, TPR, V, U, W, CLUSTER>(x + p * a.x_stride, dy + p * a.dy_stride, nvec, t, rank, has_tail,
-                                               tail_start, xn, gn, xn_tail, gn_tail);
-    }
 #pragma unroll 1
     for (int k = 0; k < steps; ++k) {
         const long long row = p + static_cast<long long>(k) * P;
@@ -473,7 +480,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
             if (p_active && next < a.rows)
                 load_row<T, TPR, V, U, W, CLUSTER>(x + next * a.x_stride, dy + next * a.dy_stride, nvec, t, rank,
                                                    has_tail, tail_start, xn, gn, xn_tail, gn_tail);
-        } else if (active) {
+        } else if (active && k > 0) {
             load_row<T, TPR, V, U, W, CLUSTER>(x + row * a.x_stride, dy + row * a.dy_stride, nvec, t, rank, has_tail,
                                                tail_start, xv, gv, x_tail, g_tail);
         }
@@ -517,6 +524,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
             acc_tail = dw_term(g_tail, x_tail, rstd, acc_tail);
         }
     }
+    const DwOut o = make_out();
     if (o.node != nullptr) {  // uniform over the block
         node_sum<TPR, V, U, RPB, CLUSTER>(acc, acc_tail, has_tail, tail_start, nvec, t, g, rank, o);
         return;
@@ -1025,20 +1033,25 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
         const int first = group * ROWS_PER_BLOCK;
         const int p = first + row_in_block;
         const bool p_active = p < P;
-        const int steps = (rows - first + P - 1) / P;  // rows of the group's first partial: the most of any
+        // Rows of the group's first partial (the most of any); one each when every row is a partial (no division).
+        const int steps = P == rows ? 1 : (rows - first + P - 1) / P;
         float* leaf = P == 1 ? dw : tree.rows + (p_active ? p : first) * tree.stride;  // a single partial is dw
         if constexpr (VECTOR_PATH) {
             if (vector_ok) {
-                const int count = P - first < ROWS_PER_BLOCK ? P - first : ROWS_PER_BLOCK;
-                const int parent = first / DW_TREE_FAN;
-                const int children = P - parent * DW_TREE_FAN < DW_TREE_FAN ? P - parent * DW_TREE_FAN : DW_TREE_FAN;
-                const bool node_mode = first % DW_TREE_FAN == 0 && count == children;
-                float* node = !node_mode ? nullptr
-                              : P <= DW_TREE_FAN ? dw
-                                                 : tree.rows + (static_cast<long long>(P) + parent) * tree.stride;
-                const DwOut o{leaf, node, count, stage};
+                // Where the partial goes, worked out after the rows (its arithmetic would delay the first loads).
+                const auto out = [&] {
+                    const int count = P - first < ROWS_PER_BLOCK ? P - first : ROWS_PER_BLOCK;
+                    const int parent = first / DW_TREE_FAN;
+                    const int children =
+                        P - parent * DW_TREE_FAN < DW_TREE_FAN ? P - parent * DW_TREE_FAN : DW_TREE_FAN;
+                    const bool node_mode = first % DW_TREE_FAN == 0 && count == children;
+                    float* node = !node_mode ? nullptr
+                                  : P <= DW_TREE_FAN ? dw
+                                                     : tree.rows + (static_cast<long long>(P) + parent) * tree.stride;
+                    return DwOut{leaf, node, count, stage};
+                };
                 partial_vector<T, TPR, VEC, UNROLL, ROWS_IN_FLIGHT == 2, ROWS_PER_BLOCK, CLUSTER>(
-                    dx, x, dy, w, o, a, p, P, p_active, steps, t, row_in_block, red, slot, parity);
+                    dx, x, dy, w, out, a, p, P, p_active, steps, t, row_in_block, red, slot, parity);
             } else {
                 partial_scalar<T, TPR, VEC, CLUSTER>(dx, x, dy, w, leaf, a, p, P, p_active, steps, t, red, slot,
                                                      parity);

@@ -37,6 +37,8 @@ inline constexpr int DW_REFERENCE_HEADER = 4;
 // doubled by ROWS_IN_FLIGHT = 2, this count was as fast as or faster than 2x and 4x as many partials (which cost
 // partial-row traffic, a deeper tree and, when the groups outnumber what the GPU holds at once, a second wave).
 KTUNE_HD constexpr int dw_partials(long long rows, long long hidden) {
+    // Every cap is at least DW_MIN_PARTIALS: a kernel with few rows then needs no division before its first load.
+    if (rows <= DW_MIN_PARTIALS) return static_cast<int>(rows);
     long long cap = (1ll << 20) / (hidden > 0 ? hidden : 1);
     cap = cap < DW_MIN_PARTIALS ? DW_MIN_PARTIALS : (cap > DW_MAX_PARTIALS ? DW_MAX_PARTIALS : cap);
     return static_cast<int>(rows < cap ? rows : cap);
