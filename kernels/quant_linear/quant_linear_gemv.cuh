@@ -776,7 +776,11 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     // practice (64, 128), so no division runs per chunk.
     const int cpg = BITS == 4 ? pr.group / CHUNK_K : 1;
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
-    const int n_groups = BITS == 4 ? static_cast<int>(layout::groups(K, pr.group)) : 0;
+    // Groups per row of scales: by a shift when cpg is a power of two (ceil(ceil(K / CHUNK_K) / cpg) = ceil(K / group)),
+    // so no 64-bit division runs before the first loads (set_lanes needs it for the scales' addresses).
+    const int n_groups = BITS != 4       ? 0
+                         : cpg_shift >= 0 ? static_cast<int>((chunks_per_row + cpg - 1) >> cpg_shift)
+                                          : static_cast<int>(layout::groups(K, pr.group));
 
     MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,   zeros, M,   K,         c_begin,
                                                         c_end, tile0, tiles, m0,   lane, warp,      g,
