@@ -10,8 +10,9 @@
 //
 // One launch, no global scratch: a row is split over a cluster of CLUSTER blocks (Hopper thread-block clusters are
 // co-scheduled by the hardware, so blocks waiting on each other cannot deadlock, unlike a grid-wide wait). Each block
-// reduces its share of the row to a (max, sum of exp) pair, publishes it in its shared memory, and after one cluster
-// barrier every block reads all CLUSTER pairs through distributed shared memory and combines them in rank order.
+// reduces its share of the row to a (max, sum of exp) pair and pushes it into every block's shared memory (an
+// asynchronous store completing on the receiver's mbarrier, kernels/common/ktune_cluster.cuh: no cluster barrier, whose
+// GPU-scope fence costs ~0.5 us a row at decode sizes); each block combines the CLUSTER pairs in rank order.
 // CLUSTER = 1 is a plain block per row. PATH 1 keeps the row in registers, with two paths chosen per launch from the
 // row length:
 //   resident   the cluster's registers hold the row (cols <= CLUSTER * BLOCK * VEC * UNROLL): x is read from DRAM once.
@@ -55,7 +56,7 @@
 // are taken element-wise by the first threads of rank 0. Otherwise rows take the streaming path with element accesses
 // (scalar path). PATH 2 needs 16-byte alignment (VEC * sizeof(T) = 16) for its bulk copies and falls back to the
 // scalar path, not to PATH 1, so that PATH 1's register-heavy code does not weigh on its register budget.
-#include "kernels/common/ktune_device.cuh"
+#include "kernels/common/ktune_cluster.cuh"
 
 namespace ktune::dev::softmax {
 
@@ -91,34 +92,26 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return v;
 }
 
-// One (max, sum) pair per block and row, read by the cluster's blocks through distributed shared memory.
-struct Partial {
-    float max;
-    float sum;
-};
-
-// Turns this block's (m, s) for the row into the row's (m, s). Every thread of every block of the cluster calls it
-// once per row, then end_row() once (after its last use of `slot`'s row). A block that saw no element passes
-// (-inf, 0). Every block combines the same CLUSTER pairs in the same order: bit-identical results cluster-wide.
+// Turns this block's (m, s) for the row into the row's (m, s): one (max, sum) pair per block goes to every block of
+// the cluster (kernels/common/ktune_cluster.cuh; `round`: the row's index among this cluster's rows). Every thread of
+// every block of the cluster calls it once per row. A block that saw no element passes (-inf, 0). Every block combines
+// the same CLUSTER pairs in the same order: bit-identical results cluster-wide.
 template <int CLUSTER>
-__device__ __forceinline__ void combine_cluster(float& m, float& s, Partial* slot) {
+__device__ __forceinline__ void combine_cluster(float& m, float& s, ClusterExchange<CLUSTER>& ex, int round,
+                                                int rank) {
     if constexpr (CLUSTER > 1) {
-        if (threadIdx.x == 0) *slot = Partial{m, s};
-        __cluster_barrier_arrive();  // release: the slot is visible to the cluster after the wait
-        __cluster_barrier_wait();
+        cluster_exchange<CLUSTER>(ex, round,
+                                  static_cast<unsigned long long>(__float_as_uint(s)) << 32 | __float_as_uint(m), rank);
         const int lane = threadIdx.x & 31;
-        Partial p{neg_inf(), 0.0f};
-        if (lane < CLUSTER) p = *static_cast<const Partial*>(__cluster_map_shared_rank(slot, lane));
-        m = warp_max(p.max);
-        s = warp_sum(p.sum > 0.0f ? p.sum * fast_exp2(p.max - m) : 0.0f);
-        __cluster_barrier_arrive();  // this block is done reading the other blocks' slots
+        float pm = neg_inf(), ps = 0.0f;
+        if (lane < CLUSTER) {
+            const unsigned long long v = ex.values[round & 1][lane];
+            pm = __uint_as_float(static_cast<unsigned>(v));
+            ps = __uint_as_float(static_cast<unsigned>(v >> 32));
+        }
+        m = warp_max(pm);
+        s = warp_sum(ps > 0.0f ? ps * fast_exp2(pm - m) : 0.0f);
     }
-}
-
-// Before the slot is rewritten (next row) or the block exits: every block has read every slot of this row.
-template <int CLUSTER>
-__device__ __forceinline__ void end_row() {
-    if constexpr (CLUSTER > 1) __cluster_barrier_wait();
 }
 
 // One access of V elements held as loaded: packed 32-bit words when it is at least 4 bytes (two 16-bit elements per
@@ -170,14 +163,15 @@ struct RowArgs {
     int tail;        // cols - tail_start elements, taken by rank 0's first threads
     float k;         // scale * log2(e): exp(scale x - m) = exp2(x k - m k)
     int rank;        // this block's rank in the cluster
+    int round;       // the row's index among this cluster's rows (its cluster exchange)
 };
 
-template <int BLOCK>
+template <int BLOCK, int CLUSTER>
 struct Scratch {
     float max[BLOCK / 32];
     float sum[BLOCK / 32];
-    Partial slot;
-    unsigned long long bar;  // the staged path's mbarrier: its bulk copies complete on it
+    ClusterExchange<CLUSTER> ex;  // the blocks' (max, sum) pairs
+    unsigned long long bar;       // the staged path's mbarrier: its bulk copies complete on it
 };
 
 // The resident path: the block's share of the row (U accesses of V elements per thread) is read once and kept in
@@ -187,7 +181,7 @@ struct Scratch {
 // H100: caching wins for fp32 (floats take no more registers than the words) and for single-block rows; for 16-bit
 // rows in clusters the extra registers cost a block per SM and 30 % of the bandwidth, so those recompute.
 template <typename T, int BLOCK, int V, int U, int CLUSTER>
-__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK>& sh) {
+__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
     constexpr bool CACHE_EXP =
         (sizeof(T) == 4 || CLUSTER == 1) && V * U * 4 <= 128 && BLOCK * V * U * 4 <= 65536;
     const int t = threadIdx.x;
@@ -234,7 +228,7 @@ __device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratc
     }
     s = group_sum<BLOCK / 32>(s, sh.sum);
     m = bm;
-    combine_cluster<CLUSTER>(m, s, &sh.slot);
+    combine_cluster<CLUSTER>(m, s, sh.ex, a.round, a.rank);
 
     const float inv = 1.0f / s;
     // exp2(x k - m) = exp2(x k - bm) * exp2(bm - m); CLUSTER 1 has m = bm.
@@ -256,14 +250,13 @@ __device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratc
         }
     }
     if (has_tail) a.out[a.tail_start + t] = from_float<T>(e_tail * factor);
-    end_row<CLUSTER>();
 }
 
 // The streaming path, for rows longer than the cluster's registers (V = VEC) and for misaligned rows (V = 1, then
 // nvec = cols and no tail): an online max / sum over the block's share, pass by pass, then a second sweep that
 // re-reads x (from L2 while it fits) and writes out.
 template <typename T, int BLOCK, int V, int U, int CLUSTER>
-__device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scratch<BLOCK>& sh) {
+__device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
     constexpr int STEP = CLUSTER * BLOCK * U;  // accesses per pass of the whole cluster
     const int t = threadIdx.x;
     const bool has_tail = a.rank == 0 && t < a.tail;
@@ -310,7 +303,7 @@ __device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scrat
     s = m == neg_inf() ? 0.0f : s * fast_exp2(m - bm);
     m = bm;
     s = group_sum<BLOCK / 32>(s, sh.sum);
-    combine_cluster<CLUSTER>(m, s, &sh.slot);
+    combine_cluster<CLUSTER>(m, s, sh.ex, a.round, a.rank);
 
     const float inv = 1.0f / s;
 #pragma unroll 1
@@ -334,7 +327,6 @@ __device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scrat
         }
     }
     if (has_tail) a.out[a.tail_start + t] = from_float<T>(fast_exp2(fmaf(x_tail, a.k, -m)) * inv);
-    end_row<CLUSTER>();
 }
 
 // ---- The staged path (PATH = 2) ---------------------------------------------------------------------------------
@@ -434,7 +426,7 @@ __device__ __forceinline__ void load_floats(const T* p, float (&f)[V]) {
 
 // One row from the staged chunk in buf (its copy was issued on bar; parity = the phase to wait for).
 template <typename T, int BLOCK, int V, int CLUSTER>
-__device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<BLOCK>& sh, T* buf, int first,
+__device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh, T* buf, int first,
                                                    int nv, unsigned parity) {
     const int t = threadIdx.x;
     const bool has_tail = a.rank == 0 && t < a.tail;
@@ -480,7 +472,7 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
     }
     s = group_sum<BLOCK / 32>(s, sh.sum);
     m = bm;
-    combine_cluster<CLUSTER>(m, s, &sh.slot);
+    combine_cluster<CLUSTER>(m, s, sh.ex, a.round, a.rank);
 
     const float inv = 1.0f / s;
     const float factor = CLUSTER == 1 ? inv : fast_exp2(bm - m) * inv;
@@ -494,14 +486,13 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
         Access<T, V>::store(a.out + first + static_cast<long long>(i) * V, f);
     }
     if (has_tail) a.out[a.tail_start + t] = from_float<T>(e_tail * factor);
-    end_row<CLUSTER>();
 }
 
 // The staged walk over this cluster's rows. buf holds StagedChunk::bytes_needed(cols) bytes (checked by the caller);
 // x and the x row stride are 16-byte aligned, out and its stride VEC-aligned.
 template <typename T, int BLOCK, int VEC, int CLUSTER>
 __device__ __forceinline__ void softmax_rows_staged(T* out, const T* x, int rows, int cols, long long x_row_stride,
-                                                    long long out_row_stride, float scale, Scratch<BLOCK>& sh,
+                                                    long long out_row_stride, float scale, Scratch<BLOCK, CLUSTER>& sh,
                                                     T* buf) {
     const int rank = CLUSTER > 1 ? static_cast<int>(__clusterRelativeBlockRank()) : 0;
     const long long clusters = gridDim.x / CLUSTER;
@@ -516,9 +507,9 @@ __device__ __forceinline__ void softmax_rows_staged(T* out, const T* x, int rows
     }
     __syncthreads();  // the barrier is initialised before anyone waits on it
     unsigned parity = 0;
-    for (; r < rows; r += clusters, parity ^= 1u) {
+    for (int round = 0; r < rows; r += clusters, parity ^= 1u, ++round) {
         const RowArgs<T> a{out + r * out_row_stride, x + r * x_row_stride, nv, tail_start, cols - tail_start,
-                           scale * log2e, rank};
+                           scale * log2e, rank, round};
         softmax_row_staged<T, BLOCK, VEC, CLUSTER>(a, sh, buf, chunk.first, nv, parity);
         if (r + clusters < rows) {
             // Every thread's reads (and fp32's exp writes) of buf are done and ordered before the async proxy
@@ -537,14 +528,15 @@ enum class RowPath { resident, streaming, scalar };
 // the cluster: the cluster barriers pair up).
 template <RowPath PATH, typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER>
 __device__ __forceinline__ void softmax_rows(T* out, const T* x, int rows, int cols, long long x_row_stride,
-                                             long long out_row_stride, float scale, Scratch<BLOCK>& sh) {
+                                             long long out_row_stride, float scale, Scratch<BLOCK, CLUSTER>& sh) {
     constexpr int V = PATH == RowPath::scalar ? 1 : VEC;
     const int rank = CLUSTER > 1 ? static_cast<int>(__clusterRelativeBlockRank()) : 0;
     const long long clusters = gridDim.x / CLUSTER;
     const int nvec = cols / V;
-    for (long long r = blockIdx.x / CLUSTER; r < rows; r += clusters) {
+    int round = 0;
+    for (long long r = blockIdx.x / CLUSTER; r < rows; r += clusters, ++round) {
         const RowArgs<T> a{out + r * out_row_stride, x + r * x_row_stride, nvec, nvec * V, cols - nvec * V,
-                           scale * log2e, rank};
+                           scale * log2e, rank, round};
         if constexpr (PATH == RowPath::resident)
             softmax_row_resident<T, BLOCK, V, UNROLL, CLUSTER>(a, sh);
         else
@@ -575,7 +567,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH ==
 
     using namespace ktune::dev;
     using softmax::RowPath;
-    __shared__ softmax::Scratch<BLOCK> sh;
+    __shared__ softmax::Scratch<BLOCK, CLUSTER> sh;
+    // The cluster's exchange set up before any load (uniform over the cluster: its blocks take the same rows).
+    if (static_cast<int>(blockIdx.x / CLUSTER) < rows) cluster_exchange_init<CLUSTER>(sh.ex);
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     const bool vector_ok =
         is_aligned(x, VEC_BYTES) && is_aligned(out, VEC_BYTES) && x_row_stride % VEC == 0 && out_row_stride % VEC == 0;

@@ -1,0 +1,85 @@
+#pragma once
+// Values exchanged among the blocks of a thread-block cluster (Hopper, sm_90) without cluster barriers.
+//
+// A cluster barrier with release semantics (barrier.cluster.arrive, which __cluster_barrier_arrive() issues) compiles
+// to a GPU-scope memory barrier (MEMBAR.ALL.GPU) before the arrival. At decode sizes a kernel is one chain of
+// latencies, and two such barriers per row cost 10-20 % of its time on an H100 (bench/RESULTS.md, session 8). Here
+// each block instead pushes its value into every block's shared memory with st.async, which completes on the
+// receiving block's mbarrier (a transaction count of bytes); a block waits on its own mbarrier and reads its own
+// shared memory. No GPU-scope barrier, no remote loads.
+//
+// Rounds: the k-th exchange of a launch (k = 0, 1, ...) uses buffer and mbarrier k % 2, phase parity (k / 2) % 2.
+// A block pushes round k + 2 into buffer k % 2 only after its round k + 1 completed, which needed every block's round
+// k + 1 push, which each block issues after it has read its round k values: a buffer is never overwritten before it
+// is read. A block leaves only after its last round completed, so no push can reach a block that has exited.
+#include "kernels/common/ktune_device.cuh"
+
+namespace ktune::dev {
+
+template <int CLUSTER>
+struct ClusterExchange {
+    unsigned long long values[2][CLUSTER];  // by sender rank
+    unsigned long long bars[2];
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The address of the same shared variable in block `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_address(unsigned addr, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+    return remote;
+}
+
+// Every thread of every block of the cluster, before its first exchange (the earlier, the better: the cluster's
+// arrival then overlaps the caller's loads). Its shared memory is not touched otherwise before the first exchange.
+template <int CLUSTER>
+__device__ __forceinline__ void cluster_exchange_init(ClusterExchange<CLUSTER>& ex) {
+    if constexpr (CLUSTER > 1) {
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int b = 0; b < 2; ++b)
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&ex.bars[b])) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        // Arrival only: the first exchange waits, so that no block pushes to an mbarrier not yet initialised.
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    }
+}
+
+// Round `round` (0, 1, ... in launch order; the same in every block): sends `mine` to every block of the cluster and
+// returns when this block has all CLUSTER values; they are then in ex.values[round % 2][sender rank], to be read before
+// round + 2. Every thread of every block of the cluster calls it, with the same `mine` within a block.
+template <int CLUSTER>
+__device__ __forceinline__ void cluster_exchange(ClusterExchange<CLUSTER>& ex, int round, unsigned long long mine,
+                                                 int rank) {
+    static_assert(CLUSTER >= 2 && CLUSTER <= 32, "cluster_exchange: 2 to 32 blocks");
+    if (round == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block has initialised
+    const int b = round & 1;
+    const unsigned bar = shared_address(&ex.bars[b]);
+    if (threadIdx.x == 0)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(8u * CLUSTER)
+                     : "memory");
+    if (threadIdx.x < CLUSTER) {
+        const unsigned to = threadIdx.x;
+        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(
+                         cluster_address(shared_address(&ex.values[b][rank]), to)),
+                     "l"(mine), "r"(cluster_address(bar, to))
+                     : "memory");
+    }
+    const unsigned parity = static_cast<unsigned>(round >> 1) & 1u;
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+}  // namespace ktune::dev
