@@ -33,16 +33,58 @@ __device__ __forceinline__ unsigned cluster_address(unsigned addr, unsigned rank
     return remote;
 }
 
+// One thread: an mbarrier with one expected arrival, its initialisation ordered before the cluster's later accesses
+// (they must follow a cluster barrier, which may be relaxed: the fence is the release).
+__device__ __forceinline__ void cluster_mbarrier_init(unsigned long long* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One thread of the receiving block: the phase completes when `bytes` have arrived (this is its one arrival).
+__device__ __forceinline__ void mbarrier_expect_bytes(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+                 : "memory");
+}
+
+// Stores v at `addr` (this block's address of a shared variable) in block `to`, completing `bytes` on that block's
+// copy of `bar`.
+__device__ __forceinline__ void cluster_push(unsigned addr, unsigned long long v, unsigned long long* bar, unsigned to) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(
+                     cluster_address(addr, to)),
+                 "l"(v), "r"(cluster_address(shared_address(bar), to))
+                 : "memory");
+}
+__device__ __forceinline__ void cluster_push(unsigned addr, float v, unsigned long long* bar, unsigned to) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                     cluster_address(addr, to)),
+                 "r"(__float_as_uint(v)), "r"(cluster_address(shared_address(bar), to))
+                 : "memory");
+}
+
+// Every thread that reads what was pushed: waits for the phase of `parity` (0 for the first), with acquire at cluster
+// scope, so the pushed values are visible.
+__device__ __forceinline__ void mbarrier_wait_cluster(unsigned long long* bar, unsigned parity) {
+    const unsigned addr = shared_address(bar);
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
 // Every thread of every block of the cluster, before its first exchange (the earlier, the better: the cluster's
 // arrival then overlaps the caller's loads). Its shared memory is not touched otherwise before the first exchange.
 template <int CLUSTER>
 __device__ __forceinline__ void cluster_exchange_init(ClusterExchange<CLUSTER>& ex) {
     if constexpr (CLUSTER > 1) {
         if (threadIdx.x == 0) {
-#pragma unroll
-            for (int b = 0; b < 2; ++b)
-                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&ex.bars[b])) : "memory");
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            cluster_mbarrier_init(&ex.bars[0]);
+            cluster_mbarrier_init(&ex.bars[1]);
         }
         // Arrival only: the first exchange waits, so that no block pushes to an mbarrier not yet initialised.
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -58,28 +100,9 @@ __device__ __forceinline__ void cluster_exchange(ClusterExchange<CLUSTER>& ex, i
     static_assert(CLUSTER >= 2 && CLUSTER <= 32, "cluster_exchange: 2 to 32 blocks");
     if (round == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block has initialised
     const int b = round & 1;
-    const unsigned bar = shared_address(&ex.bars[b]);
-    if (threadIdx.x == 0)
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(8u * CLUSTER)
-                     : "memory");
-    if (threadIdx.x < CLUSTER) {
-        const unsigned to = threadIdx.x;
-        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(
-                         cluster_address(shared_address(&ex.values[b][rank]), to)),
-                     "l"(mine), "r"(cluster_address(bar, to))
-                     : "memory");
-    }
-    const unsigned parity = static_cast<unsigned>(round >> 1) & 1u;
-    unsigned done = 0;
-    do {
-        asm volatile(
-            "{\n\t.reg .pred p;\n\t"
-            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
-            "selp.u32 %0, 1, 0, p;\n\t}"
-            : "=r"(done)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    } while (!done);
+    if (threadIdx.x == 0) mbarrier_expect_bytes(&ex.bars[b], 8u * CLUSTER);
+    if (threadIdx.x < CLUSTER) cluster_push(shared_address(&ex.values[b][rank]), mine, &ex.bars[b], threadIdx.x);
+    mbarrier_wait_cluster(&ex.bars[b], static_cast<unsigned>(round >> 1) & 1u);
 }
 
 }  // namespace ktune::dev

@@ -69,7 +69,7 @@
 // scratch: dw_scratch_floats(rows, hidden) floats, 16-byte aligned, zero-filled before first use (see the layout file).
 // The vector path needs x, dy, dx, w aligned to VEC * sizeof(T) bytes, row strides that are multiples of VEC, and dw
 // and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path.
-#include "kernels/common/ktune_device.cuh"
+#include "kernels/common/ktune_cluster.cuh"
 #include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
 
 namespace ktune::dev::rmsnorm_bwd {
@@ -764,10 +764,11 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
 // chunks of columns (as above). A thread holds its columns of at most 8 rows (8 * VEC * UNROLL elements; the whole
 // path: 16 rows per thread, so a quarter of the warps for the same work at M = 16, each with twice the dependent
 // instructions: measured 5.5-7 us). Latency, not bytes, sets the time at these sizes, so: every load is issued after a
-// prologue of a few instructions; one block barrier and (CLUSTER > 1) one cluster barrier for the row sums, each block
-// pushing its sums into every block's shared memory before it (nothing remote is read after it, so no block waits for
-// the others to finish before it leaves); the node is summed in registers and, with rows > 8, the root from the
-// nodes by group 0 through shared memory (one more block barrier). No scratch, fences or arrivals.
+// prologue of a few instructions; one block barrier and (CLUSTER > 1) one exchange of the row sums, each block pushing
+// its sums into every block's shared memory with asynchronous stores that complete on the receiver's mbarrier
+// (kernels/common/ktune_cluster.cuh: no cluster barrier with its GPU-scope fence; nothing remote is read, so no block
+// waits for the others to finish before it leaves); the node is summed in registers and, with rows > 8, the root from
+// the nodes by group 0 through shared memory (one more block barrier). No scratch, fences or arrivals.
 
 inline constexpr int NODE_ROWS = DW_TREE_FAN;  // rows per thread: one level-1 node of the tree
 
@@ -779,21 +780,24 @@ __device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
 
 // Every thread of the cluster (grid: one cluster; rows <= 8 * G, hidden % V == 0, the vector path's alignment, one
 // pass). red_w: BLOCK / 32 x 16 floats, red_c: CLUSTER x G x 16 floats, stage: (G - 1) x U x TPR x V floats (16-byte
-// aligned; G > 1), all shared.
+// aligned; G > 1), bar: the exchange's mbarrier, all shared.
 template <typename T, int TPR, int V, int U, int G, int CLUSTER>
 __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restrict__ dw, const T* __restrict__ x,
                                             const T* __restrict__ dy, const T* __restrict__ w, const Rows& a,
                                             float (*red_w)[2 * NODE_ROWS], float (*red_c)[G][2 * NODE_ROWS],
-                                            float* stage) {
+                                            float* stage, unsigned long long* bar) {
     constexpr int W = V * int(sizeof(T)) / 4;
     constexpr int E = elems_per_word<T>;
     constexpr int K = NODE_ROWS;
     constexpr int WPG = TPR / 32;  // warps per group
     static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd node path: accesses of 4, 8 or 16 bytes");
     static_assert(2 * K == 16, "rmsnorm_bwd node path: 16 row sums per group");
-    // Arrival 1 of the cluster barrier pair below: a block writes into another's shared memory only once that block
-    // has started (it has arrived here), which the wait before the push guarantees.
-    if constexpr (CLUSTER > 1) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+    // The exchange's mbarrier, then the arrival of the cluster barrier whose wait comes before the pushes: a block
+    // pushes into another only once that block has started and initialised its mbarrier.
+    if constexpr (CLUSTER > 1) {
+        if (threadIdx.x == 0) cluster_mbarrier_init(bar);
+        asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+    }
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
@@ -841,16 +845,16 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
         for (int q = 0; q < WPG; ++q) s += red_w[g * WPG + q][lane & 15];
     } else {
         asm volatile("barrier.cluster.wait;" ::: "memory");  // every block has started
+        if (tid == 0) mbarrier_expect_bytes(bar, static_cast<unsigned>(sizeof(float) * CLUSTER * G * 2 * K));
         if (warp < G && lane < 2 * K) {  // warp gg pushes group gg's block sums to every block
             float b = 0.0f;
 #pragma unroll
             for (int q = 0; q < WPG; ++q) b += red_w[warp * WPG + q][lane];
+            const unsigned mine = shared_address(&red_c[rank][warp][lane]);
 #pragma unroll
-            for (int q = 0; q < CLUSTER; ++q)
-                *static_cast<float*>(__cluster_map_shared_rank(&red_c[rank][warp][lane], q)) = b;
+            for (int q = 0; q < CLUSTER; ++q) cluster_push(mine, b, bar, q);
         }
-        __cluster_barrier_arrive();  // release: the pushes
-        __cluster_barrier_wait();    // acquire
+        mbarrier_wait_cluster(bar, 0);  // every block's sums are here
 #pragma unroll
         for (int q = 0; q < CLUSTER; ++q) s += red_c[q][g][lane & 15];
     }
@@ -977,6 +981,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
                                              : 4];
     __shared__ float node_w[NODE ? BLOCK / 32 : 1][2 * NODE_ROWS];  // node path: per warp, per lane
     __shared__ float node_c[NODE ? CLUSTER : 1][NODE ? ROWS_PER_BLOCK : 1][2 * NODE_ROWS];  // per rank, group, lane
+    __shared__ __align__(8) unsigned long long node_bar;  // node path: the row sums' exchange
 
     // The node path first, ahead of the other paths' set-up: its loads go out after a few instructions.
     if constexpr (NODE) {
@@ -988,7 +993,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
             if (static_cast<int>(blockIdx.x) >= CLUSTER) return;  // grid: one cluster (any further ones idle)
             const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden),
                          eps, rank};
-            node_vector<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER>(dx, dw, x, dy, w, a, node_w, node_c, stage);
+            node_vector<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER>(dx, dw, x, dy, w, a, node_w, node_c, stage,
+                                                                      &node_bar);
             return;
         }
     }
