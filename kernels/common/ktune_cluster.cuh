@@ -22,6 +22,15 @@ struct ClusterExchange {
     unsigned long long bars[2];
 };
 
+// This block's rank in its cluster (0 without one).
+template <int CLUSTER>
+__device__ __forceinline__ int cluster_rank() {
+    if constexpr (CLUSTER > 1)
+        return static_cast<int>(__clusterRelativeBlockRank());
+    else
+        return 0;
+}
+
 __device__ __forceinline__ unsigned shared_address(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }

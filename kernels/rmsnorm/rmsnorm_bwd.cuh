@@ -930,14 +930,6 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
     }
 }
 
-template <int CLUSTER>
-__device__ __forceinline__ int cluster_rank() {
-    if constexpr (CLUSTER > 1)
-        return static_cast<int>(__clusterRelativeBlockRank());
-    else
-        return 0;
-}
-
 }  // namespace ktune::dev::rmsnorm_bwd
 
 template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT, int CLUSTER>
