@@ -1,5 +1,6 @@
 #pragma once
-// Values exchanged among the blocks of a thread-block cluster (Hopper, sm_90) without cluster barriers.
+// Values exchanged among the blocks of a thread-block cluster (Hopper, sm_90) without cluster barriers, and the
+// mbarrier primitives under it (also what softmax's bulk copies complete on).
 //
 // A cluster barrier with release semantics (barrier.cluster.arrive, which __cluster_barrier_arrive() issues) compiles
 // to a GPU-scope memory barrier (MEMBAR.ALL.GPU) before the arrival. At decode sizes a kernel is one chain of
@@ -42,14 +43,16 @@ __device__ __forceinline__ unsigned cluster_address(unsigned addr, unsigned rank
     return remote;
 }
 
-// One thread: an mbarrier with one expected arrival, its initialisation ordered before the cluster's later accesses
-// (they must follow a cluster barrier, which may be relaxed: the fence is the release).
-__device__ __forceinline__ void cluster_mbarrier_init(unsigned long long* bar) {
+// One thread: an mbarrier with one expected arrival, its initialisation made visible to the async proxy (bulk copies,
+// st.async) and ordered before the cluster's later accesses (these must follow a cluster barrier, which may be
+// relaxed: the fence is the release).
+__device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
-// One thread of the receiving block: the phase completes when `bytes` have arrived (this is its one arrival).
+// One thread of the receiving block: the phase completes when `bytes` have arrived (this is its one arrival; at once
+// for bytes = 0).
 __device__ __forceinline__ void mbarrier_expect_bytes(unsigned long long* bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
                  : "memory");
@@ -70,19 +73,29 @@ __device__ __forceinline__ void cluster_push(unsigned addr, float v, unsigned lo
                  : "memory");
 }
 
-// Every thread that reads what was pushed: waits for the phase of `parity` (0 for the first), with acquire at cluster
-// scope, so the pushed values are visible.
-__device__ __forceinline__ void mbarrier_wait_cluster(unsigned long long* bar, unsigned parity) {
+// Waits for the phase of `parity` (0 for the first) to complete. CLUSTER_SCOPE: acquire at cluster scope, for values
+// other blocks pushed (it invalidates L1); otherwise the default (CTA scope), for this block's own bulk copies.
+template <bool CLUSTER_SCOPE>
+__device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
     const unsigned addr = shared_address(bar);
     unsigned done = 0;
     do {
-        asm volatile(
-            "{\n\t.reg .pred p;\n\t"
-            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
-            "selp.u32 %0, 1, 0, p;\n\t}"
-            : "=r"(done)
-            : "r"(addr), "r"(parity)
-            : "memory");
+        if constexpr (CLUSTER_SCOPE)
+            asm volatile(
+                "{\n\t.reg .pred p;\n\t"
+                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                "selp.u32 %0, 1, 0, p;\n\t}"
+                : "=r"(done)
+                : "r"(addr), "r"(parity)
+                : "memory");
+        else
+            asm volatile(
+                "{\n\t.reg .pred p;\n\t"
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                "selp.u32 %0, 1, 0, p;\n\t}"
+                : "=r"(done)
+                : "r"(addr), "r"(parity)
+                : "memory");
     } while (!done);
 }
 
@@ -92,8 +105,8 @@ template <int CLUSTER>
 __device__ __forceinline__ void cluster_exchange_init(ClusterExchange<CLUSTER>& ex) {
     if constexpr (CLUSTER > 1) {
         if (threadIdx.x == 0) {
-            cluster_mbarrier_init(&ex.bars[0]);
-            cluster_mbarrier_init(&ex.bars[1]);
+            mbarrier_init(&ex.bars[0]);
+            mbarrier_init(&ex.bars[1]);
         }
         // Arrival only: the first exchange waits, so that no block pushes to an mbarrier not yet initialised.
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -111,7 +124,7 @@ __device__ __forceinline__ void cluster_exchange(ClusterExchange<CLUSTER>& ex, i
     const int b = round & 1;
     if (threadIdx.x == 0) mbarrier_expect_bytes(&ex.bars[b], 8u * CLUSTER);
     if (threadIdx.x < CLUSTER) cluster_push(shared_address(&ex.values[b][rank]), mine, &ex.bars[b], threadIdx.x);
-    mbarrier_wait_cluster(&ex.bars[b], static_cast<unsigned>(round >> 1) & 1u);
+    mbarrier_wait<true>(&ex.bars[b], static_cast<unsigned>(round >> 1) & 1u);
 }
 
 }  // namespace ktune::dev

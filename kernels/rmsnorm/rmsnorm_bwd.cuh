@@ -795,7 +795,7 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
     // The exchange's mbarrier, then the arrival of the cluster barrier whose wait comes before the pushes: a block
     // pushes into another only once that block has started and initialised its mbarrier.
     if constexpr (CLUSTER > 1) {
-        if (threadIdx.x == 0) cluster_mbarrier_init(bar);
+        if (threadIdx.x == 0) mbarrier_init(bar);
         asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
     }
     const int tid = threadIdx.x;
@@ -854,7 +854,7 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
 #pragma unroll
             for (int q = 0; q < CLUSTER; ++q) cluster_push(mine, b, bar, q);
         }
-        mbarrier_wait_cluster(bar, 0);  // every block's sums are here
+        mbarrier_wait<true>(bar, 0);  // every block's sums are here
 #pragma unroll
         for (int q = 0; q < CLUSTER; ++q) s += red_c[q][g][lane & 15];
     }

@@ -340,46 +340,17 @@ __device__ __forceinline__ void softmax_row_streaming(const RowArgs<T>& a, Scrat
 // threads, as in the other paths. When a cluster has more rows (grid.x < rows * CLUSTER), the next row's copy is
 // issued as soon as every thread is done with the chunk.
 
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ unsigned dynamic_smem_bytes() {
     unsigned n;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
     return n;
 }
 
-__device__ __forceinline__ void mbarrier_init(unsigned long long* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(bar)) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the async proxy
-}
-
-// One arrival (the barrier's only expected one) that also announces `bytes` of copies to come: the phase completes
-// when they have all landed (at once for bytes = 0).
-__device__ __forceinline__ void mbarrier_arrive_expect(unsigned long long* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile(
-            "{\n\t.reg .pred p;\n\t"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-            "selp.u32 %0, 1, 0, p;\n\t}"
-            : "=r"(done)
-            : "r"(smem_address(bar)), "r"(parity)
-            : "memory");
-    } while (!done);
-}
-
 // Global -> this block's shared memory, completing on bar. dst, src 16-byte aligned; bytes a multiple of 16.
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_address(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_address(bar))
+                     shared_address(dst)),
+                 "l"(src), "r"(bytes), "r"(shared_address(bar))
                  : "memory");
 }
 
@@ -409,7 +380,7 @@ template <typename T, int CLUSTER>
 __device__ __forceinline__ void stage_chunk(T* buf, const T* x_row, const StagedChunk<T, CLUSTER>& c,
                                             unsigned long long* bar) {
     constexpr unsigned PIECE = 32768;
-    mbarrier_arrive_expect(bar, c.bytes);
+    mbarrier_expect_bytes(bar, c.bytes);
     const char* src = reinterpret_cast<const char*>(x_row + c.first);
     char* dst = reinterpret_cast<char*>(buf);
     for (unsigned off = 0; off < c.bytes; off += PIECE)
@@ -431,7 +402,7 @@ __device__ __forceinline__ void softmax_row_staged(const RowArgs<T>& a, Scratch<
     const int t = threadIdx.x;
     const bool has_tail = a.rank == 0 && t < a.tail;
     const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;  // overlaps the copy
-    mbarrier_wait(&sh.bar, parity);
+    mbarrier_wait<false>(&sh.bar, parity);
 
     float mx[V];  // V maxima per thread: V independent chains (latency, for the short rows of decode)
 #pragma unroll
@@ -525,7 +496,7 @@ __device__ __forceinline__ void softmax_rows_staged(T* out, const T* x, int rows
 enum class RowPath { resident, streaming, scalar };
 
 // Walks this cluster's rows with one path for the whole launch (the same rows, in the same order, in every block of
-// the cluster: the cluster barriers pair up).
+// the cluster: the exchange rounds pair up).
 template <RowPath PATH, typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER>
 __device__ __forceinline__ void softmax_rows(T* out, const T* x, int rows, int cols, long long x_row_stride,
                                              long long out_row_stride, float scale, Scratch<BLOCK, CLUSTER>& sh) {
@@ -573,7 +544,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH ==
     constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     const bool vector_ok =
         is_aligned(x, VEC_BYTES) && is_aligned(out, VEC_BYTES) && x_row_stride % VEC == 0 && out_row_stride % VEC == 0;
-    // Uniform over the grid: every block of a cluster takes the same path, so the cluster barriers pair up.
+    // Uniform over the grid: every block of a cluster takes the same path, so the exchange rounds pair up.
     if constexpr (PATH == 2) {
         extern __shared__ __align__(128) unsigned char softmax_stage[];
         // vector_ok with 16-byte accesses makes x, its rows and every chunk 16-byte aligned, as bulk copies need.
