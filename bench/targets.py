@@ -11,7 +11,10 @@ Per op/variant, over the best configuration of every problem:
   - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
   - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
     and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
-Usage: bench/targets.py DB [--op OP] [--detail] [--copy-db DB]
+  - with --baseline OP/VARIANT (e.g. linear/fwd, the cuBLAS library baseline tuned into the same database): each
+    problem's speedup over that op's best at the same shape (axes the baseline lacks, like INT4's G, ignored), by
+    events and by kernel time: both sides measured by ktune in the same way
+Usage: bench/targets.py DB [--op OP] [--detail] [--copy-db DB] [--versus IMPL] [--baseline OP/VARIANT]
 """
 import argparse
 import json
@@ -24,6 +27,8 @@ ap.add_argument("--op", help="only this op (or op/variant)")
 ap.add_argument("--detail", action="store_true", help="print every problem")
 ap.add_argument("--versus", help="with --detail: also each problem's speedup over this peer impl (e.g. cublas_bf16)")
 ap.add_argument("--copy-db", help="take the copy roofline from this database (tuned with the same method)")
+ap.add_argument("--baseline", help="with --detail: also each problem's speedup over this op/variant's best in the same "
+                "database (e.g. linear/fwd: cuBLAS through ktune's library launcher)")
 args = ap.parse_args()
 db = sqlite3.connect(args.db)
 copy = {k: g for k, g in db.execute("select key, copy_gbps from devices")}
@@ -69,6 +74,23 @@ def canonical(pkey):  # peers may write the axes in another order
 
 
 peer_by_canon = {(o, v, canonical(p)): m for (o, v, p), m in peers.items()}
+
+baseline = {}  # problem key with the baseline's axes only, canonical -> its best
+if args.baseline:
+    b_op, _, b_variant = args.baseline.partition("/")
+    for (op, variant, pkey), b in best.items():
+        if op == b_op and variant == (b_variant or variant):
+            baseline[canonical(pkey)] = b
+
+
+def baseline_of(pkey, shape):
+    if not baseline:
+        return None
+    dtype = pkey.partition(":")[0]
+    for key, b in baseline.items():
+        if key.partition(":")[0] == dtype and all(shape.get(a) == v for a, v in b["shape"].items()):
+            return b
+    return None
 
 # The copy roofline: best copy time per bytes moved, interpolated log-log between the measured sizes.
 copy_best = best
@@ -140,6 +162,11 @@ for (op, variant), items in sorted(by_op.items()):
                 v = pm.get("versus:" + method)
                 if v and mine:
                     r += f" | {name} {v[0] / mine:.2f}x over {args.versus} ({v[0]:.2f} us)"
+            base = baseline_of(pkey, b["shape"]) if args.baseline and op != args.baseline.partition("/")[0] else None
+            if base:
+                r += f" | events {base['p50'] / b['p50']:.2f}x over {args.baseline} ({base['p50']:.2f} us, {base['config']})"
+                if base["cupti"] and b["cupti"]:
+                    r += f" kernel {base['cupti'] / b['cupti']:.2f}x ({base['cupti']:.2f} us)"
             print(f"  {op}/{variant} {pkey:<40} {b['p50']:9.2f} us {pct:6.1f} % cupti {b['cupti'] or 0:7.2f} {r}")
     n_fail = dict(failed[(op, variant)])
     f = lambda xs, fn: f"{fn(xs)[0]:.1f} ({fn(xs)[1]})" if xs else "-"

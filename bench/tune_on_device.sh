@@ -15,6 +15,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$root" != /work/main ]; then mkdir -p /work; ln -sfn "$root" /work/main; fi
 tree=${KERNEL_TREE:-/work/main}
 export LD_LIBRARY_PATH=/work/main/build-gpu/lib:/usr/local/cuda/lib64 KTUNE_ROOT=$tree
+# The worker links cuBLAS (library baselines): the toolkit's, else the one PyTorch's wheels carry.
+if [ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]; then
+  LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(python3 -c "import glob, os, site
+print(':'.join(sorted({os.path.dirname(p) for s in site.getsitepackages()
+                       for p in glob.glob(s + '/nvidia/**/libcublasLt.so.*', recursive=True)})))" 2>/dev/null)
+fi
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache-$name}
 k=/work/main/build-gpu/ktune
 deadline=$(( $(date +%s) + seconds ))

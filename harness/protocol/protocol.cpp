@@ -39,9 +39,15 @@ void from_json(const json& j, Arg& r) { KTUNE_GET(kind); KTUNE_GET(buffer); KTUN
 void to_json(json& j, const Launch& l) {
     j = json{{"cubin", l.cubin}, {"lowered", l.lowered}, {"grid", l.grid}, {"block", l.block},
              {"shared_bytes", l.shared_bytes}};
+    if (!l.library.empty()) {
+        j["library"] = l.library;
+        j["config"] = l.config;
+    }
 }
 void from_json(const json& j, Launch& r) {
     KTUNE_GET(cubin); KTUNE_GET(lowered); KTUNE_GET(grid); KTUNE_GET(block); KTUNE_GET(shared_bytes);
+    r.library = j.value("library", std::string());
+    r.config = j.value("config", NamedValues());
 }
 
 std::string l2_state(const TimingOptions& t) {

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -10,7 +11,7 @@ namespace ktune::worker {
 namespace {
 
 std::mutex g_mutex;
-std::vector<std::pair<std::string, double>> g_records;  // (kernel name, duration us), filled by CUPTI's callback
+std::vector<CuptiKernelTimer::Record> g_records;  // filled by CUPTI's callback
 
 constexpr size_t kBufferBytes = 1 << 20;
 
@@ -27,7 +28,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
         if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(record);
-            g_records.emplace_back(k->name ? k->name : "", double(k->end - k->start) / 1000.0);
+            g_records.push_back({k->name ? k->name : "", k->start, double(k->end - k->start) / 1000.0});
         }
     }
     std::free(buffer);
@@ -62,14 +63,13 @@ bool CuptiKernelTimer::start() {
     return true;
 }
 
-std::vector<double> CuptiKernelTimer::stop(const std::string& lowered_name) {
+std::vector<CuptiKernelTimer::Record> CuptiKernelTimer::stop() {
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityFlushAll(1);
-    std::vector<double> out;
     std::lock_guard<std::mutex> lock(g_mutex);
-    for (const auto& [name, us] : g_records)
-        if (name == lowered_name) out.push_back(us);
+    std::vector<Record> out = std::move(g_records);
     g_records.clear();
+    std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) { return a.start_ns < b.start_ns; });
     return out;
 }
 

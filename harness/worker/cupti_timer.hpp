@@ -10,8 +10,13 @@ class CuptiKernelTimer {
 public:
     // Starts recording kernel activity. Returns false (and says why in error()) when CUPTI is unavailable.
     bool start();
-    // Stops, flushes and returns the durations in microseconds of the kernels named `lowered_name`.
-    std::vector<double> stop(const std::string& lowered_name);
+    struct Record {
+        std::string name;  // the kernel's lowered name
+        unsigned long long start_ns = 0;
+        double duration_us = 0;
+    };
+    // Stops, flushes and returns every kernel recorded since start(), in the order they started.
+    std::vector<Record> stop();
     const std::string& error() const { return m_error; }
 
 private:

@@ -12,6 +12,7 @@
 #include "harness/stats/stats.hpp"
 #include "harness/worker/cupti_timer.hpp"
 #include "harness/worker/driver.hpp"
+#include "harness/worker/library_baseline.hpp"
 
 namespace ktune::worker {
 namespace {
@@ -153,6 +154,7 @@ json Worker::load_utility(const std::string& cubin, const std::map<std::string, 
         CUfunction f;
         KTUNE_CU(cuModuleGetFunction(&f, m_utility_module, lowered.c_str()));
         m_utility[what] = f;
+        m_utility_names.insert(lowered);
     }
     return json::object();
 }
@@ -234,10 +236,15 @@ json Worker::ceilings(std::size_t copy_bytes) {
     t.cupti_samples = 20;
     wire::EvaluateResult r;
     free_problem();  // the empty kernel takes no arguments and the copy needs the memory
-    time_events(utility("empty"), empty_launch, t, r);
+    CUfunction empty = utility("empty");
+    const Runner run_empty = [&](LaunchParams& params) { launch(empty, empty_launch, params); };
+    time_events(run_empty, t, r);
     const SampleStats floor = summarize(r.samples_us);
     wire::EvaluateResult cupti;
-    time_cupti(utility("empty"), empty_launch, t, cupti);
+    const char* empty_name = nullptr;
+    KTUNE_CU(cuFuncGetName(&empty_name, empty));
+    const std::string empty_lowered = empty_name ? empty_name : "";
+    time_cupti(run_empty, [&](const std::string& name) { return name == empty_lowered; }, t, cupti);
     cuEventDestroy(e0);
     cuEventDestroy(e1);
     return {{"copy_gbps", 2.0 * double(copy_bytes) / (copy.p50 * 1e-6) / 1e9},
@@ -372,11 +379,11 @@ void Worker::restore_inouts() {
     }
 }
 
-void Worker::validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r) {
+void Worker::validate(const Runner& run, const Tolerance& tol, wire::EvaluateResult& r) {
     poison_outputs();
     restore_inouts();
     LaunchParams params = build_params(false);
-    launch(f, l, params);
+    run(params);
     KTUNE_CU(cuStreamSynchronize(m_stream));
     std::vector<std::string> failures;
     for (auto& b : m_buffers) {
@@ -422,9 +429,9 @@ std::vector<Worker::LaunchParams> Worker::rotation_params() {
     return params;
 }
 
-void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+void Worker::time_events(const Runner& run, const wire::TimingOptions& t, wire::EvaluateResult& r) {
     std::vector<LaunchParams> params = rotation_params();
-    for (int i = 0; i < t.warmup; ++i) launch(f, l, params[0]);
+    for (int i = 0; i < t.warmup; ++i) run(params[0]);
     KTUNE_CU(cuStreamSynchronize(m_stream));
 
     CUevent start[kMaxSamplesPerBatch], stop[kMaxSamplesPerBatch];
@@ -450,11 +457,16 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
         *m_spin_flag = 0;
         std::atomic_thread_fence(std::memory_order_seq_cst);
         KTUNE_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, m_stream, spin_params.data(), nullptr));
-        for (int i = 0; i < batch; ++i) {
-            if (t.cold_l2) flush_l2(t.clean_flush);
-            KTUNE_CU(cuEventRecord(start[i], m_stream));
-            launch(f, l, params[(r.samples_us.size() + std::size_t(i)) % params.size()]);
-            KTUNE_CU(cuEventRecord(stop[i], m_stream));
+        try {
+            for (int i = 0; i < batch; ++i) {
+                if (t.cold_l2) flush_l2(t.clean_flush);
+                KTUNE_CU(cuEventRecord(start[i], m_stream));
+                run(params[(r.samples_us.size() + std::size_t(i)) % params.size()]);
+                KTUNE_CU(cuEventRecord(stop[i], m_stream));
+            }
+        } catch (...) {
+            *m_spin_flag = 1;  // release the blocking kernel rather than leave the stream to its timeout
+            throw;
         }
         std::atomic_thread_fence(std::memory_order_seq_cst);
         *m_spin_flag = 1;
@@ -469,7 +481,8 @@ void Worker::time_events(CUfunction f, const wire::Launch& l, const wire::Timing
     }
 }
 
-void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r) {
+void Worker::time_cupti(const Runner& run, const KernelFilter& timed, const wire::TimingOptions& t,
+                        wire::EvaluateResult& r) {
     if (t.cupti_samples <= 0) return;
     CuptiKernelTimer timer;
     if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
@@ -477,37 +490,80 @@ void Worker::time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingO
     // session 6: the kernel-time p50s of 2 us kernels moved by up to 9 % between processes with 5 samples on one
     // placement, up to 6 % with 64 over the rotation).
     std::vector<LaunchParams> params = rotation_params();
+    CUdeviceptr flag = m_spin_flag_device;  // set: the blocking kernel returns at once
+    unsigned long long timeout = kSpinTimeoutNs;
+    std::vector<void*> spin_params{&flag, &timeout};
     for (int i = 0; i < t.cupti_samples; ++i) {
-        if (t.cold_l2) flush_l2(t.clean_flush);
-        launch(f, l, params[std::size_t(i) % params.size()]);
+        // Between two samples a kernel that is not timed: the flush, or without one the blocking kernel, released.
+        if (t.cold_l2)
+            flush_l2(t.clean_flush);
+        else
+            KTUNE_CU(cuLaunchKernel(utility("spin"), 1, 1, 1, 1, 1, 1, 0, m_stream, spin_params.data(), nullptr));
+        run(params[std::size_t(i) % params.size()]);
     }
     KTUNE_CU(cuStreamSynchronize(m_stream));
-    const char* name = nullptr;
-    KTUNE_CU(cuFuncGetName(&name, f));
-    std::vector<double> us = timer.stop(name ? name : "");
+    // A sample: consecutive timed kernels, ended by any other.
+    std::vector<double> us;
+    double sample = 0;
+    bool in_sample = false;
+    for (const CuptiKernelTimer::Record& k : timer.stop()) {
+        if (timed(k.name)) {
+            sample += k.duration_us;
+            in_sample = true;
+        } else if (in_sample) {
+            us.push_back(sample);
+            sample = 0;
+            in_sample = false;
+        }
+    }
+    if (in_sample) us.push_back(sample);
     if (!us.empty()) r.cupti_p50_us = summarize(us).p50;
 }
 
 wire::EvaluateResult Worker::evaluate(const wire::Launch& l, const Tolerance& tol, const wire::TimingOptions& timing) {
     wire::EvaluateResult r;
-    CUfunction f;
+    Runner run;
+    KernelFilter timed;
+    std::unique_ptr<LibraryCall> call;
     try {
-        f = function(l.cubin, l.lowered);
+        if (!l.library.empty()) {
+            std::vector<wire::Buffer> specs;
+            for (const DeviceBuffer& b : m_buffers) specs.push_back(b.spec);
+            call = make_library_call(l, m_args, specs);
+            run = [&](LaunchParams& params) { call->launch(params.values, m_stream); };
+            // Whatever the library launches; the utility kernels are the worker's own.
+            timed = [&](const std::string& name) { return m_utility_names.count(name) == 0; };
+        } else {
+            const CUfunction f = function(l.cubin, l.lowered);
+            const char* name = nullptr;
+            KTUNE_CU(cuFuncGetName(&name, f));
+            const std::string lowered = name ? name : "";
+            run = [this, f, &l](LaunchParams& params) { launch(f, l, params); };
+            timed = [lowered](const std::string& n) { return n == lowered; };
+        }
     } catch (const DriverError& e) {
         r.status = "launch_error";
         r.message = std::string("loading the kernel: ") + e.what();
         return r;
+    } catch (const LibraryError& e) {
+        r.status = "launch_error";
+        r.message = e.what();
+        return r;
     }
     try {
-        validate(f, l, tol, r);
+        validate(run, tol, r);
         if (r.status != "ok") return r;
-        time_events(f, l, timing, r);
-        time_cupti(f, l, timing, r);
+        time_events(run, timing, r);
+        time_cupti(run, timed, timing, r);
     } catch (const DriverError& e) {
         r.status = "launch_error";
         r.message = e.what();
         // The context is gone: the host records this result, sees `fatal` and restarts the worker.
         if (e.sticky()) m_poisoned = true;
+    } catch (const LibraryError& e) {
+        // The library's own error (its launches are asynchronous: a fault shows up later as a DriverError).
+        r.status = "launch_error";
+        r.message = e.what();
     }
     return r;
 }

@@ -3,8 +3,10 @@
 // measurement loop. Each public method serves one protocol command (harness/protocol/protocol.hpp).
 #include <cuda.h>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ private:
         std::vector<void*> pointers;
     };
 
+    // Enqueues the measured thing once (a kernel launch or a library call) with the given arguments.
+    using Runner = std::function<void(LaunchParams&)>;
+    // Which of the kernels CUPTI saw belong to the measured thing (by name).
+    using KernelFilter = std::function<bool(const std::string&)>;
+
     CUfunction function(const std::string& cubin, const std::string& lowered);
     CUfunction utility(const std::string& what);
     void launch(CUfunction f, const wire::Launch& l, LaunchParams& params);
@@ -56,9 +63,12 @@ private:
     void run_utility_grid(const std::string& what, std::vector<void*> params);
     void poison_outputs();
     void restore_inouts();
-    void validate(CUfunction f, const wire::Launch& l, const Tolerance& tol, wire::EvaluateResult& r);
-    void time_events(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
-    void time_cupti(CUfunction f, const wire::Launch& l, const wire::TimingOptions& t, wire::EvaluateResult& r);
+    void validate(const Runner& run, const Tolerance& tol, wire::EvaluateResult& r);
+    void time_events(const Runner& run, const wire::TimingOptions& t, wire::EvaluateResult& r);
+    // A sample's kernel time is the sum of the durations of its kernels that `timed` accepts (a library call may
+    // launch several); samples are told apart by the utility kernels between them.
+    void time_cupti(const Runner& run, const KernelFilter& timed, const wire::TimingOptions& t,
+                    wire::EvaluateResult& r);
     void flush_l2(bool clean);  // clean: no dirty line left in the L2 (wire::TimingOptions::clean_flush)
     float elapsed_ms(CUevent a, CUevent b);
 
@@ -73,6 +83,7 @@ private:
     std::map<CUfunction, unsigned> m_dynamic_smem_set;  // the dynamic shared memory each function was checked for
     CUmodule m_utility_module = nullptr;
     std::map<std::string, CUfunction> m_utility;  // "empty", "spin", "fill.bf16", "poison.f32", "compare.f16", ...
+    std::set<std::string> m_utility_names;        // their lowered names, as CUPTI reports them
 
     CUdeviceptr m_flush = 0;  // twice the L2 size, written before each cold sample
     std::size_t m_flush_bytes = 0;

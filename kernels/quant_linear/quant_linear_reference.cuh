@@ -4,6 +4,7 @@
 // in double, rounded once to T:
 //   INT4: y[m, n] = sum_k x[m, k] * (q[n, k] - zero[k / G, n]) * scale[k / G, n] (scales and zero points packed)
 //   INT8: y[m, n] = sum_k x[m, k] * q[n, k] * scale[n]
+//   dense (linear/fwd, the cuBLAS baseline's op): y[m, n] = sum_k x[m, k] * w[n, k], w of type T, [N, K] row-major
 // Weights, scales and zero points are located with the same functions the host packing uses
 // (kernels/quant_linear/quant_linear_layout.cuh), so a kernel that reads the packed layout differently fails
 // validation. One warp per output column n; lanes take k = lane, lane + 32, ... and each holds the sums of 8 rows of
@@ -19,7 +20,7 @@ __device__ __forceinline__ double warp_sum_double(double v) {
     return v;
 }
 
-// Dequantized weight (n, k).
+// Dequantized weight (n, k); BITS 16: w holds T values, [N, K] row-major.
 template <typename T, int BITS>
 __device__ double weight(const unsigned char* w, const T* scales, const unsigned char* zeros, long long n, long long k,
                          int N, int K, int group) {
@@ -29,6 +30,8 @@ __device__ double weight(const unsigned char* w, const T* scales, const unsigned
         const int q = (w[p.byte] >> p.shift) & 0xF;
         const long long gi = layout::int4_param_index(n, k / group, layout::groups(K, group));
         return (static_cast<double>(q) - static_cast<double>(zeros[gi])) * static_cast<double>(to_float(scales[gi]));
+    } else if constexpr (BITS == 16) {
+        return static_cast<double>(to_float(reinterpret_cast<const T*>(w)[n * K + k]));
     } else {
         const layout::Position p = layout::int8_position(n, k, K);
         const int q = static_cast<signed char>(w[p.byte]);
@@ -78,4 +81,10 @@ __global__ void __launch_bounds__(256)
     (void)max_split_k;
     ktune::dev::quant_linear_reference::gemv<T, 8>(y, x, reinterpret_cast<const unsigned char*>(w), scales, nullptr, M,
                                                    N, K, 0);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256) linear_fwd_reference(T* y, const T* x, const T* w, int M, int N, int K) {
+    ktune::dev::quant_linear_reference::gemv<T, 16>(y, x, reinterpret_cast<const unsigned char*>(w), nullptr, nullptr,
+                                                    M, N, K, 0);
 }

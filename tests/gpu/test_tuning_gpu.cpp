@@ -100,6 +100,32 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     }
 }
 
+TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
+    TuneOptions o = options(resolve_space_path(m_root, "linear_cublas"));
+    o.dtypes = {Dtype::bf16};
+    o.problem_filters = {{{"M", 4}, {"N", 4096}, {"K", 4096}}};
+    const TuneSummary s = run_tuning(o, nullptr);
+    ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
+    ASSERT_EQ(s.problems.size(), 1u);
+    // cublasGemmEx and cuBLASLt's first algorithm always exist; the heuristic may offer fewer than eight,
+    // and those missing are launch errors that say so.
+    EXPECT_GE(s.status_counts.at("ok"), 2);
+    EXPECT_EQ(s.status_counts.count("invalid_result"), 0u);
+    ASSERT_TRUE(s.problems[0].best.has_value());
+    const Measurement& best = s.problems[0].best->measurement;
+    EXPECT_GT(best.stats.p50, 0.0);
+    // Kernel time from CUPTI: the library's kernels (every kernel it launched), not the flush's, so well under the
+    // event time and over nothing.
+    EXPECT_GT(best.cupti_p50_us, 0.0);
+    EXPECT_LT(best.cupti_p50_us, best.stats.p50);
+    Store store = Store::open(db(), Store::Mode::read_only);
+    ResultFilter failed;
+    failed.status = Status::launch_error;
+    for (const auto& r : store.results(failed))
+        EXPECT_NE(r.measurement.message.find("cuBLASLt's heuristic offers"), std::string::npos)
+            << r.measurement.message;
+}
+
 TEST_F(GpuTest, WrongFaultingAndHangingKernelsAreRecordedAndTheRunPicksACorrectOne) {
     TuneOptions o = options(std::string(KTUNE_TEST_DATA) + "/gpu/faulty_rmsnorm.yaml");
     o.timeout_floor_s = 3;

@@ -274,6 +274,10 @@ int cmd_space(const GlobalOptions& g) {
         fmt::print("examples for {}:\n", pr.key());
         for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) {
             const auto& c = v[std::size_t(i) * v.size() / std::size_t(std::max(1, g_space.show))];
+            if (s.is_library()) {
+                fmt::print("  {}\n", c.key());
+                continue;
+            }
             const LaunchGeometry lg = s.launch(c, pr);
             fmt::print("  {:<44} grid {}x{}x{} block {}x{}x{} smem {}\n", c.key(), lg.grid[0], lg.grid[1], lg.grid[2],
                        lg.block[0], lg.block[1], lg.block[2], lg.shared_bytes);

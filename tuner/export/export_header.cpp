@@ -641,6 +641,12 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
 }  // namespace
 
 RenderedHeader render_header(const Store& store, const SearchSpace& space, const ExportOptions& options) {
+    if (space.is_library())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{} is a library baseline ({}): it has no kernel to export, only measurements to "
+                                "compare with",
+                                space.file(), space.library()),
+                    "--op");
     if (!options.op.empty() && (options.op != space.op() || options.variant != space.variant()))
         throw Error(ErrorCategory::bad_input,
                     fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),

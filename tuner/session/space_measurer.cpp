@@ -55,9 +55,11 @@ std::string first_lines(const std::string& log, int lines) {
 }
 
 KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, const wire::TimingOptions& timing) {
-    const std::string hash = hash_hex(jit.source_hash(space.kernel_source()) + "\n" + space.kernel_name_template() +
-                                      "\nl2=" + wire::l2_state(timing))
-                                 .substr(0, 16);
+    // A library baseline has no source to hash: its name stands for it (the library's version is in the run's
+    // environment, not in the identity).
+    const std::string source = space.is_library() ? space.kernel_source() : jit.source_hash(space.kernel_source());
+    const std::string hash =
+        hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" + wire::l2_state(timing)).substr(0, 16);
     return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing)};
 }
 
@@ -97,6 +99,7 @@ const CompileResult& SpaceMeasurer::compiled(const std::string& source, const st
 }
 
 void SpaceMeasurer::prefetch(const Config& c, Dtype d) {
+    if (m_space.is_library()) return;  // nothing to compile
     auto [it, inserted] = m_compiles.try_emplace(m_space.kernel_source() + "|" + m_space.kernel_name(c, d));
     if (inserted) {
         CompileRequest req;
@@ -126,20 +129,32 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
                                    double timeout_floor_s) {
     set_up(p);
     Measurement m;
-    const CompileResult& cr = compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype));
-    if (!cr.ok) {
-        m.status = Status::compile_error;
-        m.message = cr.log;
-        return m;
-    }
-    m.compile = cr.kernels.at(0).info;
-    m.compile.compile_seconds = cr.compile_seconds;
-    m.compile.cache_hit = cr.cache_hit;
-    try {
-        const LaunchGeometry g = m_space.launch(c, p);
-        wire::Launch launch = to_wire(g);
+    wire::Launch launch;
+    LaunchGeometry g;
+    if (m_space.is_library()) {
+        launch.library = m_space.library();
+        launch.config = c.values;
+    } else {
+        const CompileResult& cr = compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype));
+        if (!cr.ok) {
+            m.status = Status::compile_error;
+            m.message = cr.log;
+            return m;
+        }
+        m.compile = cr.kernels.at(0).info;
+        m.compile.compile_seconds = cr.compile_seconds;
+        m.compile.cache_hit = cr.cache_hit;
         launch.cubin = cr.cubin_path;
         launch.lowered = cr.kernels.at(0).lowered_name;
+    }
+    try {
+        if (!m_space.is_library()) {
+            g = m_space.launch(c, p);
+            wire::Launch geometry = to_wire(g);
+            launch.grid = geometry.grid;
+            launch.block = geometry.block;
+            launch.shared_bytes = geometry.shared_bytes;
+        }
         m.dynamic_shared_bytes = g.shared_bytes;
         if (int(g.shared_bytes) > m_gpu.props().max_shared_per_block_optin) {
             m.status = Status::launch_error;

@@ -132,7 +132,8 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
             jobs.emplace_back(name, jit.submit(std::move(req)));
         };
         add(space.reference_source(), space.reference_name(p.dtype));
-        for (const Config& c : valid) add(space.kernel_source(), space.kernel_name(c, p.dtype));
+        if (!space.is_library())  // a library baseline has only its reference to compile
+            for (const Config& c : valid) add(space.kernel_source(), space.kernel_name(c, p.dtype));
     }
     ProgressEvent ev;
     ev.phase = "compile";

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tuner/core/error.hpp"
+#include "tuner/core/library.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune {
@@ -91,7 +92,7 @@ std::string split_template(const std::string& s, std::vector<Piece>& pieces) {
 // What a file holds, validated; SearchSpace::load_string moves it into place.
 struct Parsed {
     std::string op, variant = "default";
-    std::string kernel_source, kernel_name, reference_source, reference_name;
+    std::string kernel_source, kernel_name, reference_source, reference_name, library;
     std::vector<ParameterSpec> parameters;
     std::vector<Expression> constraints, prune;
     LaunchSpec launch, reference_launch;
@@ -130,7 +131,7 @@ Parsed Loader::load(const std::string& yaml) {
     if (root.is_null()) root.fail("the search space file is empty");
     auto top = root.fields({"op", "variant", "kernel", "parameters", "constraints", "prune", "launch",
                             "reference_launch", "problems", "tolerances"},
-                           {"op", "kernel", "parameters", "launch", "problems", "tolerances"});
+                           {"op", "kernel", "parameters", "problems", "tolerances"});
 
     const Located& op = *find_field(top, "op");
     out.op = op.text();
@@ -157,14 +158,39 @@ Parsed Loader::load(const std::string& yaml) {
                 ->fail(fmt::format("the axes and dtypes make more than {} problems", max_problems));
     }
 
-    auto kernel = find_field(top, "kernel")->fields({"source", "name", "reference", "reference_source"},
-                                                    {"source", "name", "reference"});
-    out.kernel_source = find_field(kernel, "source")->text();
+    const Located& kernel_node = *find_field(top, "kernel");
+    auto kernel = kernel_node.fields({"source", "library", "name", "reference", "reference_source"},
+                                     {"name", "reference"});
+    const Located* source = find_field(kernel, "source");
+    const Located* library = find_field(kernel, "library");
+    if ((source == nullptr) == (library == nullptr))
+        kernel_node.fail("give either source (a kernel template) or library (a library baseline), not both or neither");
     out.kernel_name = find_field(kernel, "name")->text();
     check_kernel_name(*find_field(kernel, "name"));
     out.reference_name = find_field(kernel, "reference")->text();
     check_reference_name(*find_field(kernel, "reference"));
     const Located* reference_source = find_field(kernel, "reference_source");
+    if (source != nullptr) {
+        out.kernel_source = source->text();
+    } else {
+        out.library = library->text();
+        const LibraryBaseline* lib = find_library_baseline(out.library);
+        if (lib == nullptr) {
+            std::string known;
+            for (const LibraryBaseline& l : library_baselines()) known += (known.empty() ? "" : ", ") + std::string(l.name);
+            library->fail(fmt::format("unknown library baseline '{}' (known: {})", out.library, known));
+        }
+        for (const ParameterSpec& p : out.parameters)
+            if (std::find(lib->parameters.begin(), lib->parameters.end(), p.name) == lib->parameters.end())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("library baseline {} takes no parameter {} (it takes: {})", out.library,
+                                        p.name, join(std::vector<std::string>(lib->parameters.begin(),
+                                                                              lib->parameters.end()))),
+                            p.where);
+        if (reference_source == nullptr)
+            kernel_node.fail("a library baseline needs reference_source: the reference kernel's file");
+        out.kernel_source = "library:" + out.library;
+    }
     out.reference_source = reference_source ? reference_source->text() : out.kernel_source;
 
     for (auto [key, list] : {std::pair{"constraints", &out.constraints}, std::pair{"prune", &out.prune}}) {
@@ -176,7 +202,16 @@ Parsed Loader::load(const std::string& yaml) {
         }
     }
 
-    out.launch = read_launch(*find_field(top, "launch"), true);
+    const Located* launch = find_field(top, "launch");
+    if (!out.library.empty()) {
+        // The library picks its own grids; the reference kernel still needs one.
+        if (launch != nullptr) launch->fail("a library baseline has no launch geometry: the library chooses its own");
+        if (find_field(top, "reference_launch") == nullptr)
+            kernel_node.fail("a library baseline needs a reference_launch section for its reference kernel");
+    } else {
+        if (launch == nullptr) root.missing("launch").fail("missing required key 'launch'");
+        out.launch = read_launch(*launch, true);
+    }
     if (const Located* r = find_field(top, "reference_launch")) {
         out.reference_launch = read_launch(*r, false);
     } else {
@@ -478,6 +513,7 @@ SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string&
     s.m_kernel_name = std::move(p.kernel_name);
     s.m_reference_source = std::move(p.reference_source);
     s.m_reference_name = std::move(p.reference_name);
+    s.m_library = std::move(p.library);
     s.m_parameters = std::move(p.parameters);
     s.m_constraints = std::move(p.constraints);
     s.m_prune = std::move(p.prune);

@@ -11,6 +11,8 @@
 //     name: "rmsnorm_fwd<{T}, {BLOCK}, {VEC}, {UNROLL}, {ROWS_PER_BLOCK}>"   # {T} = element type, {P} = parameter
 //     reference: "rmsnorm_fwd_reference<{T}>"
 //     reference_source: kernels/rmsnorm/rmsnorm_reference.cuh
+//     # or, for a library baseline (tuner/core/library.hpp), `library: cublas_gemm` instead of source, with a name
+//     # such as "cublas_gemm<{T}, {ALGO}>", a reference_source and a reference_launch, and no launch section
 //   parameters:                       # each exactly one of values / range / pow2; optional doc
 //     BLOCK: {pow2: [64, 1024], doc: "threads per block"}
 //     VEC: {values: [1, 2, 4, 8]}
@@ -71,7 +73,11 @@ public:
     const std::string& file() const { return m_file; }
     const std::string& op() const { return m_op; }
     const std::string& variant() const { return m_variant; }
+    // The kernel template's file, or "library:NAME" for a library baseline.
     const std::string& kernel_source() const { return m_kernel_source; }
+    // A library baseline (tuner/core/library.hpp) that the worker calls instead of a compiled kernel; "" otherwise.
+    const std::string& library() const { return m_library; }
+    bool is_library() const { return !m_library.empty(); }
     const std::string& reference_source() const { return m_reference_source; }
     const std::vector<ParameterSpec>& parameters() const { return m_parameters; }
     const std::vector<Expression>& constraints() const { return m_constraints; }  // legality
@@ -108,7 +114,7 @@ public:
 
 private:
     std::string m_file, m_op, m_variant = "default";
-    std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name;
+    std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
     std::vector<ParameterSpec> m_parameters;
     std::vector<Expression> m_constraints, m_prune;
     LaunchSpec m_launch, m_reference_launch;

@@ -19,6 +19,7 @@ namespace layout = quant_linear_layout;
 
 const OpDescription& int4() { return find_op("linear_int4", "fwd"); }
 const OpDescription& int8() { return find_op("linear_int8", "fwd"); }
+const OpDescription& dense() { return find_op("linear", "fwd"); }
 
 Problem problem(NamedValues shape, Dtype d = Dtype::bf16) { return Problem{d, std::move(shape)}; }
 
@@ -253,6 +254,41 @@ TEST(LinearInt4Op, RejectsGroupSizesThatAreNotMultiplesOf64AndBadAxes) {
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
     }
+}
+
+// linear/fwd: the dense op the cuBLAS library baseline runs (tuner/core/library.cpp names its argument order).
+TEST(LinearDenseOp, TakesYXWThenMNKAsTheCublasBaselineExpects) {
+    const Problem p = problem({{"M", 3}, {"N", 5}, {"K", 7}}, Dtype::fp16);
+    const auto args = dense().arguments(p);
+    ASSERT_EQ(args.size(), 6u);
+    EXPECT_EQ(args[0].buffer, "y");
+    EXPECT_EQ(args[1].buffer, "x");
+    EXPECT_EQ(args[2].buffer, "w");
+    EXPECT_EQ(args[3].integer, 3);
+    EXPECT_EQ(args[4].integer, 5);
+    EXPECT_EQ(args[5].integer, 7);
+    const auto specs = dense().buffers(p);
+    EXPECT_EQ(buffer(specs, "w").elements, 35);
+    EXPECT_EQ(buffer(specs, "w").type, ElemType::f16);
+    EXPECT_EQ(buffer(specs, "y").role, BufferRole::output);
+    EXPECT_EQ(specs.size(), 3u);  // no scales, no scratch
+    // Every weight in T (2 bytes), x and y once.
+    EXPECT_DOUBLE_EQ(dense().bytes_moved(p), 5.0 * 7 * 2 + 3.0 * 7 * 2 + 3.0 * 5 * 2);
+}
+
+TEST(LinearDenseOp, CpuReferenceIsThePlainProduct) {
+    const Problem p = problem({{"M", 2}, {"N", 3}, {"K", 4}});
+    HostBuffers b;
+    b["x"] = random_doubles(8, -1, 1, 3);
+    b["w"] = random_doubles(12, -1, 1, 4);
+    dense().cpu_reference(p, b);
+    ASSERT_EQ(b["y"].size(), 6u);
+    for (int m = 0; m < 2; ++m)
+        for (int n = 0; n < 3; ++n) {
+            double expected = 0;
+            for (int k = 0; k < 4; ++k) expected += b["x"][std::size_t(m * 4 + k)] * b["w"][std::size_t(n * 4 + k)];
+            EXPECT_DOUBLE_EQ(b["y"][std::size_t(m * 3 + n)], expected) << m << "," << n;
+        }
 }
 
 TEST(QuantLinearLayout, BoundsSplitKSoThatPartialsFitIn64MiB) {

@@ -15,6 +15,19 @@ TEST(Protocol, LaunchSurvivesAJsonRoundTrip) {
     EXPECT_EQ(back.shared_bytes, 1024u);
 }
 
+TEST(Protocol, ALibraryLaunchKeepsItsNameAndConfiguration) {
+    Launch l;
+    l.library = "cublas_gemm";
+    l.config = {{"API", 2}, {"RANK", 3}};
+    const json j = l;
+    const Launch back = j.get<Launch>();
+    EXPECT_EQ(back.library, "cublas_gemm");
+    ASSERT_EQ(back.config.size(), 2u);
+    EXPECT_EQ(back.config[1].first, "RANK");
+    EXPECT_EQ(back.config[1].second, 3);
+    EXPECT_FALSE(json(Launch{}).contains("library"));  // a kernel launch carries no library fields
+}
+
 TEST(Protocol, EvaluateResultKeepsSamplesAndStatus) {
     EvaluateResult r;
     r.status = "invalid_result";

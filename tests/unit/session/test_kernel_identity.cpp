@@ -36,5 +36,16 @@ TEST(KernelIdentity, DiffersByL2StateAndIsStableOtherwise) {
     EXPECT_EQ(a.l2_state, "cold");
 }
 
+TEST(KernelIdentity, ALibraryBaselineIsIdentifiedByItsName) {
+    test::TempDir cache;
+    CompileService jit{{KTUNE_SOURCE_ROOT, cache.path().string(), "", 0}};
+    const SearchSpace space =
+        SearchSpace::load_file(std::string(KTUNE_SOURCE_ROOT) + "/search_spaces/linear_cublas.yaml");
+    const KernelInfo k = kernel_identity(space, jit, wire::TimingOptions{});
+    EXPECT_EQ(k.op, "linear");
+    EXPECT_EQ(k.source_path, "library:cublas_gemm");
+    EXPECT_EQ(k.source_hash.size(), 16u);
+}
+
 }  // namespace
 }  // namespace ktune

@@ -44,6 +44,19 @@ TEST(SearchSpace, MinimalFileLoadsWithDefaults) {
     EXPECT_THAT(s.file(), HasSubstr("good/minimal.yaml"));
 }
 
+TEST(SearchSpace, ALibraryBaselineHasNoSourceNoLaunchAndItsReference) {
+    const SearchSpace s = SearchSpace::load_file(std::string(KTUNE_SOURCE_ROOT) + "/search_spaces/linear_cublas.yaml");
+    EXPECT_TRUE(s.is_library());
+    EXPECT_EQ(s.library(), "cublas_gemm");
+    EXPECT_EQ(s.kernel_source(), "library:cublas_gemm");
+    EXPECT_EQ(s.reference_source(), "kernels/quant_linear/quant_linear_reference.cuh");
+    const Problem p{Dtype::bf16, {{"M", 1}, {"N", 4096}, {"K", 4096}}};
+    EXPECT_EQ(s.valid_configs(p).size(), 9u);  // cublasGemmEx and cuBLASLt's eight ranks
+    EXPECT_EQ(s.kernel_name(s.valid_configs(p).front(), Dtype::bf16), "cublas_gemm<__nv_bfloat16, 1, 1>");
+    EXPECT_EQ(s.reference_launch(p).grid[0], 512u);
+    EXPECT_FALSE(load_good("minimal.yaml").is_library());
+}
+
 TEST(SearchSpace, MinimalFileReusesLaunchForTheReference) {
     SearchSpace s = load_good("minimal.yaml");
     Problem p{Dtype::fp32, {{"N", 1000}}};
