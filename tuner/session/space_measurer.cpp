@@ -58,8 +58,9 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     // A library baseline has no source to hash: its name stands for it (the library's version is in the run's
     // environment, not in the identity).
     const std::string source = space.is_library() ? space.kernel_source() : jit.source_hash(space.kernel_source());
-    const std::string hash =
-        hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" + wire::l2_state(timing)).substr(0, 16);
+    const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" +
+                                      wire::l2_state(timing) + "\nlaunch=" + space.launch_text())
+                                 .substr(0, 16);
     return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing)};
 }
 

@@ -49,9 +49,10 @@ private:
 };
 
 // What identifies the tuned kernel in the store: op, variant, and a hash of the source with every header it includes,
-// the kernel name template (variants of one file differ there: another entry point, a literal argument) and the L2
-// state the samples found (wire::l2_state): resuming never mixes methods (a hot or dirty-flush tuning measures afresh)
-// and best() shows the latest. A library baseline stands for its source by its name.
+// the kernel name template (variants of one file differ there: another entry point, a literal argument), the launch
+// expressions (the same kernel launched with another grid is another measurement) and the L2 state the samples found
+// (wire::l2_state): resuming never mixes methods (a hot or dirty-flush tuning measures afresh) and best() shows the
+// latest. A library baseline stands for its source by its name.
 KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, const wire::TimingOptions& timing);
 
 // Keeps the first lines of a compile log: the error is at the top, the rest is the instantiation backtrace.

@@ -638,6 +638,17 @@ LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {
     return evaluate_launch(m_launch, expression_variables(c, p), context(&c, p));
 }
 
+std::string SearchSpace::launch_text() const {
+    if (is_library()) return "";
+    auto list = [](const std::vector<Expression>& es) {
+        std::string out;
+        for (const Expression& e : es) out += (out.empty() ? "" : ", ") + e.text();
+        return out;
+    };
+    return fmt::format("grid: {}; block: {}; shared_bytes: {}", list(m_launch.grid), list(m_launch.block),
+                       m_launch.shared_bytes.text());
+}
+
 LaunchGeometry SearchSpace::reference_launch(const Problem& p) const {
     return evaluate_launch(m_reference_launch, expression_variables(Config{}, p), context(nullptr, p));
 }

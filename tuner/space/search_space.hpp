@@ -108,6 +108,9 @@ public:
     void require_some_valid_config() const;
 
     LaunchGeometry launch(const Config& c, const Problem& p) const;
+    // The launch section's expressions as one line ("grid: ...; block: ...; shared_bytes: ..."; "" for a library
+    // baseline): part of what a measurement is of, so part of the kernel's identity in the store.
+    std::string launch_text() const;
     LaunchGeometry reference_launch(const Problem& p) const;
 
     Tolerance tolerance(Dtype d) const;

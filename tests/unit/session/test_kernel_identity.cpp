@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/common/temp_dir.hpp"
 #include "tuner/session/space_measurer.hpp"
@@ -34,6 +36,25 @@ TEST(KernelIdentity, DiffersByL2StateAndIsStableOtherwise) {
     hot_dirty.clean_flush = false;
     EXPECT_EQ(kernel_identity(space, jit, hot).source_hash, kernel_identity(space, jit, hot_dirty).source_hash);
     EXPECT_EQ(a.l2_state, "cold");
+}
+
+TEST(KernelIdentity, DiffersByLaunchGeometryExpressions) {
+    test::TempDir cache;
+    CompileService jit{{KTUNE_SOURCE_ROOT, cache.path().string(), "", 0}};
+    const std::string path = std::string(KTUNE_SOURCE_ROOT) + "/search_spaces/rmsnorm.yaml";
+    std::ifstream in(path);
+    const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string::size_type at = yaml.find("block: [\"BLOCK\"]");
+    ASSERT_NE(at, std::string::npos) << "rmsnorm.yaml's launch block changed: update this test";
+    std::string other = yaml;
+    other.replace(at, std::string("block: [\"BLOCK\"]").size(), "block: [\"BLOCK * 1\"]");
+    const SearchSpace a = SearchSpace::load_string(yaml, path);
+    const SearchSpace b = SearchSpace::load_string(other, path);
+    wire::TimingOptions t;
+    // The same kernel, configuration and problem launched by another expression is not resumed from the first's rows.
+    EXPECT_NE(kernel_identity(a, jit, t).source_hash, kernel_identity(b, jit, t).source_hash);
+    EXPECT_EQ(kernel_identity(a, jit, t).source_hash,
+              kernel_identity(SearchSpace::load_string(yaml, path), jit, t).source_hash);
 }
 
 TEST(KernelIdentity, ALibraryBaselineIsIdentifiedByItsName) {
