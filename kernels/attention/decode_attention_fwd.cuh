@@ -36,6 +36,16 @@
 //     contiguous chunk: whatever the sequence's length, the L2 prefetch above covers tokens every split reads, and
 //     a (sequence, kv head)'s blocks read one window of the cache at a time (H100, bf16: -3 to -7 % kernel time at
 //     uneven lengths, within 1 % at full ones; bench/RESULTS.md, session 7).
+// ENGINE 4 is ENGINE 3 with the splits merged through distributed shared memory instead of scratch. ENGINE 3's merge
+// is a chain of latencies at the kernel's tail: every block's partial stores, a GPU-scope fence (MEMBAR, ~0.5 us), an
+// atomic's round trip, then the last block re-reads all partials from L2. Here the SPLITS blocks of a (sequence, kv
+// head) form one thread-block cluster (__cluster_dims__(SPLITS): SPLITS <= 16, more than 8 non-portable). The group's
+// outputs are cut into SPLITS slices; block r merges and writes slice r. After its warps' merge each block pushes its
+// part of slice r, and its (m, l) of the heads slice r touches, into block r's shared memory with st.async, completing
+// bytes on r's mbarrier (kernels/common/ktune_cluster.cuh); block r waits for all its bytes and merges in split order
+// (deterministic). No scratch, fence or atomic; the only cluster barrier (relaxed arrival at entry, wait before the
+// first push) orders the mbarriers' initialisation before the pushes. The receive buffer is static shared memory
+// (ClusterMergeBuffers: other blocks push while this one still walks its pipeline in the dynamic part).
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
@@ -45,23 +55,27 @@
 //   VEC       head-dimension elements per lane: 4, 8 or 16 (8 or 16 bytes per access of K or V: VEC 4 moves 8 bytes,
 //             VEC 8 one 16-byte access, VEC 16 two).
 //   TOKENS    tokens each group handles per pipeline step, 1..8 (scores of TOKENS tokens are reduced together, and the
-//             accumulators are rescaled once per step); ENGINE 2, 3: tiles of 16 tokens per warp per step.
+//             accumulators are rescaled once per step); ENGINE 2-4: tiles of 16 tokens per warp per step.
 //   STAGES    pipeline depth, 1..8: each lane copies its own slices of K and V for STAGES steps ahead into shared
-//             memory with cp.async (no barrier: a lane only reads what it copied itself); ENGINE 2, 3: 2..8,
+//             memory with cp.async (no barrier: a lane only reads what it copied itself); ENGINE 2-4: 2..8,
 //             warp-private stages, STAGES - 1 steps in flight while one is computed.
 //   SPLITS    chunks per sequence (blocks along grid x), 1..128, at most max_splits(B, HK) of the layout (else the
-//             kernel writes nothing).
+//             kernel writes nothing); ENGINE 4: 2..16, the cluster's size.
 //   ENGINE    1: SIMT token groups; 2: tensor cores (HEAD_DIM % 64 == 0; VEC unused, misaligned k or v fall back to
 //             the SIMT walk); 3: 2 with evict-first K/V copies, the L2 prefetch under the length load and the
-//             one-round merge (same layouts, shared memory and tunables as 2).
+//             one-round merge (same layouts, shared memory and tunables as 2); 4: 3 with the splits of a
+//             (sequence, kv head) in one cluster, merged through distributed shared memory (no scratch).
 //
 // Launch: grid (SPLITS, HK, B), block WARPS * 32, dynamic shared memory of at least max(pipeline, warps' merge,
 // splits' merge) = max(STAGES * 2 * TOKENS * sizeof(T) * WARPS * (ENGINE >= 2 ? 16 * HEAD_DIM : 32 * VEC),
 // WARPS * GROUP * (HEAD_DIM + 2) * 4, (2 * SPLITS + 1) * GROUP * 4) bytes, at most 227 KiB (the YAML's shared_bytes;
-// checked at run time: with too little the kernel writes nothing). No static shared memory, so 48 KiB and less need
-// no opt-in. The fast path needs k and v aligned to the access size (8 or 16 bytes; ENGINE 2, 3: 16); otherwise every
+// checked at run time: with too little the kernel writes nothing; ENGINE 4 needs no splits' merge there). ENGINE 1-3
+// have no static shared memory, so 48 KiB and less need no opt-in; ENGINE 4 adds its receive buffer, SPLITS * (4 *
+// ceil(GROUP * HEAD_DIM / 4 / SPLITS) + 2 * GROUP) floats and an mbarrier, rounded up to 128 bytes (static + dynamic
+// <= 227 KiB). The fast path needs k and v aligned to the access size (8 or 16 bytes; ENGINE 2-4: 16); otherwise every
 // lane loads its elements one by one, without the pipeline.
 #include "kernels/attention/decode_attention_layout.cuh"
+#include "kernels/common/ktune_cluster.cuh"
 #include "kernels/common/ktune_device.cuh"
 
 namespace ktune::dev::decode_attention {
@@ -875,10 +889,185 @@ __device__ __forceinline__ void prefetch_first_tiles(const T* kb, const T* vb, c
         }
 }
 
+// ---- ENGINE 4: the splits' merge through distributed shared memory -------------------------------------------------
+// The SPLITS blocks of a (sequence, kv head) are one cluster. Its GROUP * HEAD_DIM outputs, in quads of 4, are cut into
+// SPLITS slices of QS quads (the last slices may hold fewer, or none); the block of cluster rank r merges and writes
+// slice r. After its warps' merge each block pushes (st.async, completing on the receiver's mbarrier) its unnormalised
+// quads of slice r and its (m, l) of the heads slice r touches into block r's receive buffer, row = the sender's split;
+// each block then waits for its bytes and merges its slice in split order. Nothing goes through global memory: no
+// scratch writes and re-reads, no GPU-scope fence, no atomic.
+template <int HEAD_DIM, int GROUP, int SPLITS>
+struct ClusterSlices {
+    static constexpr int NQ = GROUP * HEAD_DIM / 4;       // output quads of a (sequence, kv head)
+    static constexpr int HQ4 = HEAD_DIM / 4;              // quads per head
+    static constexpr int QS = (NQ + SPLITS - 1) / SPLITS;  // quads per slice
+    KTUNE_HD static constexpr int first(int r) { return r * QS < NQ ? r * QS : NQ; }
+    KTUNE_HD static constexpr int count(int r) { return ((r + 1) * QS < NQ ? (r + 1) * QS : NQ) - first(r); }
+    // Heads slice r touches, and the ranks whose slices touch head h: [rank_lo(h), rank_lo(h) + ranks(h)).
+    KTUNE_HD static constexpr int heads(int r) {
+        return count(r) == 0 ? 0 : (first(r) + count(r) - 1) / HQ4 - first(r) / HQ4 + 1;
+    }
+    KTUNE_HD static constexpr int rank_lo(int h) { return h * HQ4 / QS; }
+    KTUNE_HD static constexpr int ranks(int h) { return ((h + 1) * HQ4 - 1) / QS - rank_lo(h) + 1; }
+    // What block r receives: every split's quads of slice r and (m, l) of its heads. A mismatch would hang the
+    // kernel, so consistent() replays the senders' pushes at compile time.
+    KTUNE_HD static constexpr unsigned bytes(int r) { return SPLITS * (16u * count(r) + 8u * heads(r)); }
+    KTUNE_HD static constexpr bool consistent() {
+        if (HEAD_DIM % 4 != 0) return false;
+        for (int h = 0; h < GROUP; ++h)  // head h's quads dq < ranks(h) push its (m, l), one rank each
+            if (ranks(h) < 1 || ranks(h) > HQ4 || rank_lo(h) + ranks(h) > SPLITS) return false;
+        for (int r = 0; r < SPLITS; ++r) {
+            unsigned sent = 0;  // per sender
+            for (int q = 0; q < NQ; ++q) sent += q / QS == r ? 16u : 0u;
+            for (int h = 0; h < GROUP; ++h) sent += r >= rank_lo(h) && r < rank_lo(h) + ranks(h) ? 8u : 0u;
+            if (SPLITS * sent != bytes(r) || bytes(r) >= (1u << 20) || count(r) > QS) return false;
+            for (int q = first(r); q < first(r) + count(r); ++q)  // the (m, l) the merge reads did arrive
+                if (r < rank_lo(q / HQ4) || r >= rank_lo(q / HQ4) + ranks(q / HQ4)) return false;
+        }
+        return true;
+    }
+};
+
+// The receive buffer, static shared memory beside the pipeline's dynamic one (other blocks push while this one still
+// walks). 128-byte multiple, so the dynamic part after it keeps its alignment (the swizzle's bank pattern).
+template <int HEAD_DIM, int GROUP, int SPLITS>
+struct __align__(128) ClusterMergeBuffers {
+    float4 o[SPLITS][ClusterSlices<HEAD_DIM, GROUP, SPLITS>::QS];  // by sender split, then quad of this slice
+    float2 ml[SPLITS][GROUP];                                     // (m, l) by sender split and head
+    unsigned long long bar;
+};
+
+// Declared here, not in the kernel: only ENGINE 4 instantiates it, so ENGINE 1-3 have no static shared memory.
+template <int HEAD_DIM, int GROUP, int SPLITS>
+__device__ __forceinline__ ClusterMergeBuffers<HEAD_DIM, GROUP, SPLITS>& cluster_merge_buffers() {
+    __shared__ ClusterMergeBuffers<HEAD_DIM, GROUP, SPLITS> buf;
+    return buf;
+}
+
+// Every thread, at kernel entry: the mbarrier with this block's one arrival (all the bytes it will receive) and the
+// arrival of the cluster barrier whose wait precedes the first push. Relaxed: the init's fence is the release.
+template <int HEAD_DIM, int GROUP, int SPLITS>
+__device__ __forceinline__ void cluster_merge_init(int rank) {
+    auto& buf = cluster_merge_buffers<HEAD_DIM, GROUP, SPLITS>();
+    if (threadIdx.x == 0) {
+        mbarrier_init(&buf.bar);
+        mbarrier_expect_bytes(&buf.bar, ClusterSlices<HEAD_DIM, GROUP, SPLITS>::bytes(rank));
+    }
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+// Every thread, after the warps' partials are in shared memory (ms, ls, as: the kernel's layout): the block's (o, m,
+// l) per quad as ENGINE 3 computes them for scratch, pushed to the quad's slice owner; quad dq < ranks(h) of head h
+// also pushes (m, l) to rank rank_lo(h) + dq. Row `split` (blockIdx.x) of the receivers' buffers.
+template <int HEAD_DIM, int GROUP, int WARPS, int SPLITS>
+__device__ __forceinline__ void cluster_merge_push(const float* ms, const float* ls, const float* as, int split) {
+    using C = ClusterSlices<HEAD_DIM, GROUP, SPLITS>;
+    auto& buf = cluster_merge_buffers<HEAD_DIM, GROUP, SPLITS>();
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block's mbarrier is initialised
+    for (int qd = threadIdx.x; qd < C::NQ; qd += WARPS * 32) {
+        const int h = qd / C::HQ4, dq = qd % C::HQ4;
+        float mx = neg_inf();
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, ms[w * GROUP + h]);
+        const float ref = safe_max_ref(mx);
+        float4 o = {0.0f, 0.0f, 0.0f, 0.0f};
+        float l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            const float c = fast_exp2(ms[w * GROUP + h] - ref);
+            const float* a = as + (w * GROUP + h) * HEAD_DIM + 4 * dq;
+            o.x = fmaf(a[0], c, o.x);
+            o.y = fmaf(a[1], c, o.y);
+            o.z = fmaf(a[2], c, o.z);
+            o.w = fmaf(a[3], c, o.w);
+            l = fmaf(ls[w * GROUP + h], c, l);
+        }
+        const int to = qd / C::QS;
+        cluster_push(shared_address(&buf.o[split][qd - to * C::QS]), o, &buf.bar, to);
+        if (dq < C::ranks(h)) {
+            const float2 ml = {mx, l};
+            cluster_push(shared_address(&buf.ml[split][h]), ml, &buf.bar, C::rank_lo(h) + dq);
+        }
+    }
+}
+
+// Every thread: waits for the SPLITS senders' bytes, then merges slice `rank` into ob (the group's outputs). RT
+// adjacent lanes per quad take every RT-th split in split order, their common reference is a butterfly max, and their
+// sums a butterfly: a fixed order, independent of arrival. RT <= 4: two shuffle levels, each lane's splits loaded at
+// once. Empty splits (m = -inf) weigh 0; a slice with l = 0 (empty sequence) writes 0.
+template <typename T, int HEAD_DIM, int GROUP, int WARPS, int SPLITS>
+__device__ __forceinline__ void cluster_merge_slice(T* __restrict__ ob, int rank) {
+    using C = ClusterSlices<HEAD_DIM, GROUP, SPLITS>;
+    auto& buf = cluster_merge_buffers<HEAD_DIM, GROUP, SPLITS>();
+    constexpr int THREADS = WARPS * 32;
+    constexpr int RT0 = merge_lanes_per_quad(THREADS, C::QS);
+    constexpr int RT = RT0 < 4 ? RT0 : 4;
+    constexpr int NS = (SPLITS + RT - 1) / RT;
+    const int n = C::count(rank), q0 = C::first(rank);
+    const bool pairs = is_aligned(ob, 4 * sizeof(T));
+    mbarrier_wait<true>(&buf.bar, 0);  // every split's quads and (m, l) of this slice are here
+#pragma unroll 1
+    for (int i0 = 0; i0 < C::QS * RT; i0 += THREADS) {
+        const int i = i0 + static_cast<int>(threadIdx.x);
+        const int j = i / RT, r = i % RT;
+        const bool act = j < n;  // uniform over the RT lanes of a quad
+        const int h = act ? (q0 + j) / C::HQ4 : 0;
+        float mv[NS], lv[NS], av[NS][4];
+#pragma unroll
+        for (int k = 0; k < NS; ++k) {
+            const int sp = r + RT * k;
+            mv[k] = neg_inf();
+            lv[k] = 0.0f;
+            av[k][0] = av[k][1] = av[k][2] = av[k][3] = 0.0f;
+            if (act && sp < SPLITS) {
+                const float2 ml = buf.ml[sp][h];
+                const float4 a = buf.o[sp][j];
+                mv[k] = ml.x, lv[k] = ml.y;
+                av[k][0] = a.x, av[k][1] = a.y, av[k][2] = a.z, av[k][3] = a.w;
+            }
+        }
+        float bm = neg_inf();
+#pragma unroll
+        for (int k = 0; k < NS; ++k) bm = fmaxf(bm, mv[k]);
+#pragma unroll
+        for (int off = RT / 2; off > 0; off >>= 1) bm = fmaxf(bm, __shfl_xor_sync(FULL_MASK, bm, off));
+        const float ref = safe_max_ref(bm);
+        float l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int k = 0; k < NS; ++k) {
+            const float wgt = fast_exp2(mv[k] - ref);  // 0 for an empty split or a missing one (m = -inf)
+            l = fmaf(lv[k], wgt, l);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] = fmaf(av[k][e], wgt, o[e]);
+        }
+#pragma unroll
+        for (int off = RT / 2; off > 0; off >>= 1) {
+            l += __shfl_xor_sync(FULL_MASK, l, off);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[e] += __shfl_xor_sync(FULL_MASK, o[e], off);
+        }
+        if (act && r == 0) {
+            float y[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) y[e] = l > 0.0f ? o[e] / l : 0.0f;
+            T* dst = ob + 4 * (q0 + j);
+            if (pairs) {
+                uint2 w;
+                w.x = pack_word<T>(y);
+                w.y = pack_word<T>(y + 2);
+                *reinterpret_cast<uint2*>(dst) = w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) dst[e] = from_float<T>(y[e]);
+            }
+        }
+    }
+}
+
 }  // namespace ktune::dev::decode_attention
 
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int VEC, int TOKENS, int STAGES, int SPLITS, int ENGINE>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __cluster_dims__(ENGINE == 4 ? SPLITS : 1, 1, 1) __launch_bounds__(WARPS * 32)
     decode_attention_fwd(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
                          const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
                          int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale, int max_splits) {
@@ -893,12 +1082,16 @@ __global__ void __launch_bounds__(WARPS * 32)
     static_assert(STAGES >= 1 && STAGES <= 8, "decode_attention_fwd: STAGES in [1, 8]");
     static_assert(SPLITS >= 1 && SPLITS <= ktune::decode_attention_layout::MAX_SPLITS,
                   "decode_attention_fwd: SPLITS in [1, 128]");
-    static_assert(ENGINE >= 1 && ENGINE <= 3,
-                  "decode_attention_fwd: ENGINE is 1 (SIMT), 2 (tensor cores) or 3 (2 with the short chains)");
+    static_assert(ENGINE >= 1 && ENGINE <= 4,
+                  "decode_attention_fwd: ENGINE is 1 (SIMT), 2 (tensor cores), 3 (2 with the short chains) or 4 (3 "
+                  "merging in a cluster)");
     static_assert(ENGINE == 1 || (HEAD_DIM % 64 == 0 && STAGES >= 2),
-                  "decode_attention_fwd: ENGINE 2 and 3 need HEAD_DIM % 64 == 0 and STAGES >= 2");
+                  "decode_attention_fwd: ENGINE 2, 3 and 4 need HEAD_DIM % 64 == 0 and STAGES >= 2");
+    static_assert(ENGINE != 4 || (SPLITS >= 2 && SPLITS <= 16),
+                  "decode_attention_fwd: ENGINE 4 needs 2 <= SPLITS <= 16 (one cluster of SPLITS blocks)");
     constexpr bool MMA = ENGINE >= 2;
-    constexpr bool FAST = ENGINE == 3;
+    constexpr bool FAST = ENGINE >= 3;
+    constexpr bool CLUSTER_MERGE = ENGINE == 4;
 
     using namespace ktune::dev;
     using namespace ktune::dev::decode_attention;
@@ -912,9 +1105,14 @@ __global__ void __launch_bounds__(WARPS * 32)
     // Shared memory: the pipeline's stages, then the warps' merge, then the splits' merge (weights and sums).
     constexpr int PIPE_BYTES = MMA ? WARPS * M::WARP_BYTES : S::PIPE_BYTES;
     constexpr int BLOCK_BYTES = PIPE_BYTES > S::MERGE_BYTES ? PIPE_BYTES : S::MERGE_BYTES;
-    constexpr int SPLIT_BYTES = SPLITS > 1 ? (2 * SPLITS + 1) * GROUP * 4 : 0;
+    constexpr int SPLIT_BYTES = SPLITS > 1 && !CLUSTER_MERGE ? (2 * SPLITS + 1) * GROUP * 4 : 0;
     constexpr int SMEM_BYTES = BLOCK_BYTES > SPLIT_BYTES ? BLOCK_BYTES : SPLIT_BYTES;
-    static_assert(SMEM_BYTES <= 232448, "decode_attention_fwd: dynamic shared memory <= 227 KiB");
+    // ENGINE 4's receive buffer (static); the slices' pushes must match each receiver's expected bytes.
+    constexpr int CS = CLUSTER_MERGE ? SPLITS : 2;
+    constexpr int STATIC_BYTES = CLUSTER_MERGE ? int(sizeof(ClusterMergeBuffers<HEAD_DIM, GROUP, CS>)) : 0;
+    static_assert(SMEM_BYTES + STATIC_BYTES <= 232448, "decode_attention_fwd: shared memory <= 227 KiB");
+    static_assert(!CLUSTER_MERGE || ClusterSlices<HEAD_DIM, GROUP, CS>::consistent(),
+                  "decode_attention_fwd: ENGINE 4's slices and byte counts disagree");
     extern __shared__ __align__(16) unsigned char smem[];
 
     // A launch that does not match the configuration writes nothing (the validation then fails): uniform.
@@ -933,6 +1131,14 @@ __global__ void __launch_bounds__(WARPS * 32)
         const long long hb = (static_cast<long long>(b) * kv_heads + hk) * max_len * HEAD_DIM;
         prefetch_first_tiles<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES, SPLITS>(k_cache + hb, v_cache + hb, qh,
                                                                                 max_len);
+    }
+    // ENGINE 4: the cluster (this (sequence, kv head)'s SPLITS blocks: grid x = cluster x = SPLITS) sets up its merge
+    // right behind the first loads, so the cluster barrier's arrival overlaps the walk. The rank owns a slice of the
+    // outputs; blockIdx.x stays the split (its tokens, its row in the receive buffers): nothing assumes the two equal.
+    int rank = 0;
+    if constexpr (CLUSTER_MERGE) {
+        rank = cluster_rank<SPLITS>();
+        cluster_merge_init<HEAD_DIM, GROUP, SPLITS>(rank);
     }
     len = len < 0 ? 0 : (len > max_len ? max_len : len);
     const int chunk = (len + SPLITS - 1) / SPLITS;
@@ -1036,40 +1242,46 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     __syncthreads();
 
-    constexpr long long PH = layout::partial_head_floats(HEAD_DIM);
-    constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
     T* ob = out + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
-    float* parts =
-        scratch + layout::counter_words(batch, kv_heads) + (static_cast<long long>(b) * kv_heads + hk) * SPLITS * PF;
-    for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
-        const int h = i / HEAD_DIM, d = i % HEAD_DIM;
-        float mx = neg_inf();
+    if constexpr (CLUSTER_MERGE) {
+        // No scratch: the splits merge through the cluster's shared memory.
+        cluster_merge_push<HEAD_DIM, GROUP, WARPS, SPLITS>(ms, ls, as, split);
+        cluster_merge_slice<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, rank);
+    } else {
+        constexpr long long PH = layout::partial_head_floats(HEAD_DIM);
+        constexpr long long PF = layout::partial_floats(GROUP, HEAD_DIM);
+        float* parts = scratch + layout::counter_words(batch, kv_heads) +
+                       (static_cast<long long>(b) * kv_heads + hk) * SPLITS * PF;
+        for (int i = tid; i < GROUP * HEAD_DIM; i += S::THREADS) {
+            const int h = i / HEAD_DIM, d = i % HEAD_DIM;
+            float mx = neg_inf();
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, ms[w * GROUP + h]);
-        const float ref = safe_max_ref(mx);
-        float o = 0.0f, l = 0.0f;
+            for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, ms[w * GROUP + h]);
+            const float ref = safe_max_ref(mx);
+            float o = 0.0f, l = 0.0f;
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w) {
-            const float c = fast_exp2(ms[w * GROUP + h] - ref);
-            o = fmaf(as[(w * GROUP + h) * HEAD_DIM + d], c, o);
-            l = fmaf(ls[w * GROUP + h], c, l);
-        }
-        if constexpr (SPLITS == 1) {
-            ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
-        } else {
-            float* p = parts + split * PF + h * PH;
-            p[d] = o;
-            if (d == 0) {
-                p[HEAD_DIM] = mx;
-                p[HEAD_DIM + 1] = l;
+            for (int w = 0; w < WARPS; ++w) {
+                const float c = fast_exp2(ms[w * GROUP + h] - ref);
+                o = fmaf(as[(w * GROUP + h) * HEAD_DIM + d], c, o);
+                l = fmaf(ls[w * GROUP + h], c, l);
+            }
+            if constexpr (SPLITS == 1) {
+                ob[h * HEAD_DIM + d] = from_float<T>(l > 0.0f ? o / l : 0.0f);
+            } else {
+                float* p = parts + split * PF + h * PH;
+                p[d] = o;
+                if (d == 0) {
+                    p[HEAD_DIM] = mx;
+                    p[HEAD_DIM + 1] = l;
+                }
             }
         }
-    }
-    if constexpr (SPLITS > 1) {
-        unsigned* counter = reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk;
-        if constexpr (FAST)
-            merge_splits_fast<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
-        else
-            merge_splits<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
+        if constexpr (SPLITS > 1) {
+            unsigned* counter = reinterpret_cast<unsigned*>(scratch) + static_cast<long long>(b) * kv_heads + hk;
+            if constexpr (FAST)
+                merge_splits_fast<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
+            else
+                merge_splits<T, HEAD_DIM, GROUP, WARPS, SPLITS>(ob, parts, counter, smem);
+        }
     }
 }

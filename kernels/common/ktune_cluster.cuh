@@ -72,6 +72,19 @@ __device__ __forceinline__ void cluster_push(unsigned addr, float v, unsigned lo
                  "r"(__float_as_uint(v)), "r"(cluster_address(shared_address(bar), to))
                  : "memory");
 }
+// Vector forms: one instruction for 8 or 16 bytes (`addr` aligned to 8 or 16).
+__device__ __forceinline__ void cluster_push(unsigned addr, float2 v, unsigned long long* bar, unsigned to) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+                     cluster_address(addr, to)),
+                 "f"(v.x), "f"(v.y), "r"(cluster_address(shared_address(bar), to))
+                 : "memory");
+}
+__device__ __forceinline__ void cluster_push(unsigned addr, float4 v, unsigned long long* bar, unsigned to) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
+                 ::"r"(cluster_address(addr, to)), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w),
+                 "r"(cluster_address(shared_address(bar), to))
+                 : "memory");
+}
 
 // Waits for the phase of `parity` (0 for the first) to complete. CLUSTER_SCOPE: acquire at cluster scope, for values
 // other blocks pushed (it invalidates L1); otherwise the default (CTA scope), for this block's own bulk copies.
