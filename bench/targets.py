@@ -83,12 +83,12 @@ if args.baseline:
             baseline[canonical(pkey)] = b
 
 
-def baseline_of(pkey, shape):
+def baseline_of(pkey, shape, dev):
     if not baseline:
         return None
     dtype = pkey.partition(":")[0]
     for key, b in baseline.items():
-        if key.partition(":")[0] == dtype and all(shape.get(a) == v for a, v in b["shape"].items()):
+        if key.partition(":")[0] == dtype and b["dev"] == dev and all(shape.get(a) == v for a, v in b["shape"].items()):
             return b
     return None
 
@@ -162,7 +162,7 @@ for (op, variant), items in sorted(by_op.items()):
                 v = pm.get("versus:" + method)
                 if v and mine:
                     r += f" | {name} {v[0] / mine:.2f}x over {args.versus} ({v[0]:.2f} us)"
-            base = baseline_of(pkey, b["shape"]) if args.baseline and op != args.baseline.partition("/")[0] else None
+            base = baseline_of(pkey, b["shape"], b["dev"]) if args.baseline and op != args.baseline.partition("/")[0] else None
             if base:
                 r += f" | events {base['p50'] / b['p50']:.2f}x over {args.baseline} ({base['p50']:.2f} us, {base['config']})"
                 if base["cupti"] and b["cupti"]:

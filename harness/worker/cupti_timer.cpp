@@ -60,10 +60,16 @@ bool CuptiKernelTimer::start() {
         m_error = cupti_error(r, "cuptiActivityEnable");
         return false;
     }
+    m_recording = true;
     return true;
 }
 
+CuptiKernelTimer::~CuptiKernelTimer() {
+    if (m_recording) (void)stop();
+}
+
 std::vector<CuptiKernelTimer::Record> CuptiKernelTimer::stop() {
+    m_recording = false;
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityFlushAll(1);
     std::lock_guard<std::mutex> lock(g_mutex);

@@ -10,6 +10,7 @@ class CuptiKernelTimer {
 public:
     // Starts recording kernel activity. Returns false (and says why in error()) when CUPTI is unavailable.
     bool start();
+    ~CuptiKernelTimer();  // stops recording if stop() was not reached (an error while sampling), dropping the records
     struct Record {
         std::string name;  // the kernel's lowered name
         unsigned long long start_ns = 0;
@@ -21,6 +22,7 @@ public:
 
 private:
     std::string m_error;
+    bool m_recording = false;
 };
 
 }  // namespace ktune::worker

@@ -35,7 +35,6 @@ struct Cublas {
             KTUNE_CUBLAS(cublasCreate(&x.handle));
             KTUNE_CUBLAS(cublasLtCreate(&x.lt));
             KTUNE_CU(cuMemAlloc(&x.workspace, kWorkspaceBytes));
-            KTUNE_CUBLAS(cublasSetWorkspace(x.handle, reinterpret_cast<void*>(x.workspace), kWorkspaceBytes));
             return x;
         }();
         return c;
@@ -66,14 +65,16 @@ public:
         if (it == buffers.end() || (it->elem != "f16" && it->elem != "bf16"))
             throw LibraryError("cublas_gemm: y must be an f16 or bf16 buffer");
         m_type = it->elem == "f16" ? CUDA_R_16F : CUDA_R_16BF;
-        if (m_algo >= 0) choose_lt_algorithm();
+        if (m_algo < 0) return;
+        try {
+            choose_lt_algorithm();
+        } catch (...) {
+            release();  // a constructor that throws runs no destructor
+            throw;
+        }
     }
 
-    ~CublasGemm() override {
-        if (m_desc) cublasLtMatmulDescDestroy(m_desc);
-        for (cublasLtMatrixLayout_t l : {m_w_layout, m_x_layout, m_y_layout})
-            if (l) cublasLtMatrixLayoutDestroy(l);
-    }
+    ~CublasGemm() override { release(); }
 
     void launch(const std::vector<std::uint64_t>& values, CUstream stream) override {
         void* y = pointer(values, 0);
@@ -83,6 +84,8 @@ public:
         Cublas& c = Cublas::get();
         if (m_algo < 0) {
             KTUNE_CUBLAS(cublasSetStream(c.handle, reinterpret_cast<cudaStream_t>(stream)));
+            // cublasSetStream puts the handle back on the default workspace: the 32 MiB again, as PyTorch does.
+            KTUNE_CUBLAS(cublasSetWorkspace(c.handle, reinterpret_cast<void*>(c.workspace), kWorkspaceBytes));
             KTUNE_CUBLAS(cublasGemmEx(c.handle, CUBLAS_OP_T, CUBLAS_OP_N, m_n, m_m, m_k, &alpha, w, m_type, m_k, x,
                                       m_type, m_k, &beta, y, m_type, m_n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             return;
@@ -93,6 +96,14 @@ public:
     }
 
 private:
+    void release() {
+        if (m_desc) cublasLtMatmulDescDestroy(m_desc);
+        for (cublasLtMatrixLayout_t l : {m_w_layout, m_x_layout, m_y_layout})
+            if (l) cublasLtMatrixLayoutDestroy(l);
+        m_desc = nullptr;
+        m_w_layout = m_x_layout = m_y_layout = nullptr;
+    }
+
     static void* pointer(const std::vector<std::uint64_t>& values, std::size_t i) {
         void* p = nullptr;
         std::memcpy(&p, &values.at(i), sizeof p);

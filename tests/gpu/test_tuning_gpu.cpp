@@ -103,7 +103,8 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
 TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
     TuneOptions o = options(resolve_space_path(m_root, "linear_cublas"));
     o.dtypes = {Dtype::bf16};
-    o.problem_filters = {{{"M", 4}, {"N", 4096}, {"K", 4096}}};
+    // N != K and an odd M: a swapped leading dimension or m/n would not validate.
+    o.shapes = {{{"M", 3}, {"N", 1000}, {"K", 4160}}};
     const TuneSummary s = run_tuning(o, nullptr);
     ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
     ASSERT_EQ(s.problems.size(), 1u);
