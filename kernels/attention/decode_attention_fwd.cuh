@@ -46,6 +46,9 @@
 // (deterministic). No scratch, fence or atomic; the only cluster barrier (relaxed arrival at entry, wait before the
 // first push) orders the mbarriers' initialisation before the pushes. The receive buffer is static shared memory
 // (ClusterMergeBuffers: other blocks push while this one still walks its pipeline in the dynamic part).
+// On the H100 (both dtypes, every problem of both spaces; bench/RESULTS.md, session 10) ENGINE 4's best took 10-36 %
+// off ENGINE 3's kernel time at B = 1 (L=8192 32/8 heads: 16.6 -> 14.9 us, 76 % of copy), 1-14 % at B = 8, and was
+// within 1 % at B = 64, where one or two splits leave little to merge and DRAM is the limit.
 //
 // Tunables (template parameters, named as the YAML keys):
 //   HEAD_DIM  the head dimension D (a problem axis, repeated so the kernel holds rows in registers): a multiple of VEC
