@@ -15,21 +15,27 @@
 //
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK   threads per block: a multiple of 32 in [32, 1024].
-//   VEC     elements per vector access: a power of two with 8 <= VEC * sizeof(T) <= 16 (8- or 16-byte accesses).
+//   VEC     elements per vector access: a power of two with VEC * sizeof(T) <= 16; PATH 1 takes 8- or 16-byte
+//           accesses, PATH 2 any width from one element (2 or 4 bytes) up.
 //   UNROLL  vector accesses of each input a thread has in flight, >= 1, with VEC * UNROLL * sizeof(T) <= 64 (32
 //           registers of data for gate and up together). A block covers BLOCK * VEC * UNROLL columns of a row.
-//   PATH    1: the general loop below only. 2: a straight-line single-tile path first, for decode sizes (M = 1..16
-//           tokens, a few microseconds at most, where the time is latency: kernel start, the instruction fetch of the
-//           code before the first load (cold: the L2 flush evicts the code too), one DRAM round trip, the math, the
-//           store drain). Taken when the launch is the YAML's single pass (grid.x >= column tiles, grid.y >= rows)
-//           and the vector path needs no tail (pointers aligned, strides and cols multiples of VEC); then block
-//           (x, y) does tile x of row y: one uniform branch, no loops, no 64-bit loop state, unconditional loads
-//           (indices clamped into the row, stores predicated), ~50 instructions from entry to the loads instead of
-//           ~105, ex2/rcp .approx.ftz without the non-ftz denormal fix-ups (4 instructions less per element).
-//           Otherwise it calls the PATH = 1 loop as a __noinline__ function, whose code lies after the fast path.
+//           PATH 2: 1.
+//   PATH    1: the general loop below only. 2: one access per input and thread first, for decode sizes (M = 1..16
+//           tokens, 1.5-2 us, where the time is latency: kernel start, the instruction fetch of the code before the
+//           first load (cold: the L2 flush evicts the code too), one DRAM round trip, the math, the store drain).
+//           Block (x, y) does columns [x, x + 1) * BLOCK * VEC of row y, each thread VEC of them. Its loads go out
+//           after the address arithmetic alone (~10 instructions, as short as torch.compile's Triton kernel): a
+//           thread loads only a whole, aligned access inside its row, so nothing can fault, and the launch-wide
+//           conditions are checked while the loads fly: pointers aligned to the access, strides and cols multiples
+//           of VEC, the grid one pass (grid.x >= column tiles, grid.y >= rows). If they hold, the threads that loaded
+//           are exactly those with work; otherwise it calls the PATH = 1 loop as a __noinline__ function, whose code
+//           lies after the fast path. ex2/rcp .approx.ftz without the non-ftz denormal fix-ups.
+//           On the H100, same call, against the earlier PATH 2 (its checks before its loads, 8- or 16-byte accesses,
+//           UNROLL up to 2): kernel time -6 to -9 % (geomean per space) over the 48 decode-size problems of the four
+//           GLU spaces, SwiGLU bf16 M=1 I=8192 1.63 -> 1.54 us (bench/RESULTS.md, session 10).
 //
 // Launch: block = BLOCK threads (1-D); grid.x = ceil_div(cols, BLOCK * VEC * UNROLL) column tiles and grid.y rows;
-// both are walked with a grid stride, so any grid is correct (grid.y <= 65535 covers any row count). No shared memory.
+// both are walked with a grid stride (PATH 2: by its loop when the grid is not one pass), so any grid is correct (grid.y <= 65535 covers any row count). No shared memory.
 //
 // Any cols, stride and alignment is correct. The vector path needs gate, up (+ cols for cat) and out aligned to
 // VEC * sizeof(T) bytes and the three strides multiples of VEC (checked once per launch); cols % VEC leftover elements
@@ -52,18 +58,30 @@ __device__ __forceinline__ float activate(float g) {
     return __fdividef(g, 1.0f + __expf(-z));
 }
 
-// load_words through the read-only path (ld.global.nc), which PATH = 2 asks for explicitly: its call to glu_loop_call
-// keeps the compiler from deriving it from __restrict__. Inputs are never written by the kernel.
-template <int W>
-__device__ __forceinline__ Words<W> load_words_nc(const void* p) {
-    Words<W> r;
-    if constexpr (W == 4) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
-        r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
-    } else {
-        static_assert(W == 2, "load_words_nc: 8- or 16-byte accesses");
+// PATH = 2's one access per input and thread: VEC elements (2 to 16 bytes), loaded through the read-only path
+// (ld.global.nc; the call to glu_loop_call keeps the compiler from deriving it from __restrict__).
+template <typename T, int VEC>
+struct alignas(VEC * sizeof(T)) Pack {
+    T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack_nc(const T* p) {
+    constexpr int B = VEC * int(sizeof(T));
+    Pack<T, VEC> r;
+    if constexpr (B == 2) {
+        const unsigned short v = __ldg(reinterpret_cast<const unsigned short*>(p));
+        memcpy(&r, &v, 2);
+    } else if constexpr (B == 4) {
+        const unsigned v = __ldg(reinterpret_cast<const unsigned*>(p));
+        memcpy(&r, &v, 4);
+    } else if constexpr (B == 8) {
         const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-        r.w[0] = v.x; r.w[1] = v.y;
+        memcpy(&r, &v, 8);
+    } else {
+        static_assert(B == 16, "load_pack_nc: 2-, 4-, 8- or 16-byte accesses");
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        memcpy(&r, &v, 16);
     }
     return r;
 }
@@ -87,8 +105,8 @@ __device__ __forceinline__ float glu_fast(float g, float u) {
     return (g * u) * r;
 }
 
-// activate(g) * u over W packed words; FAST picks glu_fast (PATH = 2's straight-line path) over the exact form.
-template <Act A, typename T, int W, bool FAST = false>
+// activate(g) * u over W packed words.
+template <Act A, typename T, int W>
 __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>& u) {
     constexpr int E = elems_per_word<T>;
     Words<W> out;
@@ -99,11 +117,7 @@ __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>&
         unpack_word(T{}, u.w[j], fu);
 #pragma unroll
         for (int e = 0; e < E; ++e) {
-            if constexpr (FAST) {
-                fo[e] = glu_fast<A>(fg[e], fu[e]);
-            } else {
-                fo[e] = activate<A>(fg[e]) * fu[e];
-            }
+            fo[e] = activate<A>(fg[e]) * fu[e];
         }
         out.w[j] = pack_word<T>(fo);
     }
@@ -198,56 +212,52 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "glu_fwd: BLOCK a multiple of 32 in [32, 1024]");
     static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "glu_fwd: VEC is a power of two");
     static_assert(VEC * sizeof(T) <= 16, "glu_fwd: VEC * sizeof(T) <= 16");
-    static_assert(VEC * sizeof(T) >= 8, "glu_fwd: VEC * sizeof(T) >= 8 (narrower accesses are not tuned)");
+    static_assert(PATH == 2 || VEC * sizeof(T) >= 8, "glu_fwd: VEC * sizeof(T) >= 8 on PATH 1 (narrower accesses are not tuned)");
     static_assert(UNROLL >= 1, "glu_fwd: UNROLL >= 1");
     static_assert(VEC * UNROLL * sizeof(T) <= 64, "glu_fwd: VEC * UNROLL * sizeof(T) <= 64 (registers)");
-    static_assert(PATH == 1 || PATH == 2, "glu_fwd: PATH is 1 (general loop) or 2 (single-tile fast path first)");
+    static_assert(PATH == 1 || PATH == 2, "glu_fwd: PATH is 1 (general loop) or 2 (one access per thread first)");
+    static_assert(PATH == 1 || UNROLL == 1, "glu_fwd: PATH 2 makes one access per input and thread (UNROLL 1)");
 
     using namespace ktune::dev;
-    constexpr int W = VEC * int(sizeof(T)) / 4;
-    constexpr int TILE_VECS = BLOCK * UNROLL;
-    constexpr int TILE = TILE_VECS * VEC;  // columns per tile
     if constexpr (LAYOUT == glu::Layout::cat) up += cols;
-    constexpr unsigned VEC_BYTES = VEC * sizeof(T);
     if constexpr (PATH == 2) {
-        // All uniform over the grid (one path per launch); unsigned: shifts, no signed-division fix-ups.
-        const unsigned ucols = static_cast<unsigned>(cols);
-        const unsigned fast_tiles = (ucols + (TILE - 1u)) / TILE;
-        const unsigned bx = blockIdx.x, by = blockIdx.y, t = threadIdx.x;  // read early: their latency overlaps
-        // One predicate (bitwise &: no short-circuit branches): the vector path needs no tail and no loop.
+        constexpr unsigned BYTES = VEC * sizeof(T);
+        constexpr int TILE = BLOCK * VEC;  // columns per block
+        const unsigned t = threadIdx.x, bx = blockIdx.x, by = blockIdx.y;
+        const int c = static_cast<int>((bx * BLOCK + t) * VEC);
+        const T* g = gate + by * gate_row_stride + c;
+        const T* u = up + by * up_row_stride + c;
+        // The loads before any check that needs the other arguments. A thread loads only a whole access inside its
+        // own row, and only if it is aligned, so nothing it reads can fault whatever the launch; the launch-wide
+        // conditions (one predicate, bitwise &: no short-circuit branches) are worked out while the loads fly.
+        const bool mine = (static_cast<int>(by) < rows) & (c + VEC <= cols) &
+                          (((reinterpret_cast<unsigned long long>(g) | reinterpret_cast<unsigned long long>(u)) &
+                            (BYTES - 1)) == 0);
+        glu::Pack<T, VEC> gv, uv;
+        if (mine) {
+            gv = glu::load_pack_nc<T, VEC>(g);
+            uv = glu::load_pack_nc<T, VEC>(u);
+        }
+        // Every access aligned and whole (no tail) and the grid one pass over rows and columns: then the threads
+        // that loaded are exactly those with work. Otherwise the general loop does it all (its code lies out of line).
         const bool fast = (((reinterpret_cast<unsigned long long>(gate) | reinterpret_cast<unsigned long long>(up) |
-                             reinterpret_cast<unsigned long long>(out)) & (VEC_BYTES - 1)) == 0) &
+                             reinterpret_cast<unsigned long long>(out)) & (BYTES - 1)) == 0) &
                           (((gate_row_stride | up_row_stride | out_row_stride | cols) & (VEC - 1)) == 0) &
-                          (cols >= 0) & (gridDim.x >= fast_tiles) & (gridDim.y >= static_cast<unsigned>(rows));
-        if (!fast) {  // a call: keeps the loop's code out of the fast path's instruction stream
-            glu::glu_loop_call<T, ACT, BLOCK, VEC, UNROLL>(out, gate, up, rows, cols, gate_row_stride, up_row_stride,
-                                                           out_row_stride);
+                          (cols >= 0) & (gridDim.x >= (static_cast<unsigned>(cols) + (TILE - 1u)) / TILE) &
+                          (gridDim.y >= static_cast<unsigned>(rows));
+        if (!fast) {
+            constexpr int LOOP_VEC = BYTES >= 8 ? VEC : 8 / int(sizeof(T));
+            glu::glu_loop_call<T, ACT, BLOCK, LOOP_VEC, 1>(out, gate, up, rows, cols, gate_row_stride,
+                                                           up_row_stride, out_row_stride);
             return;
         }
-        {
-            const unsigned r = by;
-            if ((r >= static_cast<unsigned>(rows)) | (bx >= fast_tiles)) return;  // a grid larger than needed
-            const unsigned fast_nvec = ucols / VEC;
-            const unsigned i0 = bx * TILE_VECS + t;  // < fast_nvec + TILE_VECS: no wrap
-            const T* g = gate + r * gate_row_stride;
-            const T* u = up + r * up_row_stride;
-            T* o = out + r * out_row_stride;
-            // Loads unconditional, no branch before them: an index past the row reads the row's last vector again
-            // (fast_nvec >= 1 here: cols % VEC == 0 and blockIdx.x < fast_tiles); only the store is predicated.
-            Words<W> gv[UNROLL], uv[UNROLL];
+        if (!mine) return;
+        glu::Pack<T, VEC> ov;
 #pragma unroll
-            for (int k = 0; k < UNROLL; ++k) {
-                const unsigned i = min(i0 + k * BLOCK, fast_nvec - 1u);
-                gv[k] = glu::load_words_nc<W>(g + i * VEC);
-                uv[k] = glu::load_words_nc<W>(u + i * VEC);
-            }
-#pragma unroll
-            for (int k = 0; k < UNROLL; ++k) {
-                const unsigned i = i0 + k * BLOCK;
-                if (i < fast_nvec) store_words<W>(o + i * VEC, glu::glu_words<ACT, T, W, true>(gv[k], uv[k]));
-            }
-            return;
-        }
+        for (int e = 0; e < VEC; ++e)
+            ov.v[e] = from_float<T>(glu::glu_fast<ACT>(to_float(gv.v[e]), to_float(uv.v[e])));
+        *reinterpret_cast<glu::Pack<T, VEC>*>(out + by * out_row_stride + c) = ov;
+        return;
     }
     if constexpr (PATH == 1)
         glu::glu_loop<T, ACT, BLOCK, VEC, UNROLL>(out, gate, up, rows, cols, gate_row_stride, up_row_stride,
