@@ -41,7 +41,9 @@
 //                   threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32.
 //   ROWS_IN_FLIGHT  1, 2, 8 or 16. 1 or 2: rows of x and dy a group holds in registers. 2 issues the loads of a
 //                   partial's next row before reducing the current one (loads always in flight, twice the registers
-//                   for x and dy); 1 loads each row when it is reached.
+//                   for x and dy); 1 loads each row when it is reached. With CLUSTER 1 and ROWS_PER_BLOCK 1 both
+//                   take the one-row path at rows == 1 (one_row below: loads first, one block reduction; on the H100
+//                   bf16 H=2048 2.21 -> 1.89 us, bench/RESULTS.md session 10); VEC may then be 4 bytes wide too.
 //                   16 (WHOLE_ROWS): the whole-problem path for small M (ROWS_PER_BLOCK 1, grid: one cluster). The
 //                   cluster owns every row: each thread loads its columns of 16 rows at once, the 32 row sums of the
 //                   batch go through one block barrier and one cluster barrier, and dw is summed in registers along
@@ -156,6 +158,29 @@ __device__ __forceinline__ float dw_term(float dy, float x, float rstd, float ac
 // dx for one element: rstd * dy * w - k * x, with k = rstd^3 * mean(dy * w * x).
 __device__ __forceinline__ float dx_value(float dy, float w, float x, float rstd, float k) {
     return fmaf(rstd, dy * w, -k * x);
+}
+
+// One access of a row: its dx (rounded to T) and its dw terms added to acc (V = W words of elements), the same
+// expressions on every path.
+template <typename T, int W>
+__device__ __forceinline__ Words<W> dx_and_dw(const Words<W>& x, const Words<W>& g, const Words<W>& w, float rstd,
+                                              float k, float* acc) {
+    constexpr int E = elems_per_word<T>;
+    Words<W> out;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+        float fx[E], fg[E], fw[E], fd[E];
+        unpack_word(T{}, x.w[j], fx);
+        unpack_word(T{}, g.w[j], fg);
+        unpack_word(T{}, w.w[j], fw);
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            fd[e] = dx_value(fg[e], fw[e], fx[e], rstd, k);
+            acc[j * E + e] = dw_term(fg[e], fx[e], rstd, acc[j * E + e]);
+        }
+        out.w[j] = pack_word<T>(fd);
+    }
+    return out;
 }
 
 // ---- the dw tree ---------------------------------------------------------------------------------------------------
@@ -430,7 +455,6 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
                                                bool p_active, int steps, int t, int g, float2 (*red)[32], int slot,
                                                int& parity) {
     constexpr int W = V * int(sizeof(T)) / 4;
-    constexpr int E = elems_per_word<T>;
     static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd vector path: accesses of 4, 8 or 16 bytes");
     const int rank = a.rank;
     const int nvec = a.hidden / V;
@@ -503,21 +527,7 @@ __device__ __forceinline__ void partial_vector(T* __restrict__ dx, const T* __re
             keep_packed<T, W>(xv[u]);
             keep_packed<T, W>(gv[u]);
             keep_packed<T, W>(wv[u]);
-            Words<W> out;
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                float fx[E], fg[E], fw[E], fd[E];
-                unpack_word(T{}, xv[u].w[j], fx);
-                unpack_word(T{}, gv[u].w[j], fg);
-                unpack_word(T{}, wv[u].w[j], fw);
-#pragma unroll
-                for (int e = 0; e < E; ++e) {
-                    fd[e] = dx_value(fg[e], fw[e], fx[e], rstd, kx);
-                    acc[u][j * E + e] = dw_term(fg[e], fx[e], rstd, acc[u][j * E + e]);
-                }
-                out.w[j] = pack_word<T>(fd);
-            }
-            store_words<W>(dr + static_cast<long long>(i) * V, out);
+            store_words<W>(dr + static_cast<long long>(i) * V, dx_and_dw<T, W>(xv[u], gv[u], wv[u], rstd, kx, acc[u]));
         }
         if (has_tail) {
             dr[tail_start + t] = from_float<T>(dx_value(g_tail, w_tail, x_tail, rstd, kx));
@@ -930,6 +940,55 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
     }
 }
 
+// ---- one row -------------------------------------------------------------------------------------------------------
+//
+// The one-row path: rows == 1 on one block (CLUSTER 1, ROWS_PER_BLOCK 1, ROWS_IN_FLIGHT 1 or 2). dw is the row's own
+// dy * x * rstd (P = 1: no tree, no scratch). Its loads go out after the address arithmetic alone, as short as
+// torch.compile's kernel: a thread loads only whole accesses inside the row, and only aligned ones, so nothing can
+// fault whatever the arguments, and the launch-wide conditions (one row, every pointer aligned, hidden a multiple of V
+// within one pass) are checked while the loads fly. If they fail, nothing has been written and no barrier passed:
+// it returns false and the kernel goes on to its general paths. Same terms as partial_vector (rstd, dx, dw).
+template <typename T, int BLOCK, int V, int U>
+__device__ __forceinline__ bool one_row(T* __restrict__ dx, float* __restrict__ dw, const T* __restrict__ x,
+                                        const T* __restrict__ dy, const T* __restrict__ w, int rows, int hidden,
+                                        float eps, float2* red) {
+    constexpr int W = V * int(sizeof(T)) / 4;
+    constexpr unsigned long long BYTES = V * sizeof(T);
+    static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd one-row path: accesses of 4, 8 or 16 bytes");
+    const auto address = [](const void* p) { return reinterpret_cast<unsigned long long>(p); };
+    const int t = threadIdx.x;
+    Words<W> xv[U], gv[U], wv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int c = (u * BLOCK + t) * V;
+        const bool ok = (c + V <= hidden) & (((address(x + c) | address(dy + c) | address(w + c)) & (BYTES - 1)) == 0);
+        xv[u] = ok ? load_words<W>(x + c) : zero_words<W>();
+        gv[u] = ok ? load_words<W>(dy + c) : zero_words<W>();
+        wv[u] = ok ? load_words<W>(w + c) : zero_words<W>();
+    }
+    // Uniform over the grid (bitwise &: no short-circuit branches).
+    const bool fast = (rows == 1) & (hidden % V == 0) & (hidden <= BLOCK * V * U) &
+                      (((address(x) | address(dy) | address(dx) | address(w)) & (BYTES - 1)) == 0) &
+                      ((address(dw) & 15) == 0);
+    if (!fast) return false;
+    if (blockIdx.x != 0) return true;  // a grid of more blocks: the first does it all
+    float sxx = 0.0f, sgx = 0.0f;
+    held_row_sums<T, U, W>(xv, gv, wv, sxx, sgx);
+    const float2 s = group_sum2<BLOCK / 32>(sxx, sgx, red);
+    const float inv_hidden = 1.0f / static_cast<float>(hidden);
+    const float rstd = rsqrtf(s.x * inv_hidden + eps);
+    const float kx = rstd * rstd * rstd * (s.y * inv_hidden);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int c = (u * BLOCK + t) * V;
+        if (c >= hidden) continue;
+        float acc[V] = {};
+        store_words<W>(dx + c, dx_and_dw<T, W>(xv[u], gv[u], wv[u], rstd, kx, acc));
+        store_floats<V>(dw + c, acc);
+    }
+    return true;
+}
+
 }  // namespace ktune::dev::rmsnorm_bwd
 
 template <typename T, int BLOCK, int VEC, int UNROLL, int ROWS_PER_BLOCK, int ROWS_IN_FLIGHT, int CLUSTER>
@@ -975,6 +1034,10 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
     __shared__ float node_c[NODE ? CLUSTER : 1][NODE ? ROWS_PER_BLOCK : 1][2 * NODE_ROWS];  // per rank, group, lane
     __shared__ __align__(8) unsigned long long node_bar;  // node path: the row sums' exchange
 
+    // One row on one block (the latency of M = 1): the one-row path, before any other set-up.
+    if constexpr (CLUSTER == 1 && ROWS_PER_BLOCK == 1 && ROWS_IN_FLIGHT <= 2 && VECTOR_PATH) {
+        if (one_row<T, BLOCK, VEC, UNROLL>(dx, dw, x, dy, w, rows, hidden, eps, red[0])) return;
+    }
     // The node path first, ahead of the other paths' set-up: its loads go out after a few instructions.
     if constexpr (NODE) {
         const int rank = cluster_rank<CLUSTER>();
