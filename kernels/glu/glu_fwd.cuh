@@ -28,14 +28,16 @@
 //           thread loads only a whole, aligned access inside its row, so nothing can fault, and the launch-wide
 //           conditions are checked while the loads fly: pointers aligned to the access, strides and cols multiples
 //           of VEC, the grid one pass (grid.x >= column tiles, grid.y >= rows). If they hold, the threads that loaded
-//           are exactly those with work; otherwise it calls the PATH = 1 loop as a __noinline__ function, whose code
-//           lies after the fast path. ex2/rcp .approx.ftz without the non-ftz denormal fix-ups.
+//           are exactly those with work; otherwise it calls the PATH = 1 loop (with 8-byte accesses at least and
+//           UNROLL 1) as a __noinline__ function, whose code lies after the fast path. ex2/rcp .approx.ftz without
+//           the non-ftz denormal fix-ups.
 //           On the H100, same call, against the earlier PATH 2 (its checks before its loads, 8- or 16-byte accesses,
 //           UNROLL up to 2): kernel time -6 to -9 % (geomean per space) over the 48 decode-size problems of the four
 //           GLU spaces, SwiGLU bf16 M=1 I=8192 1.63 -> 1.54 us (bench/RESULTS.md, session 10).
 //
 // Launch: block = BLOCK threads (1-D); grid.x = ceil_div(cols, BLOCK * VEC * UNROLL) column tiles and grid.y rows;
-// both are walked with a grid stride (PATH 2: by its loop when the grid is not one pass), so any grid is correct (grid.y <= 65535 covers any row count). No shared memory.
+// both are walked with a grid stride (PATH 2: by its loop when the grid is not one pass), so any grid is correct
+// (grid.y <= 65535 covers any row count). No shared memory.
 //
 // Any cols, stride and alignment is correct. The vector path needs gate, up (+ cols for cat) and out aligned to
 // VEC * sizeof(T) bytes and the three strides multiples of VEC (checked once per launch); cols % VEC leftover elements
@@ -224,7 +226,8 @@ __global__ void __launch_bounds__(BLOCK)
         constexpr unsigned BYTES = VEC * sizeof(T);
         constexpr int TILE = BLOCK * VEC;  // columns per block
         const unsigned t = threadIdx.x, bx = blockIdx.x, by = blockIdx.y;
-        const int c = static_cast<int>((bx * BLOCK + t) * VEC);
+        // 64-bit: a grid wider than the row (any grid is allowed) must not wrap into another column.
+        const long long c = (static_cast<long long>(bx) * BLOCK + t) * VEC;
         const T* g = gate + by * gate_row_stride + c;
         const T* u = up + by * up_row_stride + c;
         // The loads before any check that needs the other arguments. A thread loads only a whole access inside its

@@ -70,7 +70,8 @@
 // together, one cluster barrier, then the stores.
 // scratch: dw_scratch_floats(rows, hidden) floats, 16-byte aligned, zero-filled before first use (see the layout file).
 // The vector path needs x, dy, dx, w aligned to VEC * sizeof(T) bytes, row strides that are multiples of VEC, and dw
-// and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path.
+// and scratch 16-byte aligned (checked once per launch); otherwise every row takes the scalar path. The one-row path
+// (rows == 1) needs neither strides nor scratch: only the pointers' alignment and hidden % VEC == 0.
 #include "kernels/common/ktune_cluster.cuh"
 #include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
 
@@ -961,7 +962,9 @@ __device__ __forceinline__ bool one_row(T* __restrict__ dx, float* __restrict__ 
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int c = (u * BLOCK + t) * V;
-        const bool ok = (c + V <= hidden) & (((address(x + c) | address(dy + c) | address(w + c)) & (BYTES - 1)) == 0);
+        // rows == 1 first (uniform): other launches load nothing here, and a row is there to read.
+        const bool ok = (rows == 1) & (c + V <= hidden) &
+                        (((address(x + c) | address(dy + c) | address(w + c)) & (BYTES - 1)) == 0);
         xv[u] = ok ? load_words<W>(x + c) : zero_words<W>();
         gv[u] = ok ? load_words<W>(dy + c) : zero_words<W>();
         wv[u] = ok ? load_words<W>(w + c) : zero_words<W>();
