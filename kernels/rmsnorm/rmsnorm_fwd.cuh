@@ -33,6 +33,9 @@
 // and both row strides multiples of VEC (checked once per launch); otherwise every row takes the scalar path
 // (element-wise accesses, UNROLL per thread per pass, two sweeps). hidden % VEC leftover elements form a scalar tail
 // taken by the row's first threads.
+// With the YAML's grid (one row group per block), a one-pass row and hidden % VEC == 0, normalize_one_group runs
+// first: loads before the launch checks (on the H100 -2 % kernel time over the default space, up to -7.6 % at decode
+// sizes; bench/RESULTS.md session 10).
 #include "kernels/common/ktune_device.cuh"
 
 namespace ktune::dev::rmsnorm {
@@ -259,6 +262,62 @@ __device__ __forceinline__ void normalize_row_scalar(const RowArgs<T>& a) {
     }
 }
 
+// One row group per block (the YAML's grid: ceil_div(rows, ROWS_PER_BLOCK) blocks), one pass, no tail: the loads
+// go out after the address arithmetic alone, before the launch is checked (the latency of decode sizes is mostly
+// the code ahead of the first load: bench/RESULTS.md session 10). A thread loads only whole accesses inside its own
+// row, and only aligned ones, so nothing can fault whatever the arguments; the launch-wide conditions (one group per
+// block, x, y, w aligned, strides and hidden multiples of V, one pass) are checked while the loads fly. If they fail,
+// nothing has been written and no barrier passed: returns false and the kernel takes its general paths. Same terms
+// as normalize_row_one_pass (its sum of squares in the same order, no tail here).
+template <typename T, int TPR, int V, int U, int ROWS_PER_BLOCK, int OFFSET>
+__device__ __forceinline__ bool normalize_one_group(T* __restrict__ y, const T* __restrict__ x,
+                                                    const T* __restrict__ w, int rows, int hidden,
+                                                    long long x_row_stride, long long y_row_stride, float eps,
+                                                    float* scratch) {
+    constexpr int W = VectorShape<T, V>::W;
+    constexpr bool PRELOAD_W = W * U <= 16;  // as normalize_row_one_pass
+    constexpr unsigned long long BYTES = V * sizeof(T);
+    const auto address = [](const void* p) { return reinterpret_cast<unsigned long long>(p); };
+    const int row_in_block = threadIdx.x / TPR;
+    const int t = threadIdx.x % TPR;
+    const long long row = static_cast<long long>(blockIdx.x) * ROWS_PER_BLOCK + row_in_block;
+    const T* xr = x + row * x_row_stride;
+    const bool active = row < rows;
+    Words<W> xbuf[U];
+    Words<W> wbuf[PRELOAD_W ? U : 1];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int c = (u * TPR + t) * V;
+        const bool ok = active & (c + V <= hidden) & (((address(xr + c) | address(w + c)) & (BYTES - 1)) == 0);
+        xbuf[u] = ok ? load_words<W>(xr + c) : zero_words<W>();
+        if constexpr (PRELOAD_W) wbuf[u] = ok ? load_words<W>(w + c) : zero_words<W>();
+    }
+    // Uniform over the grid (bitwise &: no short-circuit branches).
+    const bool fast = (static_cast<long long>(gridDim.x) * ROWS_PER_BLOCK >= rows) &
+                      (((address(x) | address(y) | address(w)) & (BYTES - 1)) == 0) &
+                      (((x_row_stride | y_row_stride | hidden) & (V - 1)) == 0) & (hidden / V <= TPR * U);
+    if (!fast) return false;
+    float sum_sq = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) sum_sq = sum_squares<T, W>(xbuf[u], sum_sq);
+    sum_sq = group_sum<TPR / 32>(sum_sq, scratch + row_in_block * (TPR / 32));
+    if (!active) return true;
+    const float inv_rms = rsqrtf(sum_sq * (1.0f / static_cast<float>(hidden)) + eps);
+    T* yr = y + row * y_row_stride;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int c = (u * TPR + t) * V;
+        if (c >= hidden) continue;
+        Words<W> wv;
+        if constexpr (PRELOAD_W)
+            wv = wbuf[u];
+        else
+            wv = load_words<W>(w + c);
+        store_words<W>(yr + c, scale<T, W, OFFSET>(xbuf[u], wv, inv_rms));
+    }
+    return true;
+}
+
 enum class RowPath { one_pass, two_pass, scalar };
 
 // Walks this block's row groups (grid stride) with one path for the whole launch. TPR threads per row.
@@ -314,6 +373,11 @@ __global__ void __launch_bounds__(BLOCK)
     __shared__ float scratch[2][BLOCK / 32];  // per warp, double-buffered (see normalize_rows)
 
     constexpr bool VECTOR_PATH = VEC_BYTES >= 4;  // 2-byte accesses gain nothing over the scalar path
+    if constexpr (VECTOR_PATH) {
+        if (rmsnorm::normalize_one_group<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, OFFSET>(
+                y, x, w, rows, hidden, x_row_stride, y_row_stride, eps, scratch[0]))
+            return;
+    }
     const bool vector_ok = VECTOR_PATH && is_aligned(x, VEC_BYTES) && is_aligned(y, VEC_BYTES) &&
                            is_aligned(w, VEC_BYTES) && x_row_stride % VEC == 0 && y_row_stride % VEC == 0;
 
