@@ -84,6 +84,12 @@ __device__ __forceinline__ bool is_aligned(const void* p, unsigned bytes) {
     return (reinterpret_cast<unsigned long long>(p) & (bytes - 1)) == 0;
 }
 
+// Whether every pointer is aligned to `bytes` (a power of two): one test of their OR, no branch per pointer.
+template <typename... Ts>
+__device__ __forceinline__ bool all_aligned(unsigned bytes, const Ts*... p) {
+    return ((... | reinterpret_cast<unsigned long long>(p)) & (bytes - 1)) == 0;
+}
+
 // ---- packed 32-bit words: how kernels keep 16-bit data in registers ---------------------------------------------
 //
 // A Vec<__nv_bfloat16, 8> held across a loop or a barrier tends to be split into eight 16-bit virtual registers, each

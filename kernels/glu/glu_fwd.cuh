@@ -214,7 +214,8 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "glu_fwd: BLOCK a multiple of 32 in [32, 1024]");
     static_assert(VEC >= 1 && (VEC & (VEC - 1)) == 0, "glu_fwd: VEC is a power of two");
     static_assert(VEC * sizeof(T) <= 16, "glu_fwd: VEC * sizeof(T) <= 16");
-    static_assert(PATH == 2 || VEC * sizeof(T) >= 8, "glu_fwd: VEC * sizeof(T) >= 8 on PATH 1 (narrower accesses are not tuned)");
+    static_assert(PATH == 2 || VEC * sizeof(T) >= 8,
+                  "glu_fwd: VEC * sizeof(T) >= 8 on PATH 1 (narrower accesses are not tuned)");
     static_assert(UNROLL >= 1, "glu_fwd: UNROLL >= 1");
     static_assert(VEC * UNROLL * sizeof(T) <= 64, "glu_fwd: VEC * UNROLL * sizeof(T) <= 64 (registers)");
     static_assert(PATH == 1 || PATH == 2, "glu_fwd: PATH is 1 (general loop) or 2 (one access per thread first)");
@@ -233,9 +234,7 @@ __global__ void __launch_bounds__(BLOCK)
         // The loads before any check that needs the other arguments. A thread loads only a whole access inside its
         // own row, and only if it is aligned, so nothing it reads can fault whatever the launch; the launch-wide
         // conditions (one predicate, bitwise &: no short-circuit branches) are worked out while the loads fly.
-        const bool mine = (static_cast<int>(by) < rows) & (c + VEC <= cols) &
-                          (((reinterpret_cast<unsigned long long>(g) | reinterpret_cast<unsigned long long>(u)) &
-                            (BYTES - 1)) == 0);
+        const bool mine = (static_cast<int>(by) < rows) & (c + VEC <= cols) & all_aligned(BYTES, g, u);
         glu::Pack<T, VEC> gv, uv;
         if (mine) {
             gv = glu::load_pack_nc<T, VEC>(g);
@@ -243,8 +242,7 @@ __global__ void __launch_bounds__(BLOCK)
         }
         // Every access aligned and whole (no tail) and the grid one pass over rows and columns: then the threads
         // that loaded are exactly those with work. Otherwise the general loop does it all (its code lies out of line).
-        const bool fast = (((reinterpret_cast<unsigned long long>(gate) | reinterpret_cast<unsigned long long>(up) |
-                             reinterpret_cast<unsigned long long>(out)) & (BYTES - 1)) == 0) &
+        const bool fast = all_aligned(BYTES, gate, up, out) &
                           (((gate_row_stride | up_row_stride | out_row_stride | cols) & (VEC - 1)) == 0) &
                           (cols >= 0) & (gridDim.x >= (static_cast<unsigned>(cols) + (TILE - 1u)) / TILE) &
                           (gridDim.y >= static_cast<unsigned>(rows));

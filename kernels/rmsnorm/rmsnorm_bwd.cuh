@@ -954,25 +954,22 @@ __device__ __forceinline__ bool one_row(T* __restrict__ dx, float* __restrict__ 
                                         const T* __restrict__ dy, const T* __restrict__ w, int rows, int hidden,
                                         float eps, float2* red) {
     constexpr int W = V * int(sizeof(T)) / 4;
-    constexpr unsigned long long BYTES = V * sizeof(T);
+    constexpr unsigned BYTES = V * sizeof(T);
     static_assert(W >= 1 && W * 4 == V * int(sizeof(T)), "rmsnorm_bwd one-row path: accesses of 4, 8 or 16 bytes");
-    const auto address = [](const void* p) { return reinterpret_cast<unsigned long long>(p); };
     const int t = threadIdx.x;
     Words<W> xv[U], gv[U], wv[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int c = (u * BLOCK + t) * V;
         // rows == 1 first (uniform): other launches load nothing here, and a row is there to read.
-        const bool ok = (rows == 1) & (c + V <= hidden) &
-                        (((address(x + c) | address(dy + c) | address(w + c)) & (BYTES - 1)) == 0);
+        const bool ok = (rows == 1) & (c + V <= hidden) & all_aligned(BYTES, x + c, dy + c, w + c);
         xv[u] = ok ? load_words<W>(x + c) : zero_words<W>();
         gv[u] = ok ? load_words<W>(dy + c) : zero_words<W>();
         wv[u] = ok ? load_words<W>(w + c) : zero_words<W>();
     }
     // Uniform over the grid (bitwise &: no short-circuit branches).
     const bool fast = (rows == 1) & (hidden % V == 0) & (hidden <= BLOCK * V * U) &
-                      (((address(x) | address(dy) | address(dx) | address(w)) & (BYTES - 1)) == 0) &
-                      ((address(dw) & 15) == 0);
+                      all_aligned(BYTES, x, dy, dx, w) & all_aligned(16, dw);
     if (!fast) return false;
     if (blockIdx.x != 0) return true;  // a grid of more blocks: the first does it all
     float sxx = 0.0f, sgx = 0.0f;

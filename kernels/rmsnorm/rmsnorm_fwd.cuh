@@ -276,8 +276,7 @@ __device__ __forceinline__ bool normalize_one_group(T* __restrict__ y, const T* 
                                                     float* scratch) {
     constexpr int W = VectorShape<T, V>::W;
     constexpr bool PRELOAD_W = W * U <= 16;  // as normalize_row_one_pass
-    constexpr unsigned long long BYTES = V * sizeof(T);
-    const auto address = [](const void* p) { return reinterpret_cast<unsigned long long>(p); };
+    constexpr unsigned BYTES = V * sizeof(T);
     const int row_in_block = threadIdx.x / TPR;
     const int t = threadIdx.x % TPR;
     const long long row = static_cast<long long>(blockIdx.x) * ROWS_PER_BLOCK + row_in_block;
@@ -288,13 +287,13 @@ __device__ __forceinline__ bool normalize_one_group(T* __restrict__ y, const T* 
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int c = (u * TPR + t) * V;
-        const bool ok = active & (c + V <= hidden) & (((address(xr + c) | address(w + c)) & (BYTES - 1)) == 0);
+        const bool ok = active & (c + V <= hidden) & all_aligned(BYTES, xr + c, w + c);
         xbuf[u] = ok ? load_words<W>(xr + c) : zero_words<W>();
         if constexpr (PRELOAD_W) wbuf[u] = ok ? load_words<W>(w + c) : zero_words<W>();
     }
     // Uniform over the grid (bitwise &: no short-circuit branches).
     const bool fast = (static_cast<long long>(gridDim.x) * ROWS_PER_BLOCK >= rows) &
-                      (((address(x) | address(y) | address(w)) & (BYTES - 1)) == 0) &
+                      all_aligned(BYTES, x, y, w) &
                       (((x_row_stride | y_row_stride | hidden) & (V - 1)) == 0) & (hidden / V <= TPR * U);
     if (!fast) return false;
     float sum_sq = 0.0f;
