@@ -121,6 +121,22 @@ __device__ __forceinline__ Words<W> load_words(const void* p) {
     return r;
 }
 
+// load_words through the read-only path (ld.global.nc): for data no thread of the launch writes.
+template <int W>
+__device__ __forceinline__ Words<W> load_words_nc(const void* p) {
+    Words<W> r;
+    if constexpr (W == 4) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
+    } else if constexpr (W == 2) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+        r.w[0] = v.x; r.w[1] = v.y;
+    } else {
+        r.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+    }
+    return r;
+}
+
 template <int W>
 __device__ __forceinline__ void store_words(void* p, const Words<W>& r) {
     if constexpr (W == 4)
@@ -129,6 +145,19 @@ __device__ __forceinline__ void store_words(void* p, const Words<W>& r) {
         *reinterpret_cast<uint2*>(p) = make_uint2(r.w[0], r.w[1]);
     else
         *reinterpret_cast<unsigned*>(p) = r.w[0];
+}
+
+// store_words as one store instruction whatever the compiler makes of the code around it: __stwb (st.global.wb, the
+// default policy) is inline PTX, which is never split. GLU's loads-first path had its plain uint4 store split into
+// four 4-byte stores.
+template <int W>
+__device__ __forceinline__ void store_words_whole(void* p, const Words<W>& r) {
+    if constexpr (W == 4)
+        __stwb(reinterpret_cast<uint4*>(p), make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]));
+    else if constexpr (W == 2)
+        __stwb(reinterpret_cast<uint2*>(p), make_uint2(r.w[0], r.w[1]));
+    else
+        __stwb(reinterpret_cast<unsigned*>(p), r.w[0]);
 }
 
 template <int W>

@@ -60,34 +60,6 @@ __device__ __forceinline__ float activate(float g) {
     return __fdividef(g, 1.0f + __expf(-z));
 }
 
-// PATH = 2's one access per input and thread: VEC elements (2 to 16 bytes), loaded through the read-only path
-// (ld.global.nc; the call to glu_loop_call keeps the compiler from deriving it from __restrict__).
-template <typename T, int VEC>
-struct alignas(VEC * sizeof(T)) Pack {
-    T v[VEC];
-};
-
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack_nc(const T* p) {
-    constexpr int B = VEC * int(sizeof(T));
-    Pack<T, VEC> r;
-    if constexpr (B == 2) {
-        const unsigned short v = __ldg(reinterpret_cast<const unsigned short*>(p));
-        memcpy(&r, &v, 2);
-    } else if constexpr (B == 4) {
-        const unsigned v = __ldg(reinterpret_cast<const unsigned*>(p));
-        memcpy(&r, &v, 4);
-    } else if constexpr (B == 8) {
-        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-        memcpy(&r, &v, 8);
-    } else {
-        static_assert(B == 16, "load_pack_nc: 2-, 4-, 8- or 16-byte accesses");
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
-        memcpy(&r, &v, 16);
-    }
-    return r;
-}
-
 // activate(g) * u for PATH = 2: the same g * sigmoid(z) through ex2.approx.ftz and rcp.approx.ftz (the
 // approximations of __expf / __fdividef without their denormal fix-ups); gelu folds 2 sqrt(2/pi) into log2(e).
 // Flushed denormals: an ex2 result below 2^-126 only adds to 1; a denominator above 2^126 (|z| > 87) gives g * u * 0,
@@ -105,6 +77,24 @@ __device__ __forceinline__ float glu_fast(float g, float u) {
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x));
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
     return (g * u) * r;
+}
+
+// glu_fast over W packed words (PATH = 2): packed back to words for one store of the whole access (a struct of
+// 16-bit elements stored whole was split into 2- and 4-byte stores).
+template <Act A, typename T, int W>
+__device__ __forceinline__ Words<W> glu_fast_words(const Words<W>& g, const Words<W>& u) {
+    constexpr int E = elems_per_word<T>;
+    Words<W> out;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+        float fg[E], fu[E], fo[E];
+        unpack_word(T{}, g.w[j], fg);
+        unpack_word(T{}, u.w[j], fu);
+#pragma unroll
+        for (int e = 0; e < E; ++e) fo[e] = glu_fast<A>(fg[e], fu[e]);
+        out.w[j] = pack_word<T>(fo);
+    }
+    return out;
 }
 
 // activate(g) * u over W packed words.
@@ -235,10 +225,18 @@ __global__ void __launch_bounds__(BLOCK)
         // own row, and only if it is aligned, so nothing it reads can fault whatever the launch; the launch-wide
         // conditions (one predicate, bitwise &: no short-circuit branches) are worked out while the loads fly.
         const bool mine = (static_cast<int>(by) < rows) & (c + VEC <= cols) & all_aligned(BYTES, g, u);
-        glu::Pack<T, VEC> gv, uv;
+        // Words for accesses of 4 bytes and more; a 2-byte access (one 16-bit element) is that element.
+        constexpr int W = BYTES >= 4 ? int(BYTES) / 4 : 1;
+        Words<W> gv, uv;
+        T gs, us;
         if (mine) {
-            gv = glu::load_pack_nc<T, VEC>(g);
-            uv = glu::load_pack_nc<T, VEC>(u);
+            if constexpr (BYTES >= 4) {
+                gv = load_words_nc<W>(g);
+                uv = load_words_nc<W>(u);
+            } else {
+                gs = __ldg(g);
+                us = __ldg(u);
+            }
         }
         // Every access aligned and whole (no tail) and the grid one pass over rows and columns: then the threads
         // that loaded are exactly those with work. Otherwise the general loop does it all (its code lies out of line).
@@ -253,11 +251,11 @@ __global__ void __launch_bounds__(BLOCK)
             return;
         }
         if (!mine) return;
-        glu::Pack<T, VEC> ov;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-            ov.v[e] = from_float<T>(glu::glu_fast<ACT>(to_float(gv.v[e]), to_float(uv.v[e])));
-        *reinterpret_cast<glu::Pack<T, VEC>*>(out + by * out_row_stride + c) = ov;
+        T* o = out + by * out_row_stride + c;
+        if constexpr (BYTES >= 4)
+            store_words_whole<W>(o, glu::glu_fast_words<ACT, T, W>(gv, uv));
+        else
+            *o = from_float<T>(glu::glu_fast<ACT>(to_float(gs), to_float(us)));
         return;
     }
     if constexpr (PATH == 1)

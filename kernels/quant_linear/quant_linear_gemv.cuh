@@ -58,6 +58,14 @@
 
 namespace ktune::dev::quant_linear {
 
+// a * b for non-negative a, b as one 32 x 32 -> 64-bit multiply.
+__device__ __forceinline__ unsigned long long wide(unsigned a, unsigned b) {
+    return static_cast<unsigned long long>(a) * b;
+}
+__device__ __forceinline__ unsigned long long wide(int a, int b) {
+    return wide(static_cast<unsigned>(a), static_cast<unsigned>(b));
+}
+
 // ---- tensor core and bit tricks ----------------------------------------------------------------------------------
 
 template <typename T>
@@ -379,8 +387,13 @@ struct MainLoop {
         namespace layout = ktune::quant_linear_layout;
 #pragma unroll
         for (int tn = 0; tn < TILES_N; ++tn) {
-            w_lane[tn] = w + layout::lane_offset(tile0 + tn, 0, chunks_per_row, lane);
-            const long long params = static_cast<long long>(tile0 + tn) * n_groups * 16 + 2 * g;
+            // Unsigned 32 x 32 -> 64-bit products (one IMAD.WIDE.U32 each): every index here is non-negative, and
+            // the signed forms cost sign extensions on the way to the first loads.
+            const unsigned tile = static_cast<unsigned>(tile0 + tn);
+            // layout::lane_offset(tile, 0, chunks_per_row, lane): 16 bytes per lane, 32 lanes per tile and chunk.
+            w_lane[tn] = w + (wide(tile, static_cast<unsigned>(chunks_per_row)) * 32u + static_cast<unsigned>(lane)) *
+                                 (layout::TILE_BYTES / 32);
+            const unsigned long long params = wide(tile, static_cast<unsigned>(n_groups)) * 16u + 2u * g;
             s_lane[tn] = ss + params;
             z_lane[tn] = zeros + params;
             tile_live[tn] = tile0 + tn < tiles;
@@ -389,7 +402,7 @@ struct MainLoop {
         for (int f = 0; f < M_FRAGS; ++f) {
             const int m = m0 + 8 * f + g;
             row_live[f] = m < M;
-            x_lane[f] = xs + static_cast<long long>(m < M ? m : 0) * K + 2 * XW * t;  // row 0 past M (not loaded)
+            x_lane[f] = xs + wide(m < M ? m : 0, K) + 2 * XW * t;  // row 0 past M (not loaded)
         }
         x_limit = K - 2 * XW * t;
     }
@@ -741,22 +754,27 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     __shared__ int s_last;
 
     const int M = pr.M, N = pr.N, K = pr.K;
-    const int n_blocks = (N + 16 * TILES_N - 1) / (16 * TILES_N);
-    const int m_blocks = (M + 8 * M_FRAGS - 1) / (8 * M_FRAGS);
-    if (gridDim.x != static_cast<unsigned>(n_blocks) || gridDim.y != SPLIT_K ||
-        gridDim.z != static_cast<unsigned>(m_blocks) || SPLIT_K > pr.max_split_k ||
-        (BITS == 4 && (pr.group < CHUNK_K || pr.group % (GROUP_CHUNKS * CHUNK_K) != 0)))
-        return;  // a launch that does not match the configuration writes nothing
+    // A launch that does not match the configuration writes nothing. The fast path checks the grid where it matters,
+    // before its first write: its first loads go out before (decode time is latency, and the code before the first
+    // load is on the critical path), and they stay inside the buffers whatever the grid (a block past the tiles, the
+    // splits or the rows of x loads nothing). The group size decides the scales' addresses: no path runs without it.
+    const bool group_ok = BITS != 4 || (pr.group >= CHUNK_K && pr.group % (GROUP_CHUNKS * CHUNK_K) == 0);
+    const bool grid_ok = gridDim.x == (static_cast<unsigned>(N) + (16 * TILES_N - 1)) / (16 * TILES_N) &&
+                         gridDim.y == SPLIT_K &&
+                         gridDim.z == (static_cast<unsigned>(M) + (8 * M_FRAGS - 1)) / (8 * M_FRAGS) &&
+                         SPLIT_K <= pr.max_split_k;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
-    const long long chunks_per_row = layout::chunks(K, CHUNK_K);
-    const int tiles = (N + 15) / 16;
+    // Unsigned: M, N, K are non-negative, and signed divisions and 64-bit forms cost instructions before the first
+    // loads.
+    const unsigned cpr = (static_cast<unsigned>(K) + (CHUNK_K - 1)) / CHUNK_K;
+    const long long chunks_per_row = cpr;
+    const int tiles = static_cast<int>((static_cast<unsigned>(N) + 15u) / 16u);
     // A split starts at a multiple of GROUP_CHUNKS chunks, so every step's chunk pairs lie in one group.
-    const int per_split =
-        static_cast<int>((chunks_per_row + SPLIT_K - 1) / SPLIT_K + GROUP_CHUNKS - 1) / GROUP_CHUNKS * GROUP_CHUNKS;
-    const int c_begin = static_cast<int>(blockIdx.y) * per_split;
-    const int c_end = min(static_cast<int>(chunks_per_row), c_begin + per_split);
+    const unsigned per_split = ((cpr + (SPLIT_K - 1)) / SPLIT_K + (GROUP_CHUNKS - 1)) / GROUP_CHUNKS * GROUP_CHUNKS;
+    const int c_begin = static_cast<int>(blockIdx.y * per_split);
+    const int c_end = static_cast<int>(min(cpr, blockIdx.y * per_split + per_split));
     const int tile0 = static_cast<int>(blockIdx.x) * TILES_N;
     const int m0 = static_cast<int>(blockIdx.z) * 8 * M_FRAGS;
     const bool w_aligned = is_aligned(w, 16);
@@ -776,18 +794,24 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
     // practice (64, 128), so no division runs per chunk.
     const int cpg = BITS == 4 ? pr.group / CHUNK_K : 1;
     const int cpg_shift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
-    // Groups per row of scales: by a shift when cpg is a power of two (ceil(ceil(K / CHUNK_K) / cpg) = ceil(K / group)),
-    // so no 64-bit division runs before the first loads (set_lanes needs it for the scales' addresses).
-    const int n_groups = BITS != 4       ? 0
-                         : cpg_shift >= 0 ? static_cast<int>((chunks_per_row + cpg - 1) >> cpg_shift)
-                                          : static_cast<int>(layout::groups(K, pr.group));
-
-    MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,    xs,   ss,   zeros, M,   K,         c_begin,
-                                                        c_end, tile0, tiles, m0,   lane, warp,      g,
-                                                        t,     cpg,   cpg_shift, n_groups, chunks_per_row};
-    loop.set_lanes();
     const bool params_aligned = BITS == 8 || (is_aligned(scales, 16) && is_aligned(zeros, 16));
-    const bool fast = w_aligned && x_fast && params_aligned && cpg_shift >= 0;
+    const bool fast = w_aligned && x_fast && params_aligned && cpg_shift >= 0 && group_ok;
+    // The main loop with its lanes' addresses for n_groups groups per row of scales. The fast path takes them by a
+    // shift (ceil(ceil(K / CHUNK_K) / cpg) = ceil(K / group)); only the plain path divides, so that neither a
+    // division nor its branch lies before the fast path's first loads.
+    const auto main_loop = [&](int n_groups) {
+        MainLoop<T, BITS, WARPS, TILES_N, M_FRAGS> loop{w,     xs,    ss,    zeros, M,    K,    c_begin,
+                                                            c_end, tile0, tiles, m0,    lane, warp, g,
+                                                            t,     cpg,   cpg_shift, n_groups, chunks_per_row};
+        loop.set_lanes();
+        return loop;
+    };
+    const auto plain = [&] {
+        if (!grid_ok || !group_ok) return false;
+        main_loop(BITS == 4 ? static_cast<int>(layout::groups(K, pr.group)) : 0).template run<Path<false, 1, 1, 0>>(acc);
+        return true;
+    };
+    const int fast_groups = BITS == 4 ? static_cast<int>((cpr + cpg - 1) >> cpg_shift) : 0;
     if constexpr (STAGES > 1 && KTUNE_QUANT_LINEAR_BULK) {
         if (fast) {
             // Each warp's ring of STAGES steps, and their barriers.
@@ -799,23 +823,27 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
                 const int g_first = c_begin >> cpg_shift;
                 const int g_count = c_end > c_begin ? ((c_end - 1) >> cpg_shift) - g_first + 1 : 0;
                 if (tid < 2 * TILES_N && g_count > 0 && tile0 + tid / 2 < tiles) {
-                    const long long first = (static_cast<long long>(tile0 + tid / 2) * n_groups + g_first) * 16;
+                    const long long first = (static_cast<long long>(tile0 + tid / 2) * fast_groups + g_first) * 16;
                     if (tid % 2 == 0)
                         prefetch_l2(reinterpret_cast<const unsigned char*>(ss + first), 32u * g_count);
                     else
                         prefetch_l2(zeros + first, 16u * g_count);
                 }
             }
-            loop.template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE, GROUP_CHUNKS>>(acc, ring, bars);
-        } else {
-            loop.template run<Path<false, 1, 1, 0>>(acc);
+            main_loop(fast_groups).template run_bulk<Path<true, UNROLL, 1, 0, STAGES, INTERLEAVE, GROUP_CHUNKS>>(
+                acc, ring, bars);
+        } else if (!plain()) {
+            return;
         }
     } else {
         if (fast)
-            loop.template run<Path<true, UNROLL, PIPE, PREFETCH - 1, 1, INTERLEAVE, GROUP_CHUNKS>>(acc);
-        else
-            loop.template run<Path<false, 1, 1, 0>>(acc);
+            main_loop(fast_groups).template run<Path<true, UNROLL, PIPE, PREFETCH - 1, 1, INTERLEAVE, GROUP_CHUNKS>>(
+                acc);
+        else if (!plain())
+            return;
     }
+
+    if (!grid_ok) return;  // uniform over the grid: no block waits at the barrier below for one that left
 
     // Warps reduce in warp order through shared memory.
 #pragma unroll
