@@ -56,11 +56,34 @@
 // are taken element-wise by the first threads of rank 0. Otherwise rows take the streaming path with element accesses
 // (scalar path). PATH 2 needs 16-byte alignment (VEC * sizeof(T) = 16) for its bulk copies and falls back to the
 // scalar path, not to PATH 1, so that PATH 1's register-heavy code does not weigh on its register budget.
+//
+// Loads first (PATH 1, load_first_row): at decode sizes (M = 1..16) the kernel is one chain of latencies (kernel
+// start, the instruction fetch of the code before the first load, cold after an L2 flush, one DRAM round trip, the
+// cluster exchange, the stores). The kernel used to set up the exchange, check the launch and pick the path first:
+// its first load was the ~80th-100th instruction executed, after two jumps 13-17 KiB into the code. Now the kernel's
+// first code computes each thread's resident-path addresses in its cluster's first row and issues those loads (~the
+// 30th instruction); a thread loads only whole accesses inside that row, and only when x and its row stride are
+// aligned to the access and the row fits the cluster's registers, so nothing can fault whatever the launch. The
+// exchange's set-up and the launch checks run while the loads fly. On the resident path (vector_ok, the row fits)
+// the loaded registers are exactly what softmax_row_resident would load and the same code reduces them (same bits);
+// on the streaming and scalar paths the early loads are dropped. One copy of the resident code: a separate
+// loads-first copy (or the other paths out of line, __noinline__) cost up to +30 registers a thread in ptxas's
+// allocation. On the H100, same call, against the kernel before: best kernel time -3 to -9 % at M = 1 and 16 (bf16
+// M=16 N=32768 3.10 -> 2.91 us, M=1 N=128256 3.39 -> 3.11 us), M >= 256 within 1 % (bench/RESULTS.md, session 11).
 #include "kernels/common/ktune_cluster.cuh"
 
 namespace ktune::dev::softmax {
 
 constexpr float log2e = 1.4426950408889634f;
+
+__host__ __device__ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
+
+// p unchanged, opaque to the optimiser (an empty asm statement).
+template <typename P>
+__device__ __forceinline__ P* opaque(P* p) {
+    asm("" : "+l"(p));
+    return p;
+}
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
@@ -124,6 +147,24 @@ struct Access<T, V, true> {
     static constexpr int W = V * int(sizeof(T)) / 4;
     Words<W> w;
     __device__ __forceinline__ void load(const T* p) { w = load_words<W>(p); }
+    // ld.global.nc (what the compiler makes of load() on x), issued only if `pred`: one predicated instruction at a
+    // fixed address, so that accesses at constant offsets share one address register (the compiler otherwise
+    // predicates each access's address arithmetic too). volatile: it stays before the launch checks.
+    __device__ __forceinline__ void load_nc_if(const T* p, bool pred) {
+        if constexpr (W == 4)
+            asm volatile(
+                "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+                : "=r"(w.w[0]), "=r"(w.w[1]), "=r"(w.w[2]), "=r"(w.w[3])
+                : "l"(p), "r"(static_cast<unsigned>(pred)));
+        else if constexpr (W == 2)
+            asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+                         : "=r"(w.w[0]), "=r"(w.w[1])
+                         : "l"(p), "r"(static_cast<unsigned>(pred)));
+        else
+            asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
+                         : "=r"(w.w[0])
+                         : "l"(p), "r"(static_cast<unsigned>(pred)));
+    }
     __device__ __forceinline__ void unpack(float* f) const {
 #pragma unroll
         for (int j = 0; j < W; ++j) unpack_word(T{}, w.w[j], f + j * elems_per_word<T>);
@@ -180,19 +221,16 @@ struct Scratch {
 // recomputes it from the packed words (twice the MUFU work, but 16-bit rows need half the registers). Measured on an
 // H100: caching wins for fp32 (floats take no more registers than the words) and for single-block rows; for 16-bit
 // rows in clusters the extra registers cost a block per SM and 30 % of the bandwidth, so those recompute.
+// softmax_row_resident_held: the row once loaded (xb[u] holds access (u * CLUSTER + rank) * BLOCK + t where that is
+// < nvec, x_tail the tail element of the threads that have one); softmax_row_resident loads it and calls it, and so
+// does the loads-first walk (softmax_rows_resident_first_held), whose first row was loaded before the launch checks.
 template <typename T, int BLOCK, int V, int U, int CLUSTER>
-__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
+__device__ __forceinline__ void softmax_row_resident_held(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh,
+                                                          const Access<T, V> (&xb)[U], float x_tail) {
     constexpr bool CACHE_EXP =
         (sizeof(T) == 4 || CLUSTER == 1) && V * U * 4 <= 128 && BLOCK * V * U * 4 <= 65536;
     const int t = threadIdx.x;
-    Access<T, V> xb[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int i = (u * CLUSTER + a.rank) * BLOCK + t;
-        if (i < a.nvec) xb[u].load(a.x + static_cast<long long>(i) * V);
-    }
     const bool has_tail = a.rank == 0 && t < a.tail;
-    const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;
 
     float m = has_tail ? x_tail * a.k : neg_inf();
 #pragma unroll
@@ -250,6 +288,20 @@ __device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratc
         }
     }
     if (has_tail) a.out[a.tail_start + t] = from_float<T>(e_tail * factor);
+}
+
+template <typename T, int BLOCK, int V, int U, int CLUSTER>
+__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
+    const int t = threadIdx.x;
+    Access<T, V> xb[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int i = (u * CLUSTER + a.rank) * BLOCK + t;
+        if (i < a.nvec) xb[u].load(a.x + static_cast<long long>(i) * V);
+    }
+    const bool has_tail = a.rank == 0 && t < a.tail;
+    const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;
+    softmax_row_resident_held<T, BLOCK, V, U, CLUSTER>(a, sh, xb, x_tail);
 }
 
 // The streaming path, for rows longer than the cluster's registers (V = VEC) and for misaligned rows (V = 1, then
@@ -515,6 +567,61 @@ __device__ __forceinline__ void softmax_rows(T* out, const T* x, int rows, int c
     }
 }
 
+// PATH 1's loads-first prologue (see the header): issues this cluster's first row's resident-path loads into xb,
+// only whole accesses inside row blockIdx.x / CLUSTER, and only if x and its row stride are aligned to the access and
+// the row fits the cluster's registers (nothing can fault whatever the launch). When the kernel then takes the
+// resident path (vector_ok and the row fits), xb holds exactly what softmax_row_resident would load for that row.
+template <typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER>
+__device__ __forceinline__ void load_first_row(Access<T, VEC> (&xb)[UNROLL], const T* __restrict__ x, int rows,
+                                               int cols, long long x_row_stride) {
+    constexpr unsigned BYTES = VEC * sizeof(T);
+    constexpr int HELD = CLUSTER * BLOCK * UNROLL;  // accesses the cluster holds
+    constexpr int STRIDE = CLUSTER * BLOCK * VEC;   // elements from one of a thread's accesses to the next
+    // A 1-D cluster's rank is blockIdx.x % CLUSTER (grid.x is a multiple of CLUSTER): no special register to wait on.
+    const int rank = static_cast<int>(blockIdx.x % CLUSTER);
+    const int r = static_cast<int>(blockIdx.x / CLUSTER);
+    // cols / VEC as a shift: the same for cols >= 0, negative (no loads either) otherwise.
+    const int nvec = cols >> log2_of(VEC);
+    const int i0 = rank * BLOCK + threadIdx.x;  // access u is i0 + u * CLUSTER * BLOCK, at xt + u * STRIDE
+    // The row's address (uniform) as a value the compiler cannot take apart: otherwise it folds row and column into
+    // one 64-bit offset per thread, a longer chain to the first load.
+    const T* xt = opaque(x + r * x_row_stride) + static_cast<long long>(i0) * VEC;
+    // Bitwise &: no branches. x and its stride aligned: every access is (from the arguments alone).
+    const bool load = (r < rows) & (nvec <= HELD) & all_aligned(BYTES, x) & ((x_row_stride & (VEC - 1)) == 0);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+        xb[u].load_nc_if(xt + u * STRIDE, load & (i0 + u * CLUSTER * BLOCK < nvec));
+}
+
+// The resident walk over this cluster's rows (softmax_rows<RowPath::resident>) with its first row already in xb
+// (load_first_row): the same code reduces it, so the same bits; later rows (a grid of fewer clusters than rows) load
+// as softmax_row_resident does.
+template <typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER>
+__device__ __forceinline__ void softmax_rows_resident_first_held(Access<T, VEC> (&xb)[UNROLL], T* out, const T* x,
+                                                                 int rows, int cols, long long x_row_stride,
+                                                                 long long out_row_stride, float scale,
+                                                                 Scratch<BLOCK, CLUSTER>& sh) {
+    const int rank = CLUSTER > 1 ? static_cast<int>(__clusterRelativeBlockRank()) : 0;
+    const long long clusters = gridDim.x / CLUSTER;
+    const int nvec = cols / VEC;
+    const int t = threadIdx.x;
+    int round = 0;
+    for (long long r = blockIdx.x / CLUSTER; r < rows; r += clusters, ++round) {
+        const RowArgs<T> a{out + r * out_row_stride, x + r * x_row_stride, nvec, nvec * VEC, cols - nvec * VEC,
+                           scale * log2e, rank, round};
+        if (round > 0) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int i = (u * CLUSTER + a.rank) * BLOCK + t;
+                if (i < a.nvec) xb[u].load(a.x + static_cast<long long>(i) * VEC);
+            }
+        }
+        const bool has_tail = a.rank == 0 && t < a.tail;
+        const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;
+        softmax_row_resident_held<T, BLOCK, VEC, UNROLL, CLUSTER>(a, sh, xb, x_tail);
+    }
+}
+
 }  // namespace ktune::dev::softmax
 
 template <typename T, int BLOCK, int VEC, int UNROLL, int CLUSTER, int PATH>
@@ -539,13 +646,31 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH ==
     using namespace ktune::dev;
     using softmax::RowPath;
     __shared__ softmax::Scratch<BLOCK, CLUSTER> sh;
-    // The cluster's exchange set up before any load (uniform over the cluster: its blocks take the same rows).
-    if (static_cast<int>(blockIdx.x / CLUSTER) < rows) cluster_exchange_init<CLUSTER>(sh.ex);
-    constexpr unsigned VEC_BYTES = VEC * sizeof(T);
-    const bool vector_ok =
-        is_aligned(x, VEC_BYTES) && is_aligned(out, VEC_BYTES) && x_row_stride % VEC == 0 && out_row_stride % VEC == 0;
-    // Uniform over the grid: every block of a cluster takes the same path, so the exchange rounds pair up.
-    if constexpr (PATH == 2) {
+    if constexpr (PATH == 1) {
+        // Loads first (load_first_row), then the exchange's set-up and the launch checks while they fly.
+        softmax::Access<T, VEC> xb[UNROLL];
+        softmax::load_first_row<T, BLOCK, VEC, UNROLL, CLUSTER>(xb, x, rows, cols, x_row_stride);
+        // Uniform over the cluster: its blocks take the same rows.
+        if (static_cast<int>(blockIdx.x / CLUSTER) < rows) cluster_exchange_init<CLUSTER>(sh.ex);
+        // Uniform over the grid: every block of a cluster takes the same path, so the exchange rounds pair up.
+        const bool vector_ok = all_aligned(VEC * sizeof(T), x, out) &
+                               (((x_row_stride | out_row_stride) & (VEC - 1)) == 0);
+        if (vector_ok && cols / VEC <= CLUSTER * BLOCK * UNROLL)
+            softmax::softmax_rows_resident_first_held<T, BLOCK, VEC, UNROLL, CLUSTER>(
+                xb, out, x, rows, cols, x_row_stride, out_row_stride, scale, sh);
+        else if (vector_ok)  // the early loads (if any) are dropped
+            softmax::softmax_rows<RowPath::streaming, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
+                                                                                      out_row_stride, scale, sh);
+        else
+            softmax::softmax_rows<RowPath::scalar, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
+                                                                                   out_row_stride, scale, sh);
+    } else {
+        // The cluster's exchange set up before any load (uniform over the cluster: its blocks take the same rows).
+        if (static_cast<int>(blockIdx.x / CLUSTER) < rows) cluster_exchange_init<CLUSTER>(sh.ex);
+        constexpr unsigned VEC_BYTES = VEC * sizeof(T);
+        const bool vector_ok = is_aligned(x, VEC_BYTES) && is_aligned(out, VEC_BYTES) && x_row_stride % VEC == 0 &&
+                               out_row_stride % VEC == 0;
+        // Uniform over the grid: every block of a cluster takes the same path, so the exchange rounds pair up.
         extern __shared__ __align__(128) unsigned char softmax_stage[];
         // vector_ok with 16-byte accesses makes x, its rows and every chunk 16-byte aligned, as bulk copies need.
         if (vector_ok && softmax::StagedChunk<T, CLUSTER>::bytes_needed(cols) <= softmax::dynamic_smem_bytes())
@@ -554,15 +679,5 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK, PATH ==
         else  // misaligned rows (or too little shared memory): correct, not fast; keeps the registers to the staged path
             softmax::softmax_rows<RowPath::scalar, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
                                                                                    out_row_stride, scale, sh);
-    } else if (vector_ok) {
-        if (cols / VEC <= CLUSTER * BLOCK * UNROLL)
-            softmax::softmax_rows<RowPath::resident, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
-                                                                                     out_row_stride, scale, sh);
-        else
-            softmax::softmax_rows<RowPath::streaming, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
-                                                                                      out_row_stride, scale, sh);
-    } else {
-        softmax::softmax_rows<RowPath::scalar, T, BLOCK, VEC, UNROLL, CLUSTER>(out, x, rows, cols, x_row_stride,
-                                                                               out_row_stride, scale, sh);
     }
 }
