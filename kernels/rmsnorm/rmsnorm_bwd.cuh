@@ -52,8 +52,9 @@
 //                   path below runs on the one cluster (correct, slow).
 //                   8 (NODE_ROWS): the node path for small M (grid: one cluster; ROWS_PER_BLOCK = ceil(rows / 8) thread
 //                   groups per block, group g holding its columns of rows 8g .. 8g + 7, the level-1 node g of the dw
-//                   tree). Every load issued after a few instructions, one block barrier and one cluster barrier for
-//                   the row sums, dw summed in registers (nodes) and through shared memory (root). Taken when
+//                   tree). Every load issued first thing in the kernel, before the launch checks (node_load), one
+//                   block barrier and one cluster barrier for the row sums, dw summed in registers (nodes) and
+//                   through shared memory (root). Taken when
 //                   1 <= rows <= 8 * ROWS_PER_BLOCK, hidden % VEC == 0, one pass and the vector path's alignment hold;
 //                   otherwise the grid-stride path below runs on the one cluster (correct, slow).
 //   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4, 8 or 16. 16 is beyond the
@@ -316,31 +317,39 @@ __device__ __forceinline__ void tree_arrive(const Tree& tree, int P, int level, 
 
 // An opaque copy: the compiler cannot see through it, so it unpacks the words again at their next use instead of
 // keeping (or hoisting) the unpacked floats, which take twice the registers for 16-bit T.
+// One access's terms (x, dy and w words) added onto sxx (x^2) and sgx (dy * w * x), in element order.
+template <typename T, int W>
+__device__ __forceinline__ void held_access_sums(const Words<W>& x, const Words<W>& g, const Words<W>& w, float& sxx,
+                                                 float& sgx) {
+    constexpr int E = elems_per_word<T>;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+        float fx[E], fg[E], fw[E];
+        unpack_word(T{}, x.w[j], fx);
+        unpack_word(T{}, g.w[j], fg);
+        unpack_word(T{}, w.w[j], fw);
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            sxx = fmaf(fx[e], fx[e], sxx);
+            sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
+        }
+    }
+}
+
 // This thread's sums over one row it holds (U vector accesses of x, dy and w), added onto sxx (x^2) and sgx
 // (dy * w * x), which hold 0 or the row's tail element: in the same order on every path.
 template <typename T, int U, int W>
 __device__ __forceinline__ void held_row_sums(const Words<W> (&x)[U], const Words<W> (&g)[U], const Words<W> (&w)[U],
                                               float& sxx_io, float& sgx_io) {
-    constexpr int E = elems_per_word<T>;
     float sxx = sxx_io, sgx = sgx_io;
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-            float fx[E], fg[E], fw[E];
-            unpack_word(T{}, x[u].w[j], fx);
-            unpack_word(T{}, g[u].w[j], fg);
-            unpack_word(T{}, w[u].w[j], fw);
-#pragma unroll
-            for (int e = 0; e < E; ++e) {
-                sxx = fmaf(fx[e], fx[e], sxx);
-                sgx = fmaf(fg[e] * fw[e], fx[e], sgx);
-            }
-        }
+    for (int u = 0; u < U; ++u) held_access_sums<T, W>(x[u], g[u], w[u], sxx, sgx);
     sxx_io = sxx;
     sgx_io = sgx;
 }
 
+// An opaque copy: the compiler cannot see through it, so it unpacks the words again at their next use instead of
+// keeping (or hoisting) the unpacked floats, which take twice the registers for 16-bit T.
 template <typename T, int W>
 __device__ __forceinline__ void keep_packed(Words<W>& a) {
     if constexpr (elems_per_word<T> > 1) {
@@ -774,12 +783,24 @@ __device__ __forceinline__ void whole_vector(T* __restrict__ dx, float* __restri
 // thread group g (TPR threads) owns the rows of level-1 node g of the dw tree (rows 8g .. 8g + 7), each block its
 // chunks of columns (as above). A thread holds its columns of at most 8 rows (8 * VEC * UNROLL elements; the whole
 // path: 16 rows per thread, so a quarter of the warps for the same work at M = 16, each with twice the dependent
-// instructions: measured 5.5-7 us). Latency, not bytes, sets the time at these sizes, so: every load is issued after a
-// prologue of a few instructions; one block barrier and (CLUSTER > 1) one exchange of the row sums, each block pushing
-// its sums into every block's shared memory with asynchronous stores that complete on the receiver's mbarrier
+// instructions: measured 5.5-7 us). Latency, not bytes, sets the time at these sizes, so: every load is issued first
+// (below); one block barrier and (CLUSTER > 1) one exchange of the row sums, each block pushing its sums into every
+// block's shared memory with asynchronous stores that complete on the receiver's mbarrier
 // (kernels/common/ktune_cluster.cuh: no cluster barrier with its GPU-scope fence; nothing remote is read, so no block
 // waits for the others to finish before it leaves); the node is summed in registers and, with rows > 8, the root from
 // the nodes by group 0 through shared memory (one more block barrier). No scratch, fences or arrivals.
+//
+// Loads first (node_load): the kernel's first code computes this thread's addresses and issues all its loads of x,
+// dy and w, then checks the launch (alignment, strides, one pass, rows, grid) while they fly, then sets up the
+// exchange. Before, the checks, the path choice, 1 / hidden and the mbarrier came first, behind two jumps (the node
+// code lies ~24 KiB into the kernel, cold after an L2 flush): the first load was the ~95th-106th instruction executed
+// and the last of the 17 (UNROLL 1, M = 16) the ~176th-195th; now the loads are the 53rd-62nd to the 103rd-110th, all
+// before any jump (sm_90 SASS of the M = 16 best configurations). A thread loads only whole accesses inside rows
+// below `rows` and only when x, dy, w and their row strides are aligned to the access, so nothing can fault whatever
+// the launch; if the checks then fail, the loads are dropped and the other paths run. No zeros are written ahead of
+// the loads (they would come before the first one): node_vector reads only the accesses it loaded. On the H100, same
+// call, against the kernel before: the node configurations at M = 1 -0.2 to -1.2 % (best kernel time -4 to -7 % at
+// H >= 4096), at M = 16 unchanged (-0.1 %): there the time is not the code before the first load.
 
 inline constexpr int NODE_ROWS = DW_TREE_FAN;  // rows per thread: one level-1 node of the tree
 
@@ -789,15 +810,86 @@ __device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
     return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
 }
 
+// p unchanged, opaque to the optimiser (an empty asm statement): a row's address stays one value instead of being
+// folded into each thread's 64-bit offset (a longer chain to the first load).
+template <typename P>
+__device__ __forceinline__ P* opaque(P* p) {
+    asm("" : "+l"(p));
+    return p;
+}
+
+// One access by ld.global.nc (what the compiler makes of load_words on x, dy and w), issued only if `pred`, into r;
+// r is left as it was (undefined) otherwise: the node path reads only the accesses it loaded (no zeros to write
+// first, ahead of the loads). One predicated instruction at an address the caller computed unconditionally (the
+// compiler would otherwise predicate the address arithmetic too); volatile, so it stays ahead of the launch checks.
+template <int W>
+__device__ __forceinline__ void load_words_nc_if(Words<W>& r, const void* p, bool pred) {
+    if constexpr (W == 4)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
+                     "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+                     : "l"(p), "r"(static_cast<unsigned>(pred)));
+    else if constexpr (W == 2)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1])
+                     : "l"(p), "r"(static_cast<unsigned>(pred)));
+    else
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
+                     : "=r"(r.w[0])
+                     : "l"(p), "r"(static_cast<unsigned>(pred)));
+}
+
+__host__ __device__ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
+
+// The node path's loads, issued first thing in the kernel (before its launch checks, see node_vector): this thread's
+// accesses of w and of rows r0 .. r0 + 7 of x and dy (r0 = 8 * its group), as node_vector holds them: wv[u], xv[k][u]
+// and gv[k][u] hold access i = (u * CLUSTER + rank) * TPR + t of w and of row r0 + k where i < hidden / V and
+// r0 + k < rows (nothing defined elsewhere). Nothing can fault whatever the launch: a thread loads only whole accesses
+// inside rows below `rows` (w only when rows >= 1), only when x, dy, w and the x and dy row strides are aligned to the
+// access, and only in the first cluster (the node path's grid; further clusters load nothing). rank =
+// blockIdx.x % CLUSTER, a 1-D cluster's rank (grid.x a multiple of CLUSTER), with no special register to wait on.
+template <typename T, int TPR, int V, int U, int CLUSTER, int W>
+__device__ __forceinline__ void node_load(const T* __restrict__ x, const T* __restrict__ dy, const T* __restrict__ w,
+                                          int rows, int hidden, long long x_stride, long long dy_stride,
+                                          Words<W> (&wv)[U], Words<W> (&xv)[DW_TREE_FAN][U],
+                                          Words<W> (&gv)[DW_TREE_FAN][U]) {
+    constexpr int K = DW_TREE_FAN;
+    constexpr unsigned BYTES = V * sizeof(T);
+    // Unsigned: shifts and masks, no sign fix-ups on the way to the first load.
+    const unsigned tid = threadIdx.x;
+    const unsigned g = tid / TPR;
+    const unsigned i0 = (blockIdx.x % CLUSTER) * TPR + tid % TPR;  // access u: i0 + u * CLUSTER * TPR
+    const unsigned r0 = g * K;
+    const int nvec = hidden >> log2_of(V);  // hidden / V for hidden >= 0; negative (no loads) otherwise
+    // Bitwise &: no branches.
+    const bool go = (blockIdx.x < static_cast<unsigned>(CLUSTER)) & all_aligned(BYTES, x, dy, w) &
+                    (((x_stride | dy_stride) & (V - 1)) == 0);
+    const T* xr = opaque(x + r0 * x_stride) + static_cast<unsigned long long>(i0) * V;
+    const T* gr = opaque(dy + r0 * dy_stride) + static_cast<unsigned long long>(i0) * V;
+    const T* wr = w + static_cast<unsigned long long>(i0) * V;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const bool in_row = go & (static_cast<int>(i0 + u * CLUSTER * TPR) < nvec);
+        constexpr long long STEP = static_cast<long long>(CLUSTER) * TPR * V;
+        load_words_nc_if<W>(wv[u], wr + u * STEP, in_row & (rows >= 1));
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const bool ok = in_row & (static_cast<int>(r0) + k < rows);
+            load_words_nc_if<W>(xv[k][u], xr + k * x_stride + u * STEP, ok);
+            load_words_nc_if<W>(gv[k][u], gr + k * dy_stride + u * STEP, ok);
+        }
+    }
+}
+
 // Every thread of the cluster (grid: one cluster; rows <= 8 * G, hidden % V == 0, the vector path's alignment, one
-// pass). red_w: BLOCK / 32 x 16 floats, red_c: CLUSTER x G x 16 floats, stage: (G - 1) x U x TPR x V floats (16-byte
-// aligned; G > 1), bar: the exchange's mbarrier, all shared.
-template <typename T, int TPR, int V, int U, int G, int CLUSTER>
-__device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restrict__ dw, const T* __restrict__ x,
-                                            const T* __restrict__ dy, const T* __restrict__ w, const Rows& a,
-                                            float (*red_w)[2 * NODE_ROWS], float (*red_c)[G][2 * NODE_ROWS],
-                                            float* stage, unsigned long long* bar) {
-    constexpr int W = V * int(sizeof(T)) / 4;
+// pass), with this thread's accesses already in wv, xv and gv (node_load). red_w: BLOCK / 32 x 16 floats, red_c:
+// CLUSTER x G x 16 floats, stage: (G - 1) x U x TPR x V floats (16-byte aligned; G > 1), bar: the exchange's mbarrier,
+// all shared.
+template <typename T, int TPR, int V, int U, int G, int CLUSTER, int W>
+__device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restrict__ dw, const Rows& a,
+                                            const Words<W> (&wv)[U], const Words<W> (&xv)[DW_TREE_FAN][U],
+                                            const Words<W> (&gv)[DW_TREE_FAN][U], float (*red_w)[2 * NODE_ROWS],
+                                            float (*red_c)[G][2 * NODE_ROWS], float* stage, unsigned long long* bar) {
     constexpr int E = elems_per_word<T>;
     constexpr int K = NODE_ROWS;
     constexpr int WPG = TPR / 32;  // warps per group
@@ -819,31 +911,19 @@ __device__ __forceinline__ void node_vector(T* __restrict__ dx, float* __restric
     const int r0 = g * K;
     const int n = a.rows - r0 < K ? a.rows - r0 : K;  // the node's rows (<= 0: none; uniform over the warp)
 
-    // Every load in flight at once (rows past the end read nothing).
-    Words<W> wv[U], xv[K][U], gv[K][U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int i = (u * CLUSTER + rank) * TPR + t;
-        const bool ok = i < nvec;
-        wv[u] = ok ? load_words<W>(w + i * V) : zero_words<W>();
-        const T* xk = x + static_cast<long long>(r0) * a.x_stride + i * V;
-        const T* gk = dy + static_cast<long long>(r0) * a.dy_stride + i * V;
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            xv[k][u] = ok && k < n ? load_words<W>(xk) : zero_words<W>();
-            gv[k][u] = ok && k < n ? load_words<W>(gk) : zero_words<W>();
-            xk += a.x_stride;
-            gk += a.dy_stride;
-        }
-    }
     // v[k]: this thread's sum of x^2 over row r0 + k, v[K + k]: of dy * w * x.
     float v[2 * K];
 #pragma unroll
     for (int k = 0; k < 2 * K; ++k) v[k] = 0.0f;
+    // Only the accesses node_load loaded (i < nvec; the others hold no zeros): skipping an access adds what its
+    // zeros would (+0 stays +0), so the sums are held_row_sums' bits.
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         if (k >= n) break;
-        held_row_sums<T, U, W>(xv[k], gv[k], wv, v[k], v[K + k]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if ((u * CLUSTER + rank) * TPR + t < nvec)
+                held_access_sums<T, W>(xv[k][u], gv[k][u], wv[u], v[k], v[K + k]);
     }
     // Lane l (< 16): the warp's sum of v[l]; then the block's (its group's warps in order), then the cluster's (ranks
     // in order): the same additions in every block, so every block gets the same sums.
@@ -1038,17 +1118,23 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1)
     if constexpr (CLUSTER == 1 && ROWS_PER_BLOCK == 1 && ROWS_IN_FLIGHT <= 2 && VECTOR_PATH) {
         if (one_row<T, BLOCK, VEC, UNROLL>(dx, dw, x, dy, w, rows, hidden, eps, red[0])) return;
     }
-    // The node path first, ahead of the other paths' set-up: its loads go out after a few instructions.
+    // The node path first, ahead of the other paths' set-up: its loads go out before any check (node_load: they
+    // cannot fault), and the launch checks run while they fly. Uniform over the grid.
     if constexpr (NODE) {
-        const int rank = cluster_rank<CLUSTER>();
-        if (is_aligned(x, VEC_BYTES) && is_aligned(dy, VEC_BYTES) && is_aligned(dx, VEC_BYTES) &&
-            is_aligned(w, VEC_BYTES) && is_aligned(dw, 16) && x_row_stride % VEC == 0 && dy_row_stride % VEC == 0 &&
-            dx_row_stride % VEC == 0 && hidden % VEC == 0 && hidden / VEC <= CLUSTER * TPR * UNROLL && rows >= 1 &&
-            rows <= NODE_ROWS * ROWS_PER_BLOCK) {
+        constexpr int W = VEC_BYTES / 4;
+        Words<W> wv[UNROLL], xv[NODE_ROWS][UNROLL], gv[NODE_ROWS][UNROLL];
+        node_load<T, TPR, VEC, UNROLL, CLUSTER>(x, dy, w, rows, hidden, x_row_stride, dy_row_stride, wv, xv, gv);
+        // Bitwise &: no short-circuit branches.
+        const bool node_ok = all_aligned(VEC_BYTES, x, dy, dx, w) & all_aligned(16, dw) &
+                             (((x_row_stride | dy_row_stride | dx_row_stride) & (VEC - 1)) == 0) &
+                             (hidden % VEC == 0) & (hidden / VEC <= CLUSTER * TPR * UNROLL) & (rows >= 1) &
+                             (rows <= NODE_ROWS * ROWS_PER_BLOCK);
+        if (node_ok) {  // else the early loads are dropped
             if (static_cast<int>(blockIdx.x) >= CLUSTER) return;  // grid: one cluster (any further ones idle)
+            // The rank as node_load took it (for a 1-D cluster, the same as %cluster_ctarank).
             const Rows a{x_row_stride, dy_row_stride, dx_row_stride, rows, hidden, 1.0f / static_cast<float>(hidden),
-                         eps, rank};
-            node_vector<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER>(dx, dw, x, dy, w, a, node_w, node_c, stage,
+                         eps, static_cast<int>(blockIdx.x % CLUSTER)};
+            node_vector<T, TPR, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER>(dx, dw, a, wv, xv, gv, node_w, node_c, stage,
                                                                       &node_bar);
             return;
         }
