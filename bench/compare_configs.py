@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Same-configuration comparison of two databases (two kernel versions, two worker settings): for every op and problem,
 the configurations measured ok in both, the geometric mean of B/A by kernel time (CUPTI p50) and by events (p50), and
-each side's fastest configuration by kernel time. Usage: compare_configs.py A.sqlite B.sqlite"""
+each side's fastest configuration by kernel time; then per op over all its problems. Usage: compare_configs.py A.sqlite B.sqlite"""
 import collections
 import math
 import sqlite3
@@ -38,6 +38,11 @@ def main():
         gk, ge = (100 * (math.exp(sum(r) / n) - 1) for r in (kern, ev))
         print(f"{g[0]:16s} {g[1]:22s} {n:7d} {gk:+9.2f} % {ge:+9.2f} %"
               f"   {ba[1]:.3f} -> {bb[1]:.3f} ({ba[2]:.2f} -> {bb[2]:.2f})")
+    for op in sorted({g[0] for g in ratios}):  # every configuration and problem of the op
+        kern = [r for g in ratios if g[0] == op for r in ratios[g][0]]
+        ev = [r for g in ratios if g[0] == op for r in ratios[g][1]]
+        gk, ge = (100 * (math.exp(sum(r) / len(r)) - 1) for r in (kern, ev))
+        print(f"{op:16s} {'all problems':22s} {len(kern):7d} {gk:+9.2f} % {ge:+9.2f} %")
 
 
 if __name__ == "__main__":
