@@ -53,51 +53,6 @@
 
 namespace ktune::dev::add_rmsnorm {
 
-__host__ __device__ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
-
-// p unchanged, opaque to the optimiser (an empty asm statement): the row's address stays one uniform value, not folded
-// into a 64-bit offset per thread (a longer chain to the first load).
-template <typename P>
-__device__ __forceinline__ P* opaque(P* p) {
-    asm("" : "+l"(p));
-    return p;
-}
-
-// W words at p (aligned to 4 * W bytes), loaded only if `pred` (r is then undefined): one predicated instruction at a
-// fixed address, so that accesses at constant offsets share one address register. NC: ld.global.nc, for data no
-// thread of the launch writes; otherwise a plain ld.global (the in-place residual). volatile: it stays ahead of the
-// launch checks.
-template <int W, bool NC>
-__device__ __forceinline__ void load_words_if(Words<W>& r, const void* p, bool pred) {
-    const unsigned q = static_cast<unsigned>(pred);
-    if constexpr (NC && W == 4)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
-                     "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-                     : "l"(p), "r"(q));
-    else if constexpr (W == 4)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
-                     "@p ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-                     : "l"(p), "r"(q));
-    else if constexpr (NC && W == 2)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1])
-                     : "l"(p), "r"(q));
-    else if constexpr (W == 2)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.v2.u32 {%0, %1}, [%2];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1])
-                     : "l"(p), "r"(q));
-    else if constexpr (NC)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
-                     : "=r"(r.w[0])
-                     : "l"(p), "r"(q));
-    else
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.u32 %0, [%1];\n\t}"
-                     : "=r"(r.w[0])
-                     : "l"(p), "r"(q));
-}
-
 template <int OFFSET>
 __device__ __forceinline__ float gain(float w) {
     if constexpr (OFFSET != 0)

@@ -90,6 +90,23 @@ __device__ __forceinline__ bool all_aligned(unsigned bytes, const Ts*... p) {
     return ((... | reinterpret_cast<unsigned long long>(p)) & (bytes - 1)) == 0;
 }
 
+// ---- loads first -------------------------------------------------------------------------------------------------
+//
+// At decode sizes a kernel is one chain of latencies, and the code before its first load is on it (cold after an L2
+// flush). The loads-first paths (GLU, RMSNorm forward and backward, add + RMSNorm, softmax) issue each thread's loads
+// before the launch-wide checks, loading only whole, aligned accesses inside the thread's own rows (nothing can
+// fault whatever the launch), and drop them when the checks fail. These helpers serve them.
+
+KTUNE_HD constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
+
+// p unchanged, opaque to the optimiser (an empty asm statement): a row's address stays one uniform value instead of
+// being folded into each thread's 64-bit offset (a longer chain to the first load).
+template <typename P>
+__device__ __forceinline__ P* opaque(P* p) {
+    asm("" : "+l"(p));
+    return p;
+}
+
 // ---- packed 32-bit words: how kernels keep 16-bit data in registers ---------------------------------------------
 //
 // A Vec<__nv_bfloat16, 8> held across a loop or a barrier tends to be split into eight 16-bit virtual registers, each
@@ -158,6 +175,42 @@ __device__ __forceinline__ void store_words_whole(void* p, const Words<W>& r) {
         __stwb(reinterpret_cast<uint2*>(p), make_uint2(r.w[0], r.w[1]));
     else
         __stwb(reinterpret_cast<unsigned*>(p), r.w[0]);
+}
+
+// W words at p (aligned to 4 * W bytes), loaded only if `pred` (r is left undefined otherwise): one predicated
+// instruction at an address computed unconditionally, so that accesses at constant offsets share one address register
+// (a C++ condition around a load makes the compiler predicate the address arithmetic too). NC: ld.global.nc, for data
+// no thread of the launch writes; otherwise a plain ld.global (an in-place operand). volatile: it stays ahead of the
+// launch checks. (Any volatile asm taking a kernel's pointer made NVVM drop .nc from that kernel's other loads.)
+template <int W, bool NC = true>
+__device__ __forceinline__ void load_words_if(Words<W>& r, const void* p, bool pred) {
+    const unsigned q = static_cast<unsigned>(pred);
+    if constexpr (NC && W == 4)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
+                     "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+                     : "l"(p), "r"(q));
+    else if constexpr (W == 4)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
+                     "@p ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+                     : "l"(p), "r"(q));
+    else if constexpr (NC && W == 2)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1])
+                     : "l"(p), "r"(q));
+    else if constexpr (W == 2)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.v2.u32 {%0, %1}, [%2];\n\t}"
+                     : "=r"(r.w[0]), "=r"(r.w[1])
+                     : "l"(p), "r"(q));
+    else if constexpr (NC)
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
+                     : "=r"(r.w[0])
+                     : "l"(p), "r"(q));
+    else
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.u32 %0, [%1];\n\t}"
+                     : "=r"(r.w[0])
+                     : "l"(p), "r"(q));
 }
 
 template <int W>

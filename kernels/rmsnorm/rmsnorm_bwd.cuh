@@ -810,37 +810,6 @@ __device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
     return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
 }
 
-// p unchanged, opaque to the optimiser (an empty asm statement): a row's address stays one value instead of being
-// folded into each thread's 64-bit offset (a longer chain to the first load).
-template <typename P>
-__device__ __forceinline__ P* opaque(P* p) {
-    asm("" : "+l"(p));
-    return p;
-}
-
-// One access by ld.global.nc (what the compiler makes of load_words on x, dy and w), issued only if `pred`, into r;
-// r is left as it was (undefined) otherwise: the node path reads only the accesses it loaded (no zeros to write
-// first, ahead of the loads). One predicated instruction at an address the caller computed unconditionally (the
-// compiler would otherwise predicate the address arithmetic too); volatile, so it stays ahead of the launch checks.
-template <int W>
-__device__ __forceinline__ void load_words_nc_if(Words<W>& r, const void* p, bool pred) {
-    if constexpr (W == 4)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t"
-                     "@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-                     : "l"(p), "r"(static_cast<unsigned>(pred)));
-    else if constexpr (W == 2)
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
-                     : "=r"(r.w[0]), "=r"(r.w[1])
-                     : "l"(p), "r"(static_cast<unsigned>(pred)));
-    else
-        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
-                     : "=r"(r.w[0])
-                     : "l"(p), "r"(static_cast<unsigned>(pred)));
-}
-
-__host__ __device__ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
-
 // The node path's loads, issued first thing in the kernel (before its launch checks, see node_vector): this thread's
 // accesses of w and of rows r0 .. r0 + 7 of x and dy (r0 = 8 * its group), as node_vector holds them: wv[u], xv[k][u]
 // and gv[k][u] hold access i = (u * CLUSTER + rank) * TPR + t of w and of row r0 + k where i < hidden / V and
@@ -871,12 +840,12 @@ __device__ __forceinline__ void node_load(const T* __restrict__ x, const T* __re
     for (int u = 0; u < U; ++u) {
         const bool in_row = go & (static_cast<int>(i0 + u * CLUSTER * TPR) < nvec);
         constexpr long long STEP = static_cast<long long>(CLUSTER) * TPR * V;
-        load_words_nc_if<W>(wv[u], wr + u * STEP, in_row & (rows >= 1));
+        load_words_if<W>(wv[u], wr + u * STEP, in_row & (rows >= 1));
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const bool ok = in_row & (static_cast<int>(r0) + k < rows);
-            load_words_nc_if<W>(xv[k][u], xr + k * x_stride + u * STEP, ok);
-            load_words_nc_if<W>(gv[k][u], gr + k * dy_stride + u * STEP, ok);
+            load_words_if<W>(xv[k][u], xr + k * x_stride + u * STEP, ok);
+            load_words_if<W>(gv[k][u], gr + k * dy_stride + u * STEP, ok);
         }
     }
 }

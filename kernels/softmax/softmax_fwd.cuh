@@ -76,15 +76,6 @@ namespace ktune::dev::softmax {
 
 constexpr float log2e = 1.4426950408889634f;
 
-__host__ __device__ constexpr int log2_of(int n) { return n > 1 ? 1 + log2_of(n / 2) : 0; }
-
-// p unchanged, opaque to the optimiser (an empty asm statement).
-template <typename P>
-__device__ __forceinline__ P* opaque(P* p) {
-    asm("" : "+l"(p));
-    return p;
-}
-
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
 // 2^x as one MUFU.EX2 (relative error ~2^-22). exp2f lowers to ex2.approx.f32 without .ftz, which costs extra
@@ -147,24 +138,8 @@ struct Access<T, V, true> {
     static constexpr int W = V * int(sizeof(T)) / 4;
     Words<W> w;
     __device__ __forceinline__ void load(const T* p) { w = load_words<W>(p); }
-    // ld.global.nc (what the compiler makes of load() on x), issued only if `pred`: one predicated instruction at a
-    // fixed address, so that accesses at constant offsets share one address register (the compiler otherwise
-    // predicates each access's address arithmetic too). volatile: it stays before the launch checks.
-    __device__ __forceinline__ void load_nc_if(const T* p, bool pred) {
-        if constexpr (W == 4)
-            asm volatile(
-                "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
-                : "=r"(w.w[0]), "=r"(w.w[1]), "=r"(w.w[2]), "=r"(w.w[3])
-                : "l"(p), "r"(static_cast<unsigned>(pred)));
-        else if constexpr (W == 2)
-            asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
-                         : "=r"(w.w[0]), "=r"(w.w[1])
-                         : "l"(p), "r"(static_cast<unsigned>(pred)));
-        else
-            asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
-                         : "=r"(w.w[0])
-                         : "l"(p), "r"(static_cast<unsigned>(pred)));
-    }
+    // ld.global.nc (what the compiler makes of load() on x), issued only if `pred` (load_words_if).
+    __device__ __forceinline__ void load_nc_if(const T* p, bool pred) { load_words_if<W>(w, p, pred); }
     __device__ __forceinline__ void unpack(float* f) const {
 #pragma unroll
         for (int j = 0; j < W; ++j) unpack_word(T{}, w.w[j], f + j * elems_per_word<T>);
