@@ -4,6 +4,7 @@
 # before, same binary, same call: the decode problems first (M = 1 and 16, every variant), then the whole default
 # spaces of rmsnorm_bwd and add_rmsnorm (register counts moved for some large configurations). Then the new kernels
 # only: odd, padded and misaligned rows, M not a multiple of the rows per block.
+# Run at 6407779 (the patch reverses there; later commits moved its helpers into kernels/common).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 f=":--problem=M=1:--problem=M=16"

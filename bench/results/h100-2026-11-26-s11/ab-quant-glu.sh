@@ -5,6 +5,7 @@
 # same call: INT4/INT8 bf16 at M = 1 and 16, the four GLU spaces at M = 1 and 16. Then the new kernels only: the
 # GLU's odd, padded and misaligned rows, and the quant linear tails spaces (K not a
 # multiple of the group, odd N, misaligned rows: the plain path; 25 random configurations per problem).
+# Run at edb248a (the patch reverses there; later commits moved its helpers into kernels/common).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 q=":--dtype=bf16:--problem=M=1:--problem=M=16"

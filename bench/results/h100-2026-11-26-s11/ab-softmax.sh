@@ -5,6 +5,7 @@
 # counts, a fifth of the configurations fit fewer blocks per SM). Then the new kernel only: odd, padded, misaligned and
 # long rows, and several rows per cluster (softmax_rounds.yaml: exchange rounds > 0, the later rows' own loads),
 # random 40 configurations per problem. GPU tests first.
+# Run at 7658ec1 (the patch reverses there; later commits moved its helpers into kernels/common).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 here=bench/results/h100-2026-11-26-s11/ab-softmax
