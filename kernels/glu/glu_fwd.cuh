@@ -79,26 +79,9 @@ __device__ __forceinline__ float glu_fast(float g, float u) {
     return (g * u) * r;
 }
 
-// glu_fast over W packed words (PATH = 2): packed back to words for one store of the whole access (a struct of
-// 16-bit elements stored whole was split into 2- and 4-byte stores).
-template <Act A, typename T, int W>
-__device__ __forceinline__ Words<W> glu_fast_words(const Words<W>& g, const Words<W>& u) {
-    constexpr int E = elems_per_word<T>;
-    Words<W> out;
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-        float fg[E], fu[E], fo[E];
-        unpack_word(T{}, g.w[j], fg);
-        unpack_word(T{}, u.w[j], fu);
-#pragma unroll
-        for (int e = 0; e < E; ++e) fo[e] = glu_fast<A>(fg[e], fu[e]);
-        out.w[j] = pack_word<T>(fo);
-    }
-    return out;
-}
-
-// activate(g) * u over W packed words.
-template <Act A, typename T, int W>
+// activate(g) * u over W packed words; FAST (PATH = 2): through glu_fast. Packed back to words, so that a whole access
+// is stored at once (a struct of 16-bit elements stored whole was split into 2- and 4-byte stores).
+template <Act A, typename T, int W, bool FAST = false>
 __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>& u) {
     constexpr int E = elems_per_word<T>;
     Words<W> out;
@@ -108,9 +91,7 @@ __device__ __forceinline__ Words<W> glu_words(const Words<W>& g, const Words<W>&
         unpack_word(T{}, g.w[j], fg);
         unpack_word(T{}, u.w[j], fu);
 #pragma unroll
-        for (int e = 0; e < E; ++e) {
-            fo[e] = activate<A>(fg[e]) * fu[e];
-        }
+        for (int e = 0; e < E; ++e) fo[e] = FAST ? glu_fast<A>(fg[e], fu[e]) : activate<A>(fg[e]) * fu[e];
         out.w[j] = pack_word<T>(fo);
     }
     return out;
@@ -253,7 +234,7 @@ __global__ void __launch_bounds__(BLOCK)
         if (!mine) return;
         T* o = out + by * out_row_stride + c;
         if constexpr (BYTES >= 4)
-            store_words_whole<W>(o, glu::glu_fast_words<ACT, T, W>(gv, uv));
+            store_words_whole<W>(o, glu::glu_words<ACT, T, W, true>(gv, uv));
         else
             *o = from_float<T>(glu::glu_fast<ACT>(to_float(gs), to_float(us)));
         return;

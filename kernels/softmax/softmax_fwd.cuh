@@ -265,18 +265,31 @@ __device__ __forceinline__ void softmax_row_resident_held(const RowArgs<T>& a, S
     if (has_tail) a.out[a.tail_start + t] = from_float<T>(e_tail * factor);
 }
 
+// The resident row's vector accesses of this thread, as softmax_row_resident_held takes them.
 template <typename T, int BLOCK, int V, int U, int CLUSTER>
-__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
-    const int t = threadIdx.x;
-    Access<T, V> xb[U];
+__device__ __forceinline__ void load_row_resident(const RowArgs<T>& a, Access<T, V> (&xb)[U]) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int i = (u * CLUSTER + a.rank) * BLOCK + t;
+        const int i = (u * CLUSTER + a.rank) * BLOCK + static_cast<int>(threadIdx.x);
         if (i < a.nvec) xb[u].load(a.x + static_cast<long long>(i) * V);
     }
+}
+
+// softmax_row_resident_held with the row's held accesses (xb) and its tail element loaded first.
+template <typename T, int BLOCK, int V, int U, int CLUSTER>
+__device__ __forceinline__ void softmax_row_resident_loaded(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh,
+                                                            const Access<T, V> (&xb)[U]) {
+    const int t = threadIdx.x;
     const bool has_tail = a.rank == 0 && t < a.tail;
     const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;
     softmax_row_resident_held<T, BLOCK, V, U, CLUSTER>(a, sh, xb, x_tail);
+}
+
+template <typename T, int BLOCK, int V, int U, int CLUSTER>
+__device__ __forceinline__ void softmax_row_resident(const RowArgs<T>& a, Scratch<BLOCK, CLUSTER>& sh) {
+    Access<T, V> xb[U];
+    load_row_resident<T, BLOCK, V, U, CLUSTER>(a, xb);
+    softmax_row_resident_loaded<T, BLOCK, V, U, CLUSTER>(a, sh, xb);
 }
 
 // The streaming path, for rows longer than the cluster's registers (V = VEC) and for misaligned rows (V = 1, then
@@ -579,21 +592,12 @@ __device__ __forceinline__ void softmax_rows_resident_first_held(Access<T, VEC> 
     const int rank = CLUSTER > 1 ? static_cast<int>(__clusterRelativeBlockRank()) : 0;
     const long long clusters = gridDim.x / CLUSTER;
     const int nvec = cols / VEC;
-    const int t = threadIdx.x;
     int round = 0;
     for (long long r = blockIdx.x / CLUSTER; r < rows; r += clusters, ++round) {
         const RowArgs<T> a{out + r * out_row_stride, x + r * x_row_stride, nvec, nvec * VEC, cols - nvec * VEC,
                            scale * log2e, rank, round};
-        if (round > 0) {
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                const int i = (u * CLUSTER + a.rank) * BLOCK + t;
-                if (i < a.nvec) xb[u].load(a.x + static_cast<long long>(i) * VEC);
-            }
-        }
-        const bool has_tail = a.rank == 0 && t < a.tail;
-        const float x_tail = has_tail ? to_float(a.x[a.tail_start + t]) : 0.0f;
-        softmax_row_resident_held<T, BLOCK, VEC, UNROLL, CLUSTER>(a, sh, xb, x_tail);
+        if (round > 0) load_row_resident<T, BLOCK, VEC, UNROLL, CLUSTER>(a, xb);
+        softmax_row_resident_loaded<T, BLOCK, VEC, UNROLL, CLUSTER>(a, sh, xb);
     }
 }
 
