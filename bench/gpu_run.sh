@@ -35,7 +35,8 @@ for step in "$@"; do
       runs=(${STABILITY_RUNS:-a b})
       if [ $step = stability-small ]; then only="--problem M=1 --problem M=16 --problem M=256"; pre=small; else only=""; pre=run; fi
       for i in "${runs[@]}"; do
-        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i $k --db "$out/$pre-$i.db" tune rmsnorm $only --quiet 2>&1 | tail -1
+        KTUNE_CACHE_DIR=/tmp/ktune-cache-$i /usr/bin/time -f "%e s wall (cold compile cache)" \
+          $k --db "$out/$pre-$i.db" tune rmsnorm $only --quiet 2>&1 | tail -2
         $k --db "$out/$pre-$i.db" best rmsnorm --json > "$out/$pre-$i.json"
       done
       for i in "${runs[@]:1}"; do

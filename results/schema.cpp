@@ -165,8 +165,18 @@ constexpr std::string_view k_schema_v3 = R"sql(
 ALTER TABLE kernels ADD COLUMN l2_state TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Schema version 4: the CUPTI kernel durations themselves (encoded like samples), their 10 %-trimmed mean (kernel_us,
+// below the clock's 32 ns tick) and the timer that ranks the row for best() ("event" or "kernel": Measurement's
+// RankTimer). Rows written before are event-ranked, with their CUPTI p50 standing in as the kernel time.
+constexpr std::string_view k_schema_v4 = R"sql(
+ALTER TABLE measurements ADD COLUMN cupti_samples BLOB;
+ALTER TABLE measurements ADD COLUMN kernel_us REAL;
+ALTER TABLE measurements ADD COLUMN ranked_by TEXT NOT NULL DEFAULT 'event';
+UPDATE measurements SET kernel_us = cupti_p50_us;
+)sql";
+
 // migrations[i] takes a database from schema version i to i + 1. Append new steps; never edit a released one.
-constexpr std::array<std::string_view, 3> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3};
+constexpr std::array<std::string_view, 4> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3, k_schema_v4};
 
 // ---- reading shape JSON ---------------------------------------------------------------------------------------------
 

@@ -68,14 +68,14 @@ private:
 // ---- measurement rows ------------------------------------------------------------------------------------------------
 
 // Insert order of the measurement columns; bind_measurement() binds in exactly this order.
-constexpr std::array<std::string_view, 32> k_measurement_columns = {
+constexpr std::array<std::string_view, 35> k_measurement_columns = {
     "kernel_id",         "configuration_id",    "problem_id",        "device_key",      "run_id",
     "measured_at",       "status",              "message",           "n",               "min_us",
     "p50_us",            "p95_us",              "p99_us",            "max_us",          "mean_us",
     "stddev_us",         "iqr_us",              "median_ci_rel",     "samples",         "time_cap_hit",
     "cupti_p50_us",      "gbps",                "dynamic_shared_bytes", "mismatches",   "max_abs_error",
     "registers",         "spill_store_bytes",   "spill_load_bytes",  "stack_bytes",     "static_shared_bytes",
-    "compile_seconds",   "compile_cache_hit",
+    "compile_seconds",   "compile_cache_hit",   "cupti_samples",     "kernel_us",       "ranked_by",
 };
 constexpr std::size_t k_identity_columns = 4;  // kernel_id, configuration_id, problem_id, device_key
 
@@ -111,18 +111,23 @@ void bind_measurement(Stmt& s, std::int64_t kernel_id, std::int64_t config_id, s
       << st.mean << st.stddev << st.iqr << st.median_ci_rel << encode_samples(m.samples_us) << m.time_cap_hit
       << m.cupti_p50_us << m.gbps << m.dynamic_shared_bytes << m.mismatches << m.max_abs_error << c.registers
       << c.spill_store_bytes << c.spill_load_bytes << c.stack_bytes << c.static_shared_bytes << c.compile_seconds
-      << c.cache_hit;
+      << c.cache_hit << encode_samples(m.cupti_samples_us) << m.kernel_us << rank_timer_name(m.ranked_by);
 }
 
-// Every query that returns results selects these columns, in this order (read_record() depends on it).
-constexpr std::string_view k_select_records =
-    "SELECT k.op, k.variant, k.source_path, k.source_hash, c.key, p.key, p.dtype, p.shape_json, m.device_key, "
-    "m.run_id, m.measured_at, m.status, m.message, m.n, m.min_us, m.p50_us, m.p95_us, m.p99_us, m.max_us, m.mean_us, "
-    "m.stddev_us, m.iqr_us, m.median_ci_rel, m.samples, m.time_cap_hit, m.cupti_p50_us, m.gbps, "
-    "m.dynamic_shared_bytes, m.mismatches, m.max_abs_error, m.registers, m.spill_store_bytes, m.spill_load_bytes, "
-    "m.stack_bytes, m.static_shared_bytes, m.compile_seconds, m.compile_cache_hit "
-    "FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN configurations c ON c.id = m.configuration_id "
-    "JOIN problems p ON p.id = m.problem_id";
+// Every query that returns results selects these columns, in this order (read_record() depends on it). A read-only
+// open of a schema 3 database has no CUPTI samples, kernel time or ranking timer: its rows read as event-ranked with
+// their CUPTI p50 as the kernel time.
+std::string select_records(int version) {
+    return fmt::format(
+        "SELECT k.op, k.variant, k.source_path, k.source_hash, c.key, p.key, p.dtype, p.shape_json, m.device_key, "
+        "m.run_id, m.measured_at, m.status, m.message, m.n, m.min_us, m.p50_us, m.p95_us, m.p99_us, m.max_us, "
+        "m.mean_us, m.stddev_us, m.iqr_us, m.median_ci_rel, m.samples, m.time_cap_hit, m.cupti_p50_us, m.gbps, "
+        "m.dynamic_shared_bytes, m.mismatches, m.max_abs_error, m.registers, m.spill_store_bytes, "
+        "m.spill_load_bytes, m.stack_bytes, m.static_shared_bytes, m.compile_seconds, m.compile_cache_hit, {} "
+        "FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN configurations c ON c.id = m.configuration_id "
+        "JOIN problems p ON p.id = m.problem_id",
+        version >= 4 ? "m.cupti_samples, m.kernel_us, m.ranked_by" : "NULL, m.cupti_p50_us, 'event'");
+}
 
 ResultRecord read_record(const Stmt& s, const std::string& path) {
     ResultRecord r;
@@ -175,6 +180,12 @@ ResultRecord read_record(const Stmt& s, const std::string& path) {
     c.static_shared_bytes = static_cast<int>(s.int64(i++));
     c.compile_seconds = s.real(i++);
     c.cache_hit = s.int64(i++) != 0;
+    m.cupti_samples_us = decode_samples(s.blob(i++), path);
+    m.kernel_us = s.real(i++);
+    const std::string ranked_by = s.text(i++);
+    if (ranked_by != rank_timer_name(RankTimer::event) && ranked_by != rank_timer_name(RankTimer::kernel))
+        fail(path, fmt::format("a measurement is ranked by an unknown timer '{}'", ranked_by));
+    m.ranked_by = ranked_by == rank_timer_name(RankTimer::kernel) ? RankTimer::kernel : RankTimer::event;
     return r;
 }
 
@@ -562,7 +573,7 @@ void Store::record(const ResultRecord& r, bool replace) {
 }
 
 std::vector<ResultRecord> Store::results(const ResultFilter& f) const {
-    Stmt s(m_impl->db, fmt::format("{}{} ORDER BY m.id", k_select_records, filter_where(f)));
+    Stmt s(m_impl->db, fmt::format("{}{} ORDER BY m.id", select_records(m_impl->version), filter_where(f)));
     bind_filter(s, f);
     std::vector<ResultRecord> out;
     while (s.step()) out.push_back(read_record(s, path()));
@@ -598,16 +609,21 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
         if (!s.step()) return {};
         hash = s.text(0);
     }
-    // Ties on p50 go to the lower CUPTI kernel time, then to the earlier row. Event p50s come in 32 ns ticks, so at
-    // decode sizes, where the GPU front end's ~3 us dwarfs the kernel, several configurations share the best p50
-    // exactly; the kernel time, which the reports also quote, still tells them apart (a row without one, 0, ranks
-    // after those with one). An ok row without a timing (p50 NULL or 0) is never the best.
-    Stmt s(db, fmt::format("{} WHERE m.id IN (SELECT id FROM (SELECT b.id, row_number() OVER (PARTITION BY "
-                           "b.problem_id ORDER BY b.p50_us, b.cupti_p50_us IS NULL OR b.cupti_p50_us <= 0, "
-                           "b.cupti_p50_us, b.id) AS rank FROM measurements b JOIN kernels bk ON "
+    // The order of best_rank (tuner/core/measurement.hpp), then the earlier row. Rows ranked by kernel time (decode
+    // sizes, where the GPU front end's ~2.3 us dwarfs the kernel) by their trimmed-mean CUPTI time, then the event p50;
+    // the others by the event p50, whose 32 ns ticks tie exactly at small sizes, then by the kernel time (a row
+    // without one, 0 or NULL, after those with one). An ok row without a timing (p50 NULL or 0) is never the best.
+    const std::string by_kernel =
+        m_impl->version >= 4 ? "(b.ranked_by = 'kernel' AND b.kernel_us > 0)" : std::string("0");
+    const std::string kernel_time = m_impl->version >= 4 ? "b.kernel_us" : "b.cupti_p50_us";
+    Stmt s(db, fmt::format("{0} WHERE m.id IN (SELECT id FROM (SELECT b.id, row_number() OVER (PARTITION BY "
+                           "b.problem_id ORDER BY CASE WHEN {1} THEN {2} ELSE b.p50_us END, "
+                           "CASE WHEN {1} THEN 0 ELSE ({2} IS NULL OR {2} <= 0) END, "
+                           "CASE WHEN {1} THEN b.p50_us ELSE coalesce({2}, 0) END, b.id) AS rank "
+                           "FROM measurements b JOIN kernels bk ON "
                            "bk.id = b.kernel_id WHERE bk.op = ?1 AND bk.variant = ?2 AND bk.source_hash = ?3 AND "
                            "b.device_key = ?4 AND b.status = ?5 AND b.p50_us > 0) WHERE rank = 1)",
-                           k_select_records));
+                           select_records(m_impl->version), by_kernel, kernel_time));
     s.bind(1, op).bind(2, variant).bind(3, hash).bind(4, device_key).bind(5, status_name(Status::ok));
     std::vector<ResultRecord> out;
     while (s.step()) out.push_back(read_record(s, path()));

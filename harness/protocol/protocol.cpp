@@ -68,11 +68,11 @@ void from_json(const json& j, TimingOptions& r) {
 void to_json(json& j, const EvaluateResult& r) {
     j = json{{"status", r.status},         {"message", r.message},           {"mismatches", r.mismatches},
              {"max_abs_error", r.max_abs_error}, {"samples_us", r.samples_us}, {"time_cap_hit", r.time_cap_hit},
-             {"cupti_p50_us", r.cupti_p50_us}};
+             {"cupti_samples_us", r.cupti_samples_us}};
 }
 void from_json(const json& j, EvaluateResult& r) {
     KTUNE_GET(status); KTUNE_GET(message); KTUNE_GET(mismatches); KTUNE_GET(max_abs_error); KTUNE_GET(samples_us);
-    KTUNE_GET(time_cap_hit); KTUNE_GET(cupti_p50_us);
+    KTUNE_GET(time_cap_hit); KTUNE_GET(cupti_samples_us);
 }
 
 #undef KTUNE_GET

@@ -87,7 +87,7 @@ struct EvaluateResult {
     double max_abs_error = 0;
     std::vector<double> samples_us;
     bool time_cap_hit = false;
-    double cupti_p50_us = 0;
+    std::vector<double> cupti_samples_us;  // CUPTI kernel durations, one per sample; empty when not taken
 };
 
 void to_json(json& j, const DeviceProps& d);

@@ -47,6 +47,15 @@ SampleStats summarize(std::vector<double> samples) {
     return s;
 }
 
+double trimmed_mean(std::vector<double> samples, double trim) {
+    if (samples.empty()) return 0;
+    std::sort(samples.begin(), samples.end());
+    const auto cut = static_cast<std::size_t>(std::floor(std::clamp(trim, 0.0, 0.49) * double(samples.size())));
+    const auto first = samples.begin() + static_cast<std::ptrdiff_t>(cut);
+    const auto last = samples.end() - static_cast<std::ptrdiff_t>(cut);
+    return std::accumulate(first, last, 0.0) / double(last - first);
+}
+
 StoppingRule::Verdict StoppingRule::check(const std::vector<double>& samples, double elapsed_seconds) const {
     const int n = static_cast<int>(samples.size());
     if (n >= max_samples) return Verdict::sample_cap;

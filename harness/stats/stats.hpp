@@ -11,6 +11,12 @@ double percentile_sorted(const std::vector<double>& sorted, double q);
 
 SampleStats summarize(std::vector<double> samples);
 
+// Mean of the samples left after dropping floor(trim * n) from each end. For durations read off a clock that ticks
+// coarsely against them (CUPTI's and the events' 32 ns on an H100, 1.6 % of a 2 us kernel), the median snaps to a tick
+// while the mean does not: a kernel's start falls anywhere within a tick, so a duration between two ticks reads as the
+// lower or the higher one in proportion, and their mean converges on it. The trim keeps a rare stall out of it.
+double trimmed_mean(std::vector<double> samples, double trim = 0.1);
+
 // Distribution-free 95 % confidence interval of the median from order statistics (binomial ranks
 // n/2 -+ 1.96 sqrt(n)/2), returned as its half-width relative to the median; +inf when n is too small (< 6).
 double median_ci_relative_halfwidth(const std::vector<double>& sorted);

@@ -251,7 +251,7 @@ json Worker::ceilings(std::size_t copy_bytes) {
             {"copy_bytes", copy_bytes},
             {"copy_p50_us", copy.p50},
             {"launch_floor_us", floor.p50},
-            {"launch_floor_cupti_us", cupti.cupti_p50_us}};
+            {"launch_floor_cupti_us", summarize(cupti.cupti_samples_us).p50}};
 }
 
 void Worker::free_problem() {
@@ -503,7 +503,8 @@ void Worker::time_cupti(const Runner& run, const KernelFilter& timed, const wire
     }
     KTUNE_CU(cuStreamSynchronize(m_stream));
     // A sample: consecutive timed kernels, ended by any other.
-    std::vector<double> us;
+    std::vector<double>& us = r.cupti_samples_us;
+    us.clear();
     double sample = 0;
     bool in_sample = false;
     for (const CuptiKernelTimer::Record& k : timer.stop()) {
@@ -517,7 +518,6 @@ void Worker::time_cupti(const Runner& run, const KernelFilter& timed, const wire
         }
     }
     if (in_sample) us.push_back(sample);
-    if (!us.empty()) r.cupti_p50_us = summarize(us).p50;
 }
 
 wire::EvaluateResult Worker::evaluate(const wire::Launch& l, const Tolerance& tol, const wire::TimingOptions& timing) {

@@ -130,6 +130,10 @@ json record_json(const ResultRecord& r, const std::optional<DeviceInfo>& dev) {
               {"median_ci_rel", m.stats.median_ci_rel},
               {"time_cap_hit", m.time_cap_hit},
               {"cupti_p50_us", m.cupti_p50_us},
+              {"kernel_us", m.kernel_us},
+              {"cupti_samples", m.cupti_samples_us.size()},
+              {"ranked_by", rank_timer_name(m.ranked_by_kernel_time() ? RankTimer::kernel : RankTimer::event)},
+              {"rank_us", m.rank_us()},
               {"gbps", m.gbps},
               {"registers", m.compile.registers},
               {"spill_bytes", m.compile.spill_store_bytes + m.compile.spill_load_bytes},
@@ -142,15 +146,22 @@ json record_json(const ResultRecord& r, const std::optional<DeviceInfo>& dev) {
 }
 
 void print_best_table(const std::vector<ResultRecord>& rows, const std::optional<DeviceInfo>& dev) {
-    fmt::print("{:<26} {:<44} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5}\n", "problem", "best configuration", "p50 us",
-               "p95 us", "p99 us", "GB/s", "% copy", "regs");
+    fmt::print("{:<26} {:<44} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>5}\n", "problem", "best configuration", "p50 us",
+               "p95 us", "p99 us", "kernel us", "GB/s", "% copy", "regs");
+    bool any_kernel_ranked = false;
     for (const ResultRecord& r : rows) {
         const auto& m = r.measurement;
         const std::string pct = dev && dev->copy_gbps > 0 ? fmt::format("{:.1f}", 100 * m.gbps / dev->copy_gbps) : "-";
-        fmt::print("{:<26} {:<44} {:>9.2f} {:>9.2f} {:>9.2f} {:>8.0f} {:>7} {:>5}{}\n", r.problem.key(), r.config_key,
-                   m.stats.p50, m.stats.p95, m.stats.p99, m.gbps, pct, m.compile.registers,
+        const std::string kernel =
+            m.kernel_us > 0 ? fmt::format("{:.3f}{}", m.kernel_us, m.ranked_by_kernel_time() ? "*" : " ") : "- ";
+        any_kernel_ranked = any_kernel_ranked || m.ranked_by_kernel_time();
+        fmt::print("{:<26} {:<44} {:>9.2f} {:>9.2f} {:>9.2f} {:>10} {:>8.0f} {:>7} {:>5}{}\n", r.problem.key(),
+                   r.config_key, m.stats.p50, m.stats.p95, m.stats.p99, kernel, m.gbps, pct, m.compile.registers,
                    m.time_cap_hit ? "  (time cap hit: CI above target)" : "");
     }
+    if (any_kernel_ranked)
+        fmt::print("p50/p95/p99: event times (the kernel with the GPU front end's launch); kernel: CUPTI kernel duration, "
+                   "trimmed mean; *: ranked by kernel time (decode sizes: the event time is mostly launch there)\n");
 }
 
 int cmd_devices(const GlobalOptions& g) {

@@ -58,10 +58,18 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     // A library baseline has no source to hash: its name stands for it (the library's version is in the run's
     // environment, not in the identity).
     const std::string source = space.is_library() ? space.kernel_source() : jit.source_hash(space.kernel_source());
+    const std::string rank = timing.cupti_samples > 0 ? fmt::format("kernel-time-under-{}us", kKernelTimeRankingUs)
+                                                      : std::string("event");
     const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" +
-                                      wire::l2_state(timing) + "\nlaunch=" + space.launch_text())
+                                      wire::l2_state(timing) + "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
                                  .substr(0, 16);
     return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing)};
+}
+
+RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t) {
+    const double nominal_bytes_per_s = 2.0 * double(d.memory_clock_khz) * 1e3 * double(d.memory_bus_bits) / 8.0;
+    if (t.cupti_samples <= 0 || nominal_bytes_per_s <= 0) return RankTimer::event;
+    return bytes_moved / nominal_bytes_per_s * 1e6 < kKernelTimeRankingUs ? RankTimer::kernel : RankTimer::event;
 }
 
 ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed) {
@@ -166,14 +174,21 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
         // Watchdog: a hung kernel is killed after the sampling cap plus a margin that grows with the best time seen
         // on this problem, never below the floor.
         const double timeout = timing.time_cap_s + std::max(timeout_floor_s, 2000 * m_best_p50_us * 1e-6);
-        const wire::EvaluateResult er = m_gpu.evaluate(launch, m_space.tolerance(p.dtype), timing, timeout);
+        m.ranked_by = rank_timer(m_op.bytes_moved(p), m_gpu.props(), timing);
+        wire::TimingOptions t = timing;
+        if (m.ranked_by == RankTimer::kernel) t.cupti_samples = std::max(t.cupti_samples, kKernelRankedCuptiSamples);
+        const wire::EvaluateResult er = m_gpu.evaluate(launch, m_space.tolerance(p.dtype), t, timeout);
         m.status = parse_status(er.status).value_or(Status::launch_error);
         m.message = er.message;
         m.mismatches = er.mismatches;
         m.max_abs_error = er.max_abs_error;
         m.samples_us = er.samples_us;
         m.time_cap_hit = er.time_cap_hit;
-        m.cupti_p50_us = er.cupti_p50_us;
+        m.cupti_samples_us = er.cupti_samples_us;
+        if (!m.cupti_samples_us.empty()) {
+            m.cupti_p50_us = summarize(m.cupti_samples_us).p50;
+            m.kernel_us = trimmed_mean(m.cupti_samples_us);
+        }
         m.stats = summarize(er.samples_us);
         if (m.status == Status::ok && m.stats.p50 > 0) {
             m.gbps = m_op.bytes_moved(p) / (m.stats.p50 * 1e-6) / 1e9;

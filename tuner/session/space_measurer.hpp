@@ -22,6 +22,17 @@ namespace ktune {
 ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed);
 wire::Launch to_wire(const LaunchGeometry& g);
 
+// Which time ranks a problem's measurements (Measurement::ranked_by): the kernel time (CUPTI) where the problem is so
+// small that its event time is mostly the GPU front end's, the event time otherwise. Small: the op's bytes take under
+// kKernelTimeRankingUs at the device's nominal DRAM bandwidth (memory clock x bus width, a fixed property, so two
+// tunings always decide alike; the measured copy ceiling moves by ~1 % between processes). Large problems stay on
+// events: CUPTI's tracing slowed kernels with very large grids by 7-8 % on an H100 (../shared/design.md).
+inline constexpr double kKernelTimeRankingUs = 8.0;
+RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t);
+// At least this many CUPTI samples in a kernel-ranked measurement (5 otherwise in a tuning's first pass): at ~2 us,
+// samples spread over a few 32 ns ticks, so the trimmed mean of 32 is within ~0.5 %.
+inline constexpr int kKernelRankedCuptiSamples = 32;
+
 class SpaceMeasurer {
 public:
     SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
@@ -51,8 +62,9 @@ private:
 // What identifies the tuned kernel in the store: op, variant, and a hash of the source with every header it includes,
 // the kernel name template (variants of one file differ there: another entry point, a literal argument), the launch
 // expressions (the same kernel launched with another grid is another measurement) and the L2 state the samples found
-// (wire::l2_state): resuming never mixes methods (a hot or dirty-flush tuning measures afresh) and best() shows the
-// latest. A library baseline stands for its source by its name.
+// (wire::l2_state) and the ranking rule (rank_timer): resuming never mixes methods (a hot or dirty-flush tuning, or
+// one without CUPTI, measures afresh) and best() shows the latest. A library baseline stands for its source by its
+// name.
 KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, const wire::TimingOptions& timing);
 
 // Keeps the first lines of a compile log: the error is at the top, the rest is the instantiation backtrace.

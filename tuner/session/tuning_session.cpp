@@ -179,9 +179,10 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     // order-statistic bounds on one tick and stop the rule early while the median itself still moves by ticks from
     // one process to the next (seen on an H100: n = 14-50, the same configuration 4.38-4.64 us in three tunings).
     constexpr int kMinConfirmationSamples = 200;
-    // The CUPTI cross-check of a leader (the kernel time reports quote for microsecond kernels) from 64 samples over
-    // the buffers' rotation copies, not the 5 of a first measurement: its p50 comes in 32 ns ticks too.
-    constexpr int kConfirmationCuptiSamples = 64;
+    // A leader's kernel time (what ranks decode sizes, and what reports quote for microsecond kernels) from 200 CUPTI
+    // samples over the buffers' rotation copies, not the 5 or 32 of a first measurement: its trimmed mean then
+    // settles within ~0.2 % of a 2 us kernel, well inside one 32 ns tick.
+    constexpr int kConfirmationCuptiSamples = 200;
     wire::TimingOptions timing = o.timing;
     timing.min_samples = std::min(timing.max_samples, std::max(kMinConfirmationSamples, 3 * timing.min_samples));
     timing.target_rel = timing.target_rel / 2;

@@ -26,6 +26,11 @@ std::string scalar(const std::string& db, const std::string& sql) {
     return out;
 }
 
+// What schema 4 added (results/schema.cpp): dropped to make a database of an earlier version.
+const std::string k_drop_v4 = "ALTER TABLE measurements DROP COLUMN cupti_samples; "
+                              "ALTER TABLE measurements DROP COLUMN kernel_us; "
+                              "ALTER TABLE measurements DROP COLUMN ranked_by; ";
+
 void exec(const std::string& db, const std::string& sql) {
     sqlite3* h = nullptr;
     sqlite3_open(db.c_str(), &h);
@@ -33,9 +38,9 @@ void exec(const std::string& db, const std::string& sql) {
     sqlite3_close(h);
 }
 
-TEST_F(PeersStore, ANewDatabaseHasSchemaVersionThreeWithThePeerTable) {
+TEST_F(PeersStore, ANewDatabaseHasSchemaVersionFourWithThePeerTable) {
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), 4);
     EXPECT_EQ(scalar(path("r.db"), "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_measurements'"), "1");
 }
 
@@ -45,10 +50,10 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
         store.record(result("BLOCK=256", k_square, 10, 2000));
     }
     // What a version-1 ktune left: no peer table, no kernels.l2_state, user_version 1.
-    exec(path("r.db"), "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
-                       "PRAGMA user_version = 1;");
+    exec(path("r.db"), k_drop_v4 + "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                                   "PRAGMA user_version = 1;");
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), 4);
     EXPECT_EQ(store.count_results({}), 1);
     store.record_peers({peer("torch_compile", k_square, 15)});
     EXPECT_EQ(store.peers({}).size(), 1u);
@@ -56,14 +61,14 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
 
 TEST_F(PeersStore, AVersionOneDatabaseOpenedReadOnlyReadsAsHavingNoPeersAndStaysVersionOne) {
     { Store::open(path("r.db")); }
-    exec(path("r.db"), "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
-                       "PRAGMA user_version = 1;");
+    exec(path("r.db"), k_drop_v4 + "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                                   "PRAGMA user_version = 1;");
     {
         Store store = Store::open(path("r.db"), Store::Mode::read_only);
         EXPECT_EQ(store.schema_version(), 1);
         EXPECT_TRUE(store.peers({}).empty());
     }
-    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 3);  // upgraded on a write open
+    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 4);  // upgraded on a write open
 }
 
 TEST_F(PeersStore, AVersionTwoDatabaseReadsItsBestReadOnlyAndGainsTheL2StateOnAWriteOpen) {
@@ -72,16 +77,45 @@ TEST_F(PeersStore, AVersionTwoDatabaseReadsItsBestReadOnlyAndGainsTheL2StateOnAW
         store.record(result("BLOCK=256", k_square, 10, 2000));
     }
     // What a version-2 ktune left: no kernels.l2_state.
-    exec(path("r.db"), "ALTER TABLE kernels DROP COLUMN l2_state; PRAGMA user_version = 2;");
+    exec(path("r.db"), k_drop_v4 + "ALTER TABLE kernels DROP COLUMN l2_state; PRAGMA user_version = 2;");
     {
         Store store = Store::open(path("r.db"), Store::Mode::read_only);
         EXPECT_EQ(store.schema_version(), 2);
         EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
     }
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 3);
+    EXPECT_EQ(store.schema_version(), 4);
     EXPECT_EQ(scalar(path("r.db"), "SELECT l2_state FROM kernels"), "");  // measured before the state was kept
     EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
+}
+
+TEST_F(PeersStore, AVersionThreeDatabaseReadsEventRankedAndKeepsItsCuptiP50AsTheKernelTime) {
+    {
+        Store store = Store::open(path("r.db"));
+        ResultRecord fast_kernel = result("BLOCK=128", k_wide, 4.0, 100);
+        fast_kernel.measurement.cupti_p50_us = 1.9;
+        ResultRecord slow_kernel = result("BLOCK=256", k_wide, 4.0, 100);
+        slow_kernel.measurement.cupti_p50_us = 2.1;
+        store.record(slow_kernel);
+        store.record(fast_kernel);
+    }
+    exec(path("r.db"), k_drop_v4 + "PRAGMA user_version = 3;");
+    auto check = [](const Store& store) {
+        const auto best = store.best("rmsnorm", "fwd", "dev-h100");
+        ASSERT_EQ(best.size(), 1u);
+        EXPECT_EQ(best[0].config_key, "BLOCK=128");  // the tie on the event p50 broken by the kernel time
+        EXPECT_EQ(best[0].measurement.ranked_by, RankTimer::event);
+        EXPECT_DOUBLE_EQ(best[0].measurement.kernel_us, 1.9);
+        EXPECT_TRUE(best[0].measurement.cupti_samples_us.empty());
+    };
+    {
+        Store store = Store::open(path("r.db"), Store::Mode::read_only);
+        EXPECT_EQ(store.schema_version(), 3);
+        check(store);
+    }
+    Store store = Store::open(path("r.db"));
+    EXPECT_EQ(store.schema_version(), 4);
+    check(store);
 }
 
 TEST_F(PeersStore, RecordedPeersReadBackWithEveryField) {

@@ -1,5 +1,5 @@
-// A measurement's kernel identity covers the L2 state its samples found, so that a tuning with another flush (or hot)
-// never resumes from, or ranks against, results of another method.
+// A measurement's kernel identity covers the L2 state its samples found and the timer that ranks them, so that a tuning
+// with another flush (or hot, or without CUPTI) never resumes from, or ranks against, results of another method.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -36,6 +36,26 @@ TEST(KernelIdentity, DiffersByL2StateAndIsStableOtherwise) {
     hot_dirty.clean_flush = false;
     EXPECT_EQ(kernel_identity(space, jit, hot).source_hash, kernel_identity(space, jit, hot_dirty).source_hash);
     EXPECT_EQ(a.l2_state, "cold");
+    wire::TimingOptions no_cupti = clean;  // every problem ranked by events then
+    no_cupti.cupti_samples = 0;
+    EXPECT_NE(a.source_hash, kernel_identity(space, jit, no_cupti).source_hash);
+}
+
+TEST(RankTimer, KernelTimeWhereTheNominalDramTimeIsUnderTheThresholdAndCuptiIsOn) {
+    wire::DeviceProps h100;
+    h100.memory_clock_khz = 2619000;  // x2 (double data rate) x 5120 bits / 8 = 3.35 TB/s
+    h100.memory_bus_bits = 5120;
+    const double nominal = 2.0 * 2619e6 * 5120 / 8;
+    const double at_threshold = nominal * kKernelTimeRankingUs * 1e-6;
+    wire::TimingOptions t;
+    EXPECT_EQ(rank_timer(2.0 * 16 * 4096 * 2, h100, t), RankTimer::kernel);  // bf16 M=16 H=4096 RMSNorm
+    EXPECT_EQ(rank_timer(0.99 * at_threshold, h100, t), RankTimer::kernel);
+    EXPECT_EQ(rank_timer(1.01 * at_threshold, h100, t), RankTimer::event);
+    EXPECT_EQ(rank_timer(2.0 * 32768 * 4096 * 2, h100, t), RankTimer::event);
+    wire::TimingOptions no_cupti = t;
+    no_cupti.cupti_samples = 0;
+    EXPECT_EQ(rank_timer(1024, h100, no_cupti), RankTimer::event);
+    EXPECT_EQ(rank_timer(1024, wire::DeviceProps{}, t), RankTimer::event);  // bandwidth unknown
 }
 
 TEST(KernelIdentity, DiffersByLaunchGeometryExpressions) {

@@ -30,43 +30,70 @@ TEST_F(StoreBest, PicksTheSmallestP50AmongOkResults) {
 TEST_F(StoreBest, BreaksATieOnP50ByTheLowerKernelTimeThenByTheEarlierRow) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 1}}), q = problem({{"M", 16}});
-    auto with_kernel_time = [](ResultRecord r, double cupti_us) {
-        r.measurement.cupti_p50_us = cupti_us;
+    auto with_kernel_time = [](ResultRecord r, double kernel_us) {
+        r.measurement.kernel_us = kernel_us;
         return r;
     };
     store.record(with_kernel_time(make_record("B=1", p, 4.0), 1.63));
     store.record(with_kernel_time(make_record("B=2", p, 4.0), 1.41));
     store.record(make_record("B=3", p, 4.0));  // no kernel time: after those with one
-    store.record(with_kernel_time(make_record("B=4", p, 4.1), 1.20));  // a higher p50 still loses
+    store.record(with_kernel_time(make_record("B=4", p, 4.1), 1.20));  // event-ranked: a higher p50 still loses
     store.record(make_record("B=1", q, 5.0));
     store.record(make_record("B=2", q, 5.0));
 
     const auto best = store.best("rmsnorm", "fwd", "dev-A");
     ASSERT_EQ(best.size(), 2u);
     EXPECT_EQ(best[0].config_key, "B=2");
-    EXPECT_EQ(best[0].measurement.cupti_p50_us, 1.41);
+    EXPECT_EQ(best[0].measurement.kernel_us, 1.41);
     EXPECT_EQ(best[1].config_key, "B=1");  // neither has a kernel time: the earlier row
+}
+
+TEST_F(StoreBest, RanksKernelRankedRowsByTheirKernelTimeThenByTheEventP50) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}});
+    auto kernel_ranked = [](ResultRecord r, double kernel_us) {
+        r.measurement.kernel_us = kernel_us;
+        r.measurement.ranked_by = RankTimer::kernel;
+        return r;
+    };
+    store.record(kernel_ranked(make_record("B=1", p, 4.0), 2.10));
+    store.record(kernel_ranked(make_record("B=2", p, 4.3), 2.02));  // a higher event p50, the lower kernel time
+    store.record(kernel_ranked(make_record("B=3", p, 4.2), 2.02));  // the same kernel time, a lower event p50
+    store.record(kernel_ranked(make_record("B=4", p, 3.9), 2.08));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].config_key, "B=3");
+    EXPECT_EQ(best[0].measurement.ranked_by, RankTimer::kernel);
+    EXPECT_EQ(best[0].measurement.rank_us(), 2.02);
 }
 
 TEST_F(StoreBest, OrdersLikeBestRankSoTheLastConfirmedLeaderIsTheOneStored) {
     Store store = Store::open(db_path());
-    const Problem p = problem({{"M", 1}});
-    std::vector<ResultRecord> rs;
-    for (auto [key, p50, cupti] : {std::tuple<const char*, double, double>{"B=1", 4.0, 1.63},
-                                   {"B=2", 4.0, 0.0},
-                                   {"B=3", 4.0, 1.41},
-                                   {"B=4", 3.9, 0.0},
-                                   {"B=5", 3.9, 2.5}}) {
-        rs.push_back(make_record(key, p, p50));
-        rs.back().measurement.cupti_p50_us = cupti;
-        store.record(rs.back());
+    for (RankTimer timer : {RankTimer::event, RankTimer::kernel}) {
+        const Problem p = problem({{"M", timer == RankTimer::event ? 1 : 16}});
+        std::vector<ResultRecord> rs;
+        for (auto [key, p50, kernel] : {std::tuple<const char*, double, double>{"B=1", 4.0, 1.63},
+                                        {"B=2", 4.0, 0.0},
+                                        {"B=3", 4.0, 1.41},
+                                        {"B=4", 3.9, 0.0},
+                                        {"B=5", 3.9, 2.5},
+                                        {"B=6", 4.2, 1.41}}) {
+            rs.push_back(make_record(key, p, p50));
+            rs.back().measurement.kernel_us = kernel;
+            rs.back().measurement.ranked_by = timer;
+            store.record(rs.back());
+        }
+        const auto by_rank = std::ranges::min_element(
+            rs, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+        const auto best = store.best("rmsnorm", "fwd", "dev-A");
+        const auto it = std::ranges::find_if(best, [&](const ResultRecord& r) { return r.problem == p; });
+        ASSERT_NE(it, best.end());
+        // Event-ranked: B=5 (the lowest p50, the one of the two with a kernel time). Kernel-ranked: B=3 (1.41 us, the
+        // lower p50 of the two at 1.41); B=2 and B=4 have no kernel time and rank by their p50s, 4.0 and 3.9.
+        EXPECT_EQ(by_rank->config_key, timer == RankTimer::event ? "B=5" : "B=3");
+        EXPECT_EQ(it->config_key, by_rank->config_key);
     }
-    const auto by_rank = std::ranges::min_element(
-        rs, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
-    const auto best = store.best("rmsnorm", "fwd", "dev-A");
-    ASSERT_EQ(best.size(), 1u);
-    EXPECT_EQ(by_rank->config_key, "B=5");
-    EXPECT_EQ(best[0].config_key, by_rank->config_key);
 }
 
 TEST_F(StoreBest, IgnoresFailedResultsEvenWithASmallerP50) {

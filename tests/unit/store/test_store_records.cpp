@@ -21,7 +21,10 @@ ResultRecord full_record(std::int64_t run_id) {
     m.stats = SampleStats{7, 1.25, 2.5, 3.75, 4.125, 5.0625, 2.75, 0.5, 0.625, 0.0075};
     m.samples_us = {2.5, 1.25, 5.0625, 2.4, 2.6, 3.75, 1.0 / 3.0};
     m.time_cap_hit = true;
+    m.cupti_samples_us = {2.375, 2.4, 1.0 / 7.0};
     m.cupti_p50_us = 2.375;
+    m.kernel_us = 2.3875;
+    m.ranked_by = RankTimer::kernel;
     m.gbps = 3012.5;
     m.dynamic_shared_bytes = 49152;
     m.mismatches = 12;
@@ -56,7 +59,10 @@ void expect_same(const ResultRecord& a, const ResultRecord& b) {
     EXPECT_EQ(x.stats.median_ci_rel, y.stats.median_ci_rel);
     EXPECT_EQ(x.samples_us, y.samples_us);
     EXPECT_EQ(x.time_cap_hit, y.time_cap_hit);
+    EXPECT_EQ(x.cupti_samples_us, y.cupti_samples_us);
     EXPECT_EQ(x.cupti_p50_us, y.cupti_p50_us);
+    EXPECT_EQ(x.kernel_us, y.kernel_us);
+    EXPECT_EQ(x.ranked_by, y.ranked_by);
     EXPECT_EQ(x.gbps, y.gbps);
     EXPECT_EQ(x.dynamic_shared_bytes, y.dynamic_shared_bytes);
     EXPECT_EQ(x.mismatches, y.mismatches);
