@@ -12,7 +12,8 @@
 
 namespace ktune::detail {
 
-inline constexpr const char* k_cache_format = "ktune-jit-cache-v1";
+// v2: entries written with NVRTC's own cache on could hold 0 registers (CompileService's constructor says why).
+inline constexpr const char* k_cache_format = "ktune-jit-cache-v2";
 
 struct CacheEntry {
     std::string key;

@@ -259,6 +259,12 @@ CompileService::CompileService(CompileServiceOptions options) : m_options(std::m
     m_options.kernel_root = without_trailing_slash(root).string();
     m_options.cache_dir = without_trailing_slash(cache).string();
 
+    // NVRTC 12.9+ keeps its own cache of compiled programs (~/.nv/ComputeCache), and a program it serves from there
+    // never runs ptxas, so its log lacks the "-Xptxas=-v" lines registers and spills are read from: on the H100 host
+    // (NVRTC 13.0) every tuning after the first read 0 registers. ktune's own cache keeps the cubin with its log, so
+    // NVRTC's is turned off for this process, before the pool's threads start (the worker, which loads cubins and
+    // JIT-compiles nothing, inherits it).
+    ::setenv("CUDA_CACHE_DISABLE", "1", 1);
     m_impl = std::make_unique<Impl>(m_options.threads);
     m_impl->kernel_root = m_options.kernel_root;
     m_impl->cache_dir = m_options.cache_dir;

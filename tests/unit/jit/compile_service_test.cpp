@@ -59,6 +59,20 @@ TEST_F(CompileServiceTest, CompilesATemplateKernelToACubinWithItsLoweredNameAndR
     EXPECT_NE(r.log.find("ptxas info"), std::string::npos) << "the resource report is kept in the log";
 }
 
+TEST_F(CompileServiceTest, ReadsRegistersAgainWhenAnotherCacheCompiledTheSameProgramBefore) {
+    // NVRTC 12.9+ would serve the second compilation from its own cache without running ptxas, leaving no resource
+    // report to read (0 registers on the H100 host's NVRTC 13.0): the service turns that cache off.
+    const CompileResult first = CompileService(options()).compile(scale_request());
+    CompileService other({k_kernel_root, (m_cache.path() / "other-cache").string(), {}, 2});
+    const CompileResult second = other.compile(scale_request());
+    ASSERT_TRUE(first.ok && second.ok) << first.log << second.log;
+    EXPECT_FALSE(second.cache_hit);
+    EXPECT_EQ(std::string(std::getenv("CUDA_CACHE_DISABLE")), "1");
+    ASSERT_EQ(second.kernels.size(), 1u);
+    EXPECT_GT(second.kernels[0].info.registers, 0);
+    EXPECT_EQ(second.kernels[0].info.registers, first.kernels[0].info.registers);
+}
+
 TEST_F(CompileServiceTest, CompilesSeveralNameExpressionsInOneProgramInRequestOrder) {
     CompileService service(options());
     CompileRequest request = scale_request("float", 128);
