@@ -87,10 +87,10 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
         EXPECT_GE(p.best->measurement.stats.n, 200);
         EXPECT_GT(p.best->measurement.gbps, 0.0);
         // Both problems move 4-8 MB: on any GPU of ~1 TB/s or more, decode-size problems ranked by kernel time, the
-        // best's from the confirmation's 200 CUPTI samples, under its event time.
+        // best's from the confirmation's eight pooled rounds (at least 200 CUPTI samples), under its event time.
         const Measurement& m = p.best->measurement;
         EXPECT_EQ(m.ranked_by, RankTimer::kernel) << p.problem.key();
-        EXPECT_EQ(m.cupti_samples_us.size(), 200u) << p.problem.key();
+        EXPECT_GE(m.cupti_samples_us.size(), 200u) << p.problem.key();
         EXPECT_GT(m.kernel_us, 0.0);
         EXPECT_LT(m.kernel_us, m.stats.p50);
         EXPECT_EQ(m.rank_us(), m.kernel_us);

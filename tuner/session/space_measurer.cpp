@@ -204,4 +204,30 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
     return m;
 }
 
+RankTimer SpaceMeasurer::rank_timer_for(const Problem& p, const wire::TimingOptions& timing) {
+    return rank_timer(m_op.bytes_moved(p), m_gpu.props(), timing);
+}
+
+Measurement SpaceMeasurer::measure_pooled(const Config& c, const Problem& p, const wire::TimingOptions& timing,
+                                          int rounds, double timeout_floor_s) {
+    Measurement pooled = measure(c, p, timing, timeout_floor_s);
+    for (int i = 1; i < rounds && pooled.status == Status::ok; ++i) {
+        Measurement m = measure(c, p, timing, timeout_floor_s);
+        if (m.status != Status::ok) return m;
+        pooled.samples_us.insert(pooled.samples_us.end(), m.samples_us.begin(), m.samples_us.end());
+        pooled.cupti_samples_us.insert(pooled.cupti_samples_us.end(), m.cupti_samples_us.begin(),
+                                       m.cupti_samples_us.end());
+        pooled.time_cap_hit = pooled.time_cap_hit || m.time_cap_hit;
+        pooled.max_abs_error = std::max(pooled.max_abs_error, m.max_abs_error);
+    }
+    if (pooled.status != Status::ok) return pooled;
+    pooled.stats = summarize(pooled.samples_us);
+    if (!pooled.cupti_samples_us.empty()) {
+        pooled.cupti_p50_us = summarize(pooled.cupti_samples_us).p50;
+        pooled.kernel_us = trimmed_mean(pooled.cupti_samples_us);
+    }
+    if (pooled.stats.p50 > 0) pooled.gbps = m_op.bytes_moved(p) / (pooled.stats.p50 * 1e-6) / 1e9;
+    return pooled;
+}
+
 }  // namespace ktune

@@ -44,6 +44,13 @@ public:
     // Never throws for the configuration's own failures: they are the returned status. `timeout_floor_s` is the
     // watchdog's floor; it grows with the best time seen on the current problem.
     Measurement measure(const Config& c, const Problem& p, const wire::TimingOptions& timing, double timeout_floor_s);
+    // `rounds` measurements one after another, each of `timing`, their samples pooled into one (the first that is not
+    // ok is returned as it is). A small kernel's time settles in one of two modes ~3 % apart for a whole measurement
+    // (bench/RESULTS.md session 12); pooling averages that draw as more samples in one measurement cannot.
+    Measurement measure_pooled(const Config& c, const Problem& p, const wire::TimingOptions& timing, int rounds,
+                               double timeout_floor_s);
+    // The timer (rank_timer) that ranks this problem's measurements under these options.
+    RankTimer rank_timer_for(const Problem& p, const wire::TimingOptions& timing);
 
 private:
     const CompileResult& compiled(const std::string& source, const std::string& name);
