@@ -174,7 +174,7 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
         // Watchdog: a hung kernel is killed after the sampling cap plus a margin that grows with the best time seen
         // on this problem, never below the floor.
         const double timeout = timing.time_cap_s + std::max(timeout_floor_s, 2000 * m_best_p50_us * 1e-6);
-        m.ranked_by = rank_timer(m_op.bytes_moved(p), m_gpu.props(), timing);
+        m.ranked_by = rank_timer_for(p, timing);
         wire::TimingOptions t = timing;
         if (m.ranked_by == RankTimer::kernel) t.cupti_samples = std::max(t.cupti_samples, kKernelRankedCuptiSamples);
         const wire::EvaluateResult er = m_gpu.evaluate(launch, m_space.tolerance(p.dtype), t, timeout);
@@ -185,15 +185,9 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
         m.samples_us = er.samples_us;
         m.time_cap_hit = er.time_cap_hit;
         m.cupti_samples_us = er.cupti_samples_us;
-        if (!m.cupti_samples_us.empty()) {
-            m.cupti_p50_us = summarize(m.cupti_samples_us).p50;
-            m.kernel_us = trimmed_mean(m.cupti_samples_us);
-        }
-        m.stats = summarize(er.samples_us);
-        if (m.status == Status::ok && m.stats.p50 > 0) {
-            m.gbps = m_op.bytes_moved(p) / (m.stats.p50 * 1e-6) / 1e9;
-            if (m_best_p50_us == 0 || m.stats.p50 < m_best_p50_us) m_best_p50_us = m.stats.p50;
-        }
+        derive_timings(m, p);
+        if (m.status == Status::ok && m.stats.p50 > 0 && (m_best_p50_us == 0 || m.stats.p50 < m_best_p50_us))
+            m_best_p50_us = m.stats.p50;
     } catch (const Error& e) {
         // A launch expression that cannot be evaluated for this configuration (division by zero, a grid of 0)
         // is this configuration's failure, not the run's.
@@ -220,14 +214,17 @@ Measurement SpaceMeasurer::measure_pooled(const Config& c, const Problem& p, con
         pooled.time_cap_hit = pooled.time_cap_hit || m.time_cap_hit;
         pooled.max_abs_error = std::max(pooled.max_abs_error, m.max_abs_error);
     }
-    if (pooled.status != Status::ok) return pooled;
-    pooled.stats = summarize(pooled.samples_us);
-    if (!pooled.cupti_samples_us.empty()) {
-        pooled.cupti_p50_us = summarize(pooled.cupti_samples_us).p50;
-        pooled.kernel_us = trimmed_mean(pooled.cupti_samples_us);
-    }
-    if (pooled.stats.p50 > 0) pooled.gbps = m_op.bytes_moved(p) / (pooled.stats.p50 * 1e-6) / 1e9;
+    if (pooled.status == Status::ok) derive_timings(pooled, p);
     return pooled;
+}
+
+void SpaceMeasurer::derive_timings(Measurement& m, const Problem& p) const {
+    m.stats = summarize(m.samples_us);
+    if (!m.cupti_samples_us.empty()) {
+        m.cupti_p50_us = summarize(m.cupti_samples_us).p50;
+        m.kernel_us = trimmed_mean(m.cupti_samples_us);
+    }
+    if (m.status == Status::ok && m.stats.p50 > 0) m.gbps = m_op.bytes_moved(p) / (m.stats.p50 * 1e-6) / 1e9;
 }
 
 }  // namespace ktune

@@ -29,8 +29,9 @@ wire::Launch to_wire(const LaunchGeometry& g);
 // events: CUPTI's tracing slowed kernels with very large grids by 7-8 % on an H100 (../shared/design.md).
 inline constexpr double kKernelTimeRankingUs = 8.0;
 RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t);
-// At least this many CUPTI samples in a kernel-ranked measurement (5 otherwise in a tuning's first pass): at ~2 us,
-// samples spread over a few 32 ns ticks, so the trimmed mean of 32 is within ~0.5 %.
+// At least this many CUPTI samples in a kernel-ranked measurement (5 otherwise in a tuning's first pass): at ~2 us the
+// samples spread over ~8 ticks of 32 ns, and the trimmed means of 32 of one configuration vary by a standard deviation
+// of up to 1.3 % between measurements, the per-measurement mode included (rmsnorm_repeat.yaml, RESULTS.md session 12).
 inline constexpr int kKernelRankedCuptiSamples = 32;
 
 class SpaceMeasurer {
@@ -54,6 +55,8 @@ public:
 
 private:
     const CompileResult& compiled(const std::string& source, const std::string& name);
+    // The statistics, CUPTI p50, kernel time and bandwidth of a measurement, from its raw samples.
+    void derive_timings(Measurement& m, const Problem& p) const;
     void set_up(const Problem& p);
 
     const SearchSpace& m_space;

@@ -180,15 +180,14 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     // one process to the next (seen on an H100: n = 14-50, the same configuration 4.38-4.64 us in three tunings).
     constexpr int kMinConfirmationSamples = 200;
     // A leader's kernel time (what ranks decode sizes, and what reports quote for microsecond kernels) from at least
-    // 200 CUPTI samples over the buffers' rotation copies, not the 5 or 32 of a first measurement: within one
-    // measurement its trimmed mean then settles within ~0.2 % of a 2 us kernel, well inside one 32 ns tick.
+    // 200 CUPTI samples over the buffers' rotation copies, not the 5 or 32 of a first measurement.
     constexpr int kConfirmationCuptiSamples = 200;
     wire::TimingOptions timing = o.timing;
     timing.min_samples = std::min(timing.max_samples, std::max(kMinConfirmationSamples, 3 * timing.min_samples));
     timing.target_rel = timing.target_rel / 2;
     if (timing.cupti_samples > 0) timing.cupti_samples = std::max(timing.cupti_samples, kConfirmationCuptiSamples);
-    // Where the kernel time ranks (decode sizes), a leader is measured in kKernelRankedRounds rounds of an eighth of
-    // the samples each, pooled: a ~2 us kernel's time falls in one of two modes ~70 ns apart for a whole measurement
+    // Where the kernel time ranks (decode sizes), a leader is measured in kKernelRankedRounds rounds, pooled, each of
+    // an eighth of the event samples and of a first measurement's CUPTI samples (kKernelRankedCuptiSamples): a ~2 us kernel's time falls in one of two modes ~70 ns apart for a whole measurement
     // and independently from one measurement to the next (seen on an H100, bench/RESULTS.md session 12), so one
     // measurement of 200 samples left two tunings up to 3.5 % apart at M = 1. Fixed counts per round (no stopping
     // rule: 25 samples would never meet the CI target and run to the time cap).
@@ -197,7 +196,7 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     if (measurer.rank_timer_for(p, timing) == RankTimer::kernel) {
         rounds = kKernelRankedRounds;
         timing.min_samples = timing.max_samples = std::max(timing.min_samples / rounds, 6);
-        timing.cupti_samples = std::max(timing.cupti_samples / rounds, 1);
+        timing.cupti_samples = kKernelRankedCuptiSamples;
     }
 
     // The problem's ok results, read once; confirmations update this ranking in place rather than reading the

@@ -15,7 +15,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 using StoreOpen = StoreTest;
 
-TEST_F(StoreOpen, CreatesANewDatabaseAtSchemaVersionThree) {
+TEST_F(StoreOpen, CreatesANewDatabaseAtSchemaVersionFour) {
     Store store = Store::open(db_path());
     EXPECT_EQ(store.schema_version(), 4);
     EXPECT_EQ(store.path(), db_path());
