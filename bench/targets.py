@@ -8,6 +8,8 @@ Per op/variant, over the best configuration of every problem:
     holds ~2.4 us of launch on an H100: an empty kernel is 3.2 us by events, 0.9 us by CUPTI), and (when the
     database, or --copy-db, holds a tuned `copy` op, the copy roofline per size) the lowest ratio of a same-size
     copy's time to the op's time: how close the op gets to the best copy of the bytes it moves, same method
+  - with --detail and a tuned copy/read (the read roofline): each problem's read floor, the best read of the bytes
+    it moves by events and by kernel time (the floor of an op that mostly reads, like the decode-time kernels)
   - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
   - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
     and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
@@ -92,32 +94,49 @@ def baseline_of(pkey, shape, dev):
             return b
     return None
 
-# The copy roofline: best copy time per bytes moved, interpolated log-log between the measured sizes.
-copy_best = best
+# The rooflines: the best copy (copy/fwd) and the best read (copy/read) per bytes moved, from this database or
+# --copy-db, interpolated log-log between the measured sizes.
+roof_best = best
 if args.copy_db:
-    copy_best = {}
+    roof_best = {}
     cdb = sqlite3.connect(args.copy_db)
-    # The newest copy measured cold (the targets' method): a database may also hold hot or dirty-flush copies.
+    # The newest source of each measured cold (the targets' method): a database may also hold hot or dirty-flush runs.
     # Stores before schema 3 have no l2_state column and hold one method per kernel source only by convention.
     has_state = any(r[1] == "l2_state" for r in cdb.execute("pragma table_info(kernels)"))
     cold = "and k2.l2_state = 'cold'" if has_state else ""
-    for pkey, p50, gbps in cdb.execute(f"""
-            select p.key, min(m.p50_us), m.gbps from measurements m join kernels k on k.id = m.kernel_id
-            join problems p on p.id = m.problem_id where m.status = 'ok' and k.op = 'copy' and k.source_hash =
-            (select k2.source_hash from measurements m2 join kernels k2 on k2.id = m2.kernel_id where k2.op = 'copy'
-             {cold} order by m2.measured_at desc limit 1) group by p.key"""):
-        copy_best[("copy", "", pkey)] = dict(p50=p50, gbps=gbps)
-copy_curve = sorted((b["gbps"] * 1e3 * b["p50"], b["p50"]) for (op, v, _), b in copy_best.items() if op == "copy")
+    for variant, pkey, p50, cupti, gbps in cdb.execute(f"""
+            select k.variant, p.key, min(m.p50_us), m.cupti_p50_us, m.gbps from measurements m
+            join kernels k on k.id = m.kernel_id join problems p on p.id = m.problem_id
+            where m.status = 'ok' and k.op = 'copy' and k.source_hash =
+            (select k2.source_hash from measurements m2 join kernels k2 on k2.id = m2.kernel_id
+             where k2.op = 'copy' and k2.variant = k.variant {cold} order by m2.measured_at desc limit 1)
+            group by k.variant, p.key"""):
+        roof_best[("copy", variant, pkey)] = dict(p50=p50, cupti=cupti, gbps=gbps)
+
+
+def roofline(variant):
+    """(bytes moved, event p50, CUPTI p50) of copy/<variant>'s best per size, by bytes."""
+    return sorted((b["gbps"] * 1e3 * b["p50"], b["p50"], b["cupti"])
+                  for (op, v, _), b in roof_best.items() if op == "copy" and v == variant)
+
+
+copy_curve = roofline("fwd")
+read_curve = roofline("read")
+
+
+def interpolate(curve, moved, column=1):
+    import math
+    pts = [(c[0], c[column]) for c in curve if c[column]]
+    if len(pts) < 2 or not pts[0][0] <= moved <= pts[-1][0]:
+        return None
+    for (b0, t0), (b1, t1) in zip(pts, pts[1:]):
+        if b0 <= moved <= b1:
+            f = (math.log(moved) - math.log(b0)) / (math.log(b1) - math.log(b0)) if b1 > b0 else 0.0
+            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
 
 
 def copy_time(moved):
-    import math
-    if len(copy_curve) < 2 or not copy_curve[0][0] <= moved <= copy_curve[-1][0]:
-        return None
-    for (b0, t0), (b1, t1) in zip(copy_curve, copy_curve[1:]):
-        if b0 <= moved <= b1:
-            f = (math.log(moved) - math.log(b0)) / (math.log(b1) - math.log(b0))
-            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+    return interpolate(copy_curve, moved)
 
 
 by_op = defaultdict(list)
@@ -162,6 +181,9 @@ for (op, variant), items in sorted(by_op.items()):
                 v = pm.get("versus:" + method)
                 if v and mine:
                     r += f" | {name} {v[0] / mine:.2f}x over {args.versus} ({v[0]:.2f} us)"
+            rt, rk = interpolate(read_curve, moved), interpolate(read_curve, moved, 2)
+            if rt and op != "copy":
+                r += f" | read floor {rt:.2f} us events" + (f", {rk:.2f} kernel" if rk else "")
             base = baseline_of(pkey, b["shape"], b["dev"]) if args.baseline and op != args.baseline.partition("/")[0] else None
             if base:
                 r += f" | events {base['p50'] / b['p50']:.2f}x over {args.baseline} ({base['p50']:.2f} us, {base['config']})"

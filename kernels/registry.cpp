@@ -24,7 +24,8 @@
     X(linear_int4_fwd_op) /* kernels/quant_linear/quant_linear_op.cpp: linear_int4/fwd */ \
     X(linear_int8_fwd_op) /* kernels/quant_linear/quant_linear_op.cpp: linear_int8/fwd */ \
     X(linear_fwd_op) /* kernels/quant_linear/quant_linear_op.cpp: linear/fwd, dense weights: the cuBLAS baseline */ \
-    X(copy_fwd_op) /* kernels/copy/copy_op.cpp: copy/fwd, the same-method copy roofline per size */
+    X(copy_fwd_op) /* kernels/copy/copy_op.cpp: copy/fwd, the same-method copy roofline per size */ \
+    X(copy_read_op) /* kernels/copy/copy_op.cpp: copy/read, the same-method read roofline per size */
 
 namespace ktune {
 

@@ -260,6 +260,13 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// Butterfly max over the warp; every lane gets the result. All 32 lanes must call it.
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
 // Sum over a group of GROUP_WARPS consecutive warps (GROUP_WARPS * 32 consecutive threads): warp shuffles, then one
 // step through shared memory. scratch holds GROUP_WARPS floats for this group and must not be reused until after the
 // next __syncthreads() (double-buffer it across calls). Contains __syncthreads(): every thread of the block must call

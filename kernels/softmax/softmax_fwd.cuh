@@ -86,12 +86,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
     return y;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
-
 // Max over the block; same calling rules as group_sum (ktune_device.cuh): every thread calls it, scratch holds
 // WARPS floats and is not reused before the next __syncthreads().
 template <int WARPS>

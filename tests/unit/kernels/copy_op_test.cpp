@@ -47,5 +47,47 @@ TEST(CopyOp, RefusesUnknownAxesAndEmptyProblems) {
     EXPECT_THROW(op.buffers(copy_problem(Dtype::bf16, 0)), Error);
 }
 
+TEST(CopyReadOp, WritesOneValuePer512ByteChunkOfX) {
+    const auto specs = find_op("copy", "read").buffers(copy_problem(Dtype::bf16, 1000));
+    ASSERT_EQ(specs.size(), 2u);
+    EXPECT_EQ(specs[0].name, "x");
+    EXPECT_EQ(specs[0].role, BufferRole::input);
+    EXPECT_EQ(specs[0].elements, 1000);
+    EXPECT_EQ(specs[1].name, "y");
+    EXPECT_EQ(specs[1].role, BufferRole::output);
+    EXPECT_EQ(specs[1].elements, 4);  // 256 bf16 per chunk: 3 whole chunks and a partial one
+    EXPECT_EQ(find_op("copy", "read").buffers(copy_problem(Dtype::fp32, 256)).at(1).elements, 2);
+}
+
+TEST(CopyReadOp, MovesXReadOnceAndTheChunkMaximaWritten) {
+    EXPECT_DOUBLE_EQ(find_op("copy", "read").bytes_moved(copy_problem(Dtype::bf16, 1 << 20)),
+                     2.0 * ((1 << 20) + (1 << 12)));
+    EXPECT_DOUBLE_EQ(find_op("copy", "read").bytes_moved(copy_problem(Dtype::fp32, 129)), 4.0 * (129 + 2));
+}
+
+TEST(CopyReadOp, CpuReferenceTakesTheMaximumOfEachChunkIncludingThePartialLast) {
+    const std::int64_t n = 300;  // fp32: chunks of 128, the last one 44 long
+    HostBuffers b;
+    std::vector<double> x(n, -1.0);
+    x[5] = 2.0;    // chunk 0
+    x[200] = 0.5;  // chunk 1
+    x[299] = 3.0;  // chunk 2, its last element
+    b["x"] = x;
+    find_op("copy", "read").cpu_reference(copy_problem(Dtype::fp32, n), b);
+    EXPECT_EQ(b["y"], (std::vector<double>{2.0, 0.5, 3.0}));
+}
+
+TEST(CopyReadOp, RefusesWhatCopyRefuses) {
+    const OpDescription& op = find_op("copy", "read");
+    EXPECT_THROW(op.buffers(Problem{Dtype::bf16, {{"M", 4}}}), Error);
+    EXPECT_THROW(op.buffers(copy_problem(Dtype::bf16, 0)), Error);
+    try {
+        op.arguments(Problem{Dtype::bf16, {{"N", 4}, {"H", 2}}});
+        FAIL() << "an unknown axis was taken";
+    } catch (const Error& e) {
+        EXPECT_NE(e.where().find("copy/read"), std::string::npos) << e.where();
+    }
+}
+
 }  // namespace
 }  // namespace ktune

@@ -1,0 +1,62 @@
+#pragma once
+// Device memory read, tuned like any op: y[c] = max(x[c * C], ..., x[c * C + C - 1]) over chunks of C = 512 /
+// sizeof(T) elements (the last chunk may be shorter), for x of n elements. Not a transformer op: the read roofline at
+// each size. The decode-time kernels (weight-only linear, decode attention) read far more than they write; a copy
+// moves its bytes half read, half written, so its time for the same bytes is not their floor. This kernel reads every
+// byte once and writes 1/256 of that, and its best time at a size is what any kernel needs to read that many bytes
+// with the same method (cold L2, launch latency hidden). The max is exact whatever the order, so every configuration
+// matches the reference bit for bit.
+// Driven by search_spaces/copy_read.yaml (op copy, variant read); reference: kernels/copy/copy_reference.cuh.
+//
+// Tunables (template parameters, named as the YAML keys):
+//   BLOCK   threads per block, a multiple of 32 in [32, 1024].
+//   UNROLL  chunks each warp loads before it reduces any, 1..16 (16 bytes per lane each: bytes in flight per thread).
+// A chunk is one 16-byte access per lane of a warp: warp w of a block takes chunks base + u * WARPS + w, so a block's
+// loads cover BLOCK * UNROLL * 16 contiguous bytes. Launch: any grid, blocks stride over such tiles (the YAML's grid
+// gives one each). x aligned to 16 bytes takes the vector path for its whole chunks; the last partial chunk, or every
+// chunk of an unaligned x, is read element by element.
+#include "kernels/common/ktune_device.cuh"
+
+template <typename T, int BLOCK, int UNROLL>
+__global__ void __launch_bounds__(BLOCK) copy_read(T* __restrict__ y, const T* __restrict__ x, long long n) {
+    static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "copy_read: BLOCK a multiple of 32 in [32, 1024]");
+    static_assert(UNROLL >= 1 && UNROLL <= 16, "copy_read: UNROLL in [1, 16]");
+    using namespace ktune::dev;
+    constexpr int VEC = 16 / int(sizeof(T));
+    constexpr int CHUNK = 32 * VEC;  // elements per chunk: 512 bytes
+    constexpr int WARPS = BLOCK / 32;
+    constexpr long long TILE = static_cast<long long>(WARPS) * UNROLL;  // chunks per block per step
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const long long chunks = (n + CHUNK - 1) / CHUNK;
+    const long long whole = is_aligned(x, 16) ? n / CHUNK : 0;
+    for (long long base = static_cast<long long>(blockIdx.x) * TILE; base < whole;
+         base += static_cast<long long>(gridDim.x) * TILE) {
+        Vec<T, VEC> v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long c = base + u * WARPS + warp;
+            if (c < whole) v[u] = load_vec<T, VEC>(x + c * CHUNK + lane * VEC);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const long long c = base + u * WARPS + warp;
+            if (c < whole) {  // uniform over the warp
+                float m = to_float(v[u].v[0]);
+#pragma unroll
+                for (int e = 1; e < VEC; ++e) m = fmaxf(m, to_float(v[u].v[e]));
+                m = warp_max(m);
+                if (lane == 0) y[c] = from_float<T>(m);
+            }
+        }
+    }
+    // The rest, one warp per chunk: the last partial chunk, or every chunk when x is unaligned.
+    for (long long c = whole + static_cast<long long>(blockIdx.x) * WARPS + warp; c < chunks;
+         c += static_cast<long long>(gridDim.x) * WARPS) {
+        const long long end = c * CHUNK + CHUNK < n ? c * CHUNK + CHUNK : n;
+        float m = __int_as_float(0xff800000);  // -inf: lanes past the end contribute nothing
+        for (long long i = c * CHUNK + lane; i < end; i += 32) m = fmaxf(m, to_float(x[i]));
+        m = warp_max(m);
+        if (lane == 0) y[c] = from_float<T>(m);
+    }
+}
