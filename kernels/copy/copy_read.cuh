@@ -11,16 +11,20 @@
 // Tunables (template parameters, named as the YAML keys):
 //   BLOCK   threads per block, a multiple of 32 in [32, 1024].
 //   UNROLL  chunks each warp loads before it reduces any, 1..16 (16 bytes per lane each: bytes in flight per thread).
-// A chunk is one 16-byte access per lane of a warp: warp w of a block takes chunks base + u * WARPS + w, so a block's
-// loads cover BLOCK * UNROLL * 16 contiguous bytes. Launch: any grid, blocks stride over such tiles (the YAML's grid
-// gives one each). x aligned to 16 bytes takes the vector path for its whole chunks; the last partial chunk, or every
+//   SPREAD  1: a block's loads cover BLOCK * UNROLL * 16 contiguous bytes (warp w of block b takes chunks
+//           (b * UNROLL + u) * WARPS + w); 2: its UNROLL loads lie a grid of chunks apart (chunks (u * grid + b) *
+//           WARPS + w), so the grid's u-th loads together cover one contiguous range. Same bytes in flight, another
+//           spread of the addresses requested at once.
+// A chunk is one 16-byte access per lane of a warp. Launch: any grid, blocks stride over steps of WARPS * UNROLL chunks
+// each (the YAML's grid gives one step). x aligned to 16 bytes takes the vector path for its whole chunks; the last partial chunk, or every
 // chunk of an unaligned x, is read element by element.
 #include "kernels/common/ktune_device.cuh"
 
-template <typename T, int BLOCK, int UNROLL>
+template <typename T, int BLOCK, int UNROLL, int SPREAD>
 __global__ void __launch_bounds__(BLOCK) copy_read(T* __restrict__ y, const T* __restrict__ x, long long n) {
     static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0, "copy_read: BLOCK a multiple of 32 in [32, 1024]");
     static_assert(UNROLL >= 1 && UNROLL <= 16, "copy_read: UNROLL in [1, 16]");
+    static_assert(SPREAD == 1 || SPREAD == 2, "copy_read: SPREAD 1 or 2");
     using namespace ktune::dev;
     constexpr int VEC = 16 / int(sizeof(T));
     constexpr int CHUNK = 32 * VEC;  // elements per chunk: 512 bytes
@@ -30,17 +34,19 @@ __global__ void __launch_bounds__(BLOCK) copy_read(T* __restrict__ y, const T* _
     const int warp = threadIdx.x >> 5;
     const long long chunks = (n + CHUNK - 1) / CHUNK;
     const long long whole = is_aligned(x, 16) ? n / CHUNK : 0;
-    for (long long base = static_cast<long long>(blockIdx.x) * TILE; base < whole;
-         base += static_cast<long long>(gridDim.x) * TILE) {
+    // This warp's first chunk of a step, and the distance between its UNROLL loads.
+    const long long stride = SPREAD == 2 ? static_cast<long long>(gridDim.x) * WARPS : WARPS;
+    for (long long first = static_cast<long long>(blockIdx.x) * (SPREAD == 2 ? WARPS : TILE) + warp; first < whole;
+         first += static_cast<long long>(gridDim.x) * TILE) {
         Vec<T, VEC> v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const long long c = base + u * WARPS + warp;
+            const long long c = first + u * stride;
             if (c < whole) v[u] = load_vec<T, VEC>(x + c * CHUNK + lane * VEC);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const long long c = base + u * WARPS + warp;
+            const long long c = first + u * stride;
             if (c < whole) {  // uniform over the warp
                 float m = to_float(v[u].v[0]);
 #pragma unroll
