@@ -8,8 +8,9 @@ Per op/variant, over the best configuration of every problem:
     holds ~2.4 us of launch on an H100: an empty kernel is 3.2 us by events, 0.9 us by CUPTI), and (when the
     database, or --copy-db, holds a tuned `copy` op, the copy roofline per size) the lowest ratio of a same-size
     copy's time to the op's time: how close the op gets to the best copy of the bytes it moves, same method
-  - with --detail and a tuned copy/read (the read roofline): each problem's read floor, the best read of the bytes
-    it moves by events and by kernel time (the floor of an op that mostly reads, like the decode-time kernels)
+  - with --detail: each problem's copy floor (the best copy of the bytes it moves, by events and by kernel time) and,
+    with a tuned copy/read (the read roofline), its read floor (the floor of an op that mostly reads, like the
+    decode-time kernels)
   - decode: the longest CUPTI kernel duration among problems with M (tokens) 1 or 16
   - vs peers: ktune's event p50 against the fastest event-timed peer (ratio = peer / ktune, >= 1 means ktune leads),
     and ktune's CUPTI p50 against the fastest kernel-duration peer; the problems where ktune trails are listed
@@ -181,9 +182,10 @@ for (op, variant), items in sorted(by_op.items()):
                 v = pm.get("versus:" + method)
                 if v and mine:
                     r += f" | {name} {v[0] / mine:.2f}x over {args.versus} ({v[0]:.2f} us)"
-            rt, rk = interpolate(read_curve, moved), interpolate(read_curve, moved, 2)
-            if rt and op != "copy":
-                r += f" | read floor {rt:.2f} us events" + (f", {rk:.2f} kernel" if rk else "")
+            for name, curve in (("copy", copy_curve), ("read", read_curve)):
+                ft, fk = interpolate(curve, moved), interpolate(curve, moved, 2)
+                if ft and op != "copy":
+                    r += f" | {name} floor {ft:.2f} us events" + (f", {fk:.2f} kernel" if fk else "")
             base = baseline_of(pkey, b["shape"], b["dev"]) if args.baseline and op != args.baseline.partition("/")[0] else None
             if base:
                 r += f" | events {base['p50'] / b['p50']:.2f}x over {args.baseline} ({base['p50']:.2f} us, {base['config']})"
