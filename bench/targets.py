@@ -95,30 +95,40 @@ def baseline_of(pkey, shape, dev):
             return b
     return None
 
-# The rooflines: the best copy (copy/fwd) and the best read (copy/read) per bytes moved, from this database or
-# --copy-db, interpolated log-log between the measured sizes.
-roof_best = best
+# The rooflines: copy/fwd (half read, half written) and copy/read (read once) per bytes moved, from this database
+# and, per variant it holds, --copy-db; interpolated log-log between the measured sizes. Per size: the lowest event
+# p50 and, apart, the lowest CUPTI kernel time over the newest source's configurations.
+def roof_from(measured):
+    """{variant: {problem: dict(moved, p50, cupti)}} from (variant, problem, p50, cupti, gbps) rows."""
+    out = defaultdict(dict)
+    for variant, pkey, p50, cupti, gbps in measured:
+        e = out[variant].setdefault(pkey, dict(moved=gbps * 1e3 * p50, p50=p50, cupti=None))
+        e["p50"] = min(e["p50"], p50)
+        if cupti and cupti > 0:
+            e["cupti"] = min(e["cupti"] or cupti, cupti)
+    return out
+
+
+roofs = roof_from((variant, pkey, p50, cupti, gbps) for op, variant, h, pkey, _s, _c, p50, cupti, gbps, _d, _t in rows
+                  if op == "copy" and newest[(op, variant)][0] == h)
 if args.copy_db:
-    roof_best = {}
     cdb = sqlite3.connect(args.copy_db)
     # The newest source of each measured cold (the targets' method): a database may also hold hot or dirty-flush runs.
     # Stores before schema 3 have no l2_state column and hold one method per kernel source only by convention.
     has_state = any(r[1] == "l2_state" for r in cdb.execute("pragma table_info(kernels)"))
     cold = "and k2.l2_state = 'cold'" if has_state else ""
-    for variant, pkey, p50, cupti, gbps in cdb.execute(f"""
-            select k.variant, p.key, min(m.p50_us), m.cupti_p50_us, m.gbps from measurements m
+    roofs.update(roof_from(cdb.execute(f"""
+            select k.variant, p.key, m.p50_us, m.cupti_p50_us, m.gbps from measurements m
             join kernels k on k.id = m.kernel_id join problems p on p.id = m.problem_id
             where m.status = 'ok' and k.op = 'copy' and k.source_hash =
             (select k2.source_hash from measurements m2 join kernels k2 on k2.id = m2.kernel_id
-             where k2.op = 'copy' and k2.variant = k.variant {cold} order by m2.measured_at desc limit 1)
-            group by k.variant, p.key"""):
-        roof_best[("copy", variant, pkey)] = dict(p50=p50, cupti=cupti, gbps=gbps)
+             where k2.op = 'copy' and k2.variant = k.variant {cold} order by m2.measured_at desc limit 1)""")))
 
 
 def roofline(variant):
-    """(bytes moved, event p50, CUPTI p50) of copy/<variant>'s best per size, by bytes."""
-    return sorted((b["gbps"] * 1e3 * b["p50"], b["p50"], b["cupti"])
-                  for (op, v, _), b in roof_best.items() if op == "copy" and v == variant)
+    """(bytes moved, lowest event p50, lowest CUPTI p50) of copy/<variant> per size, by bytes."""
+    return sorted(((e["moved"], e["p50"], e["cupti"]) for e in roofs.get(variant, {}).values()),
+                  key=lambda c: (c[0], c[1]))
 
 
 copy_curve = roofline("fwd")

@@ -2,6 +2,7 @@
 // copy/read: x read once, one max per 512-byte chunk written, the read roofline (kernels/copy/copy_read.cuh).
 // Problem axis: N (elements).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -56,7 +57,7 @@ public:
     }
 };
 
-// One max per 512-byte chunk of x: the read kernel's output, 1/256 of what it reads.
+// One max per 512-byte chunk of x: the read kernel's output.
 std::int64_t read_chunks(const Problem& p, std::int64_t n) {
     const std::int64_t chunk = 512 / elem_bytes(elem_type(p.dtype));
     return (n + chunk - 1) / chunk;
@@ -67,7 +68,7 @@ public:
     std::string_view name() const override { return "copy"; }
     std::string_view variant() const override { return "read"; }
     std::string_view summary() const override {
-        return "Read: x read once, one max per 512-byte chunk written; the read roofline at each size (axis N)";
+        return "Read: x read once, one max per 512 bytes written; the read roofline at each size (axis N)";
     }
 
     std::vector<BufferSpec> buffers(const Problem& p) const override {
@@ -92,7 +93,7 @@ public:
         std::vector<double>& y = host_output(buffers, "y", read_chunks(p, n));
         for (std::int64_t c = 0; c < static_cast<std::int64_t>(y.size()); ++c) {
             double m = x[c * chunk];
-            for (std::int64_t i = c * chunk + 1; i < std::min(n, (c + 1) * chunk); ++i) m = std::max(m, x[i]);
+            for (std::int64_t i = c * chunk + 1; i < std::min(n, (c + 1) * chunk); ++i) m = std::fmax(m, x[i]);
             y[c] = m;
         }
     }

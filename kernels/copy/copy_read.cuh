@@ -3,9 +3,9 @@
 // sizeof(T) elements (the last chunk may be shorter), for x of n elements. Not a transformer op: the read roofline at
 // each size. The decode-time kernels (weight-only linear, decode attention) read far more than they write; a copy
 // moves its bytes half read, half written, so its time for the same bytes is not their floor. This kernel reads every
-// byte once and writes 1/256 of that, and its best time at a size is what any kernel needs to read that many bytes
-// with the same method (cold L2, launch latency hidden). The max is exact whatever the order, so every configuration
-// matches the reference bit for bit.
+// byte once and writes one element per 512 bytes read (1/256 of them for 16-bit T, 1/128 for fp32), and its best time
+// at a size is what any kernel needs to read that many bytes with the same method (cold L2, launch latency hidden).
+// The max is exact whatever the order, so every configuration matches the reference bit for bit.
 // Driven by search_spaces/copy_read.yaml (op copy, variant read); reference: kernels/copy/copy_reference.cuh.
 //
 // Tunables (template parameters, named as the YAML keys):
@@ -15,9 +15,9 @@
 //           (b * UNROLL + u) * WARPS + w); 2: its UNROLL loads lie a grid of chunks apart (chunks (u * grid + b) *
 //           WARPS + w), so the grid's u-th loads together cover one contiguous range. Same bytes in flight, another
 //           spread of the addresses requested at once.
-// A chunk is one 16-byte access per lane of a warp. Launch: any grid, blocks stride over steps of WARPS * UNROLL chunks
-// each (the YAML's grid gives one step). x aligned to 16 bytes takes the vector path for its whole chunks; the last partial chunk, or every
-// chunk of an unaligned x, is read element by element.
+// A chunk is one 16-byte access per lane of a warp. Launch: any grid, blocks stride over steps of WARPS * UNROLL
+// chunks each (the YAML's grid gives one step). x aligned to 16 bytes takes the vector path for its whole chunks; the
+// last partial chunk, or every chunk of an unaligned x, is read element by element.
 #include "kernels/common/ktune_device.cuh"
 
 template <typename T, int BLOCK, int UNROLL, int SPREAD>
@@ -36,8 +36,8 @@ __global__ void __launch_bounds__(BLOCK) copy_read(T* __restrict__ y, const T* _
     const long long whole = is_aligned(x, 16) ? n / CHUNK : 0;
     // This warp's first chunk of a step, and the distance between its UNROLL loads.
     const long long stride = SPREAD == 2 ? static_cast<long long>(gridDim.x) * WARPS : WARPS;
-    for (long long first = static_cast<long long>(blockIdx.x) * (SPREAD == 2 ? WARPS : TILE) + warp; first < whole;
-         first += static_cast<long long>(gridDim.x) * TILE) {
+    const long long first0 = static_cast<long long>(blockIdx.x) * (SPREAD == 2 ? WARPS : TILE) + warp;
+    for (long long first = first0; first < whole; first += static_cast<long long>(gridDim.x) * TILE) {
         Vec<T, VEC> v[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {

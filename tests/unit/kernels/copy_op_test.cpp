@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string_view>
+#include <vector>
+
 #include "kernels/op.hpp"
 #include "tuner/core/error.hpp"
 
@@ -8,16 +12,19 @@ namespace {
 
 Problem copy_problem(Dtype d, std::int64_t n) { return Problem{d, {{"N", n}}}; }
 
-TEST(CopyOp, HasInputXAndOutputYOfNElements) {
-    const auto specs = find_op("copy", "fwd").buffers(copy_problem(Dtype::bf16, 1000));
+// The variant's buffers at N = 1000 bf16: input x of 1000 elements, output y of `y_elements`.
+void expect_x_and_y(std::string_view variant, std::int64_t y_elements) {
+    const auto specs = find_op("copy", variant).buffers(copy_problem(Dtype::bf16, 1000));
     ASSERT_EQ(specs.size(), 2u);
     EXPECT_EQ(specs[0].name, "x");
     EXPECT_EQ(specs[0].role, BufferRole::input);
     EXPECT_EQ(specs[0].elements, 1000);
     EXPECT_EQ(specs[1].name, "y");
     EXPECT_EQ(specs[1].role, BufferRole::output);
-    EXPECT_EQ(specs[1].elements, 1000);
+    EXPECT_EQ(specs[1].elements, y_elements);
 }
+
+TEST(CopyOp, HasInputXAndOutputYOfNElements) { expect_x_and_y("fwd", 1000); }
 
 TEST(CopyOp, MovesEveryElementReadAndWritten) {
     EXPECT_DOUBLE_EQ(find_op("copy", "fwd").bytes_moved(copy_problem(Dtype::bf16, 1 << 20)), 4.0 * (1 << 20));
@@ -48,14 +55,7 @@ TEST(CopyOp, RefusesUnknownAxesAndEmptyProblems) {
 }
 
 TEST(CopyReadOp, WritesOneValuePer512ByteChunkOfX) {
-    const auto specs = find_op("copy", "read").buffers(copy_problem(Dtype::bf16, 1000));
-    ASSERT_EQ(specs.size(), 2u);
-    EXPECT_EQ(specs[0].name, "x");
-    EXPECT_EQ(specs[0].role, BufferRole::input);
-    EXPECT_EQ(specs[0].elements, 1000);
-    EXPECT_EQ(specs[1].name, "y");
-    EXPECT_EQ(specs[1].role, BufferRole::output);
-    EXPECT_EQ(specs[1].elements, 4);  // 256 bf16 per chunk: 3 whole chunks and a partial one
+    expect_x_and_y("read", 4);  // 256 bf16 per chunk: 3 whole chunks and a partial one
     EXPECT_EQ(find_op("copy", "read").buffers(copy_problem(Dtype::fp32, 256)).at(1).elements, 2);
 }
 
@@ -75,6 +75,27 @@ TEST(CopyReadOp, CpuReferenceTakesTheMaximumOfEachChunkIncludingThePartialLast) 
     b["x"] = x;
     find_op("copy", "read").cpu_reference(copy_problem(Dtype::fp32, n), b);
     EXPECT_EQ(b["y"], (std::vector<double>{2.0, 0.5, 3.0}));
+}
+
+TEST(CopyReadOp, PassesYXAndTheCountAs64Bits) {
+    const auto args = find_op("copy", "read").arguments(copy_problem(Dtype::bf16, 1LL << 33));
+    ASSERT_EQ(args.size(), 3u);
+    EXPECT_EQ(args[0].buffer, "y");
+    EXPECT_EQ(args[1].buffer, "x");
+    EXPECT_EQ(args[2].kind, KernelArg::Kind::i64);
+    EXPECT_EQ(args[2].integer, 1LL << 33);
+}
+
+TEST(CopyReadOp, CpuReferenceTakesBf16ChunksOf256AndSkipsNaNAsTheKernelsFmaxDoes) {
+    const std::int64_t n = 512;  // two bf16 chunks
+    HostBuffers b;
+    std::vector<double> x(n, -3.0);
+    x[0] = 1.0;  // chunk 0: its first element is its maximum
+    x[256] = std::numeric_limits<double>::quiet_NaN();  // chunk 1: a NaN first, then the maximum at its end
+    x[511] = 2.5;
+    b["x"] = x;
+    find_op("copy", "read").cpu_reference(copy_problem(Dtype::bf16, n), b);
+    EXPECT_EQ(b["y"], (std::vector<double>{1.0, 2.5}));
 }
 
 TEST(CopyReadOp, RefusesWhatCopyRefuses) {
