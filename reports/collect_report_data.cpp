@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "reports/report.hpp"
+#include "reports/size_roofline.hpp"
 #include "results/store.hpp"
 #include "tuner/core/error.hpp"
 
@@ -43,6 +44,36 @@ std::string canonical_problem(const Problem& p) {
 
 bool positive(double v) { return std::isfinite(v) && v > 0; }
 
+// The store keeps the bandwidth, not the bytes: bytes moved = bandwidth x p50.
+double bytes_moved(const Measurement& m) {
+    return positive(m.gbps) ? m.gbps * 1e9 * m.stats.p50 * 1e-6 : k_report_nan;
+}
+
+// The roofline op, tuned like any other (search_spaces/copy.yaml: variant fwd; copy_read.yaml: variant read).
+const std::string k_roofline_op = "copy";
+
+struct SameSizeRooflines {
+    SizeRoofline copy, read;
+};
+
+// From the store whatever the report's op filter: the best copy per size on this device key only.
+SameSizeRooflines same_size_rooflines(const Store& store, const std::string& device_key) {
+    auto curve = [&](const std::string& variant) {
+        std::vector<SizeRoofline::Point> points;
+        for (const ResultRecord& r : store.best(k_roofline_op, variant, device_key))
+            points.push_back({bytes_moved(r.measurement), r.measurement.stats.p50});
+        return SizeRoofline(std::move(points));
+    };
+    return {curve("fwd"), curve("read")};
+}
+
+void set_floors(ProblemRow& row, const SameSizeRooflines& rooflines) {
+    row.copy_floor_us = rooflines.copy.at(row.bytes_moved);
+    row.read_floor_us = rooflines.read.at(row.bytes_moved);
+    if (positive(row.copy_floor_us) && positive(row.stats.p50))
+        row.pct_of_copy_floor = 100.0 * row.copy_floor_us / row.stats.p50;
+}
+
 ReportDevice report_device(const DeviceInfo& d) {
     ReportDevice r;
     r.key = d.key;
@@ -68,7 +99,7 @@ ProblemRow problem_row(const ResultRecord& best, const ReportDevice& device, con
     row.time_cap_hit = m.time_cap_hit;
     if (positive(m.gbps)) {
         row.gbps = m.gbps;
-        row.bytes_moved = m.gbps * 1e9 * m.stats.p50 * 1e-6;
+        row.bytes_moved = bytes_moved(m);
         if (device.copy_gbps > 0) row.pct_of_copy = 100.0 * m.gbps / device.copy_gbps;
     }
     if (o.flops) {
@@ -180,6 +211,7 @@ ReportData collect_report_data(const Store& store, const ReportOptions& o) {
     std::map<std::string, DeviceInfo> devices;  // by key, read once
     std::map<std::string, std::size_t> device_index;
     std::set<std::string> device_filters_used;
+    std::map<std::string, SameSizeRooflines> rooflines;  // by device key, read once
     std::vector<Pending> pending;
     for (const TunedOp& t : tuned) {
         if (!o.ops.empty() &&
@@ -216,6 +248,12 @@ ReportData collect_report_data(const Store& store, const ReportOptions& o) {
         p.section.source_path = best.front().kernel.source_path;
         p.section.source_hash = best.front().kernel.source_hash;
         for (const ResultRecord& r : best) p.section.rows.push_back(problem_row(r, rdev, o));
+        if (t.op != k_roofline_op) {  // a copy measured against itself says nothing
+            auto roof_it = rooflines.find(t.device_key);
+            if (roof_it == rooflines.end())
+                roof_it = rooflines.emplace(t.device_key, same_size_rooflines(store, t.device_key)).first;
+            for (ProblemRow& row : p.section.rows) set_floors(row, roof_it->second);
+        }
         std::vector<PeerRecord> peers;
         if (!dev.name.empty()) peers = store.peers(PeerFilter{t.op, t.variant, dev.name, std::nullopt});
         match_peers(p, std::move(peers));

@@ -69,7 +69,9 @@ std::string triple(double p50, double p95, double p99) {
 void results_table(std::string& out, const OpSection& s) {
     const bool flops = any_flops(s);
     out += "<div class=\"table\"><table>\n<thead><tr>";
-    for (const char* h : {"problem", "config", "p50 (us)", "p95 (us)", "p99 (us)", "GB/s", "% of copy"}) out += th(h);
+    for (const char* h :
+         {"problem", "config", "p50 (us)", "p95 (us)", "p99 (us)", "GB/s", "% of copy", "% of same-size copy"})
+        out += th(h);
     if (flops) out += th("TFLOP/s");
     for (const std::string& p : s.peer_labels) out += th("vs " + p);
     if (!s.peer_labels.empty()) out += th("best peer");
@@ -78,7 +80,7 @@ void results_table(std::string& out, const OpSection& s) {
         out += "<tr>" + td(r.problem.key()) + config_td(r.config_key) +
                td(format_us(r.stats.p50) + (r.time_cap_hit ? "*" : ""), true) + td(format_us(r.stats.p95), true) +
                td(format_us(r.stats.p99), true) + td(format_gbps(r.gbps), true) +
-               td(format_percent(r.pct_of_copy), true);
+               td(format_percent(r.pct_of_copy), true) + td(format_percent(r.pct_of_copy_floor), true);
         if (flops) out += td(format_tflops(r.tflops), true);
         for (const std::string& label : s.peer_labels) {
             const PeerTiming* p = r.peer(label);
@@ -214,10 +216,13 @@ std::string render_html(const ReportData& data) {
         for (const OpSection* s : g.sections) section(out, data, *s, index++, colours);
     }
     out += "<footer class=\"note\">p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the "
-           "op must move / p50; % of copy: of the device's measured device-to-device copy bandwidth. Speedup: peer "
-           "p50 / ktune p50 (above 1, ktune is faster); best peer: the fastest peer. Improvement: (peer - ktune) / "
-           "peer, per percentile. Peers are matched to ktune's results by op, variant, problem and device "
-           "name.</footer>\n</body>\n</html>\n";
+           "op must move / p50; % of copy: of the device's measured device-to-device copy bandwidth. % of same-size "
+           "copy: the p50 of the best <code>copy/fwd</code> of the same bytes on the same device (tuned with "
+           "<code>ktune tune copy</code>, interpolated log-log between its sizes, never extrapolated) / ktune's p50; "
+           "CSV and JSON also give that time and the read floor of ops that mostly read (<code>ktune tune "
+           "copy_read</code>). Speedup: peer p50 / ktune p50 (above 1, ktune is faster); best peer: the fastest "
+           "peer. Improvement: (peer - ktune) / peer, per percentile. Peers are matched to ktune's results by op, "
+           "variant, problem and device name.</footer>\n</body>\n</html>\n";
     return out;
 }
 

@@ -39,7 +39,8 @@ std::string improvement_triple(const ProblemRow& row, const PeerTiming& peer) {
 
 void results_table(std::string& out, const OpSection& s) {
     const bool flops = any_flops(s);
-    std::vector<std::string> head = {"problem", "config", "p50 (us)", "p95 (us)", "p99 (us)", "GB/s", "% of copy"};
+    std::vector<std::string> head = {"problem",  "config", "p50 (us)",  "p95 (us)",
+                                     "p99 (us)", "GB/s",   "% of copy", "% of same-size copy"};
     if (flops) head.push_back("TFLOP/s");
     for (const std::string& p : s.peer_labels) head.push_back("vs " + markdown_cell(p));
     if (!s.peer_labels.empty()) head.push_back("best peer");
@@ -55,7 +56,7 @@ void results_table(std::string& out, const OpSection& s) {
         std::vector<std::string> cells = {markdown_cell(r.problem.key()), markdown_cell(r.config_key),
                                           format_us(r.stats.p50) + (r.time_cap_hit ? "*" : ""),
                                           format_us(r.stats.p95), format_us(r.stats.p99), format_gbps(r.gbps),
-                                          format_percent(r.pct_of_copy)};
+                                          format_percent(r.pct_of_copy), format_percent(r.pct_of_copy_floor)};
         if (flops) cells.push_back(format_tflops(r.tflops));
         for (const std::string& label : s.peer_labels) {
             const PeerTiming* p = r.peer(label);
@@ -130,8 +131,11 @@ std::string render_markdown(const ReportData& data) {
     }
     out += "\n---\n\n"
            "p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the op must move / p50; "
-           "% of copy: of the device's measured device-to-device copy bandwidth. Speedup: peer p50 / ktune p50 (above "
-           "1, ktune is faster), like for like: event-timed peers against ktune's event p50, kernel-duration peers "
+           "% of copy: of the device's measured device-to-device copy bandwidth. % of same-size copy: the p50 of the "
+           "best `copy/fwd` of the same bytes on the same device (tuned with `ktune tune copy`, interpolated log-log "
+           "between its sizes, never extrapolated) / ktune's p50; CSV and JSON also give that time and the read "
+           "floor of ops that mostly read (`ktune tune copy_read`). Speedup: peer p50 / ktune p50 (above 1, ktune is "
+           "faster), like for like: event-timed peers against ktune's event p50, kernel-duration peers "
            "(`cupti_kernel_sum`) against ktune's CUPTI p50; best peer: the one ktune leads least. Improvement: "
            "(peer - ktune) / peer, per percentile, for event-timed peers only. "
            "Peers are matched to ktune's results by op, variant, problem and device name.\n";

@@ -55,6 +55,12 @@ struct ProblemRow {
     double gbps = k_report_nan;         // bytes the op must move / p50
     double bytes_moved = k_report_nan;  // gbps * p50: the store keeps the bandwidth, the op knows the bytes
     double pct_of_copy = k_report_nan;  // 100 * gbps / the device's copy ceiling
+    // The same-size rooflines (reports/size_roofline.hpp): the event p50 of the best copy/fwd and copy/read of
+    // bytes_moved on the same device, interpolated between the sizes they were tuned at; NaN when the device has no
+    // such curve around bytes_moved, and in rows of op copy itself.
+    double copy_floor_us = k_report_nan;
+    double read_floor_us = k_report_nan;
+    double pct_of_copy_floor = k_report_nan;  // 100 * copy_floor_us / p50: how close the op gets to that copy
     double flops = 0;                   // per call; 0 when unknown or irrelevant (see ReportOptions::flops)
     double tflops = k_report_nan;       // flops / p50 / 1e12
     std::vector<PeerTiming> peers;      // in the order of OpSection::peer_labels; a peer without a timing is absent

@@ -67,8 +67,16 @@ inline ProblemRow row(Dtype dtype, std::int64_t m, std::int64_t h, const std::st
     return r;
 }
 
+// The same-size rooflines of a row: the times of the best copy/fwd and copy/read of its bytes (NaN: not measured).
+inline void set_floors(ProblemRow& r, double copy_floor_us, double read_floor_us) {
+    r.copy_floor_us = copy_floor_us;
+    r.read_floor_us = read_floor_us;
+    if (std::isfinite(copy_floor_us)) r.pct_of_copy_floor = 100 * copy_floor_us / r.stats.p50;
+}
+
 // Two devices: an H100 with measured ceilings and three peers (one without samples, one missing a problem), and a
-// device without ceilings, name or peers.
+// device without ceilings, name, peers or copy results. The H100's rows have same-size copy floors, the fp32 one no
+// read floor.
 inline ReportData sample_report() {
     ReportData d;
     d.title = "ktune report";
@@ -102,13 +110,16 @@ inline ReportData sample_report() {
     a.peers = {peer_timing("liger", 31.0, 24.5, true), peer_timing("torch_compile", 30.2, 24.5, true),
                peer_timing("torch_eager", 70.4, 24.5, false)};
     a.best_peer = "torch_compile";
+    set_floors(a, 22.8, 14.1);
     ProblemRow b = row(Dtype::bf16, 16384, 8192, "BLOCK=512,VEC=8,UNROLL=4,ROWS_PER_BLOCK=1", 185.0, h100.copy_gbps);
     b.time_cap_hit = true;
     b.peers = {peer_timing("torch_compile", 181.0, 185.0, true), peer_timing("torch_eager", 520.0, 185.0, false)};
     b.best_peer = "torch_compile";
+    set_floors(b, 181.2, 95.0);
     ProblemRow c = row(Dtype::fp32, 4096, 4096, "BLOCK=256,VEC=4,UNROLL=4,ROWS_PER_BLOCK=1", 46.8, h100.copy_gbps);
     c.peers = {peer_timing("liger", 52.0, 46.8, true)};
     c.best_peer = "liger";
+    set_floors(c, 44.9, k_report_nan);
     s.rows = {a, b, c};
 
     OpSection t;

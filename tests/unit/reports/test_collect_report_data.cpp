@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <stdexcept>
+
 #include "reports/report.hpp"
 #include "results/store.hpp"
 #include "tests/unit/reports/report_test_util.hpp"
@@ -185,6 +188,105 @@ TEST_F(CollectReport, EveryFormatRendersACollectedReport) {
     const ReportData d = collect();
     for (const ReportFormat f : {ReportFormat::markdown, ReportFormat::html, ReportFormat::csv, ReportFormat::json})
         EXPECT_TRUE(contains(render_report(d, f), "BLOCK=512")) << report_format_name(f);
+}
+
+// A tuned roofline op (op copy, variant fwd or read) moving `bytes` in `p50` us; the store keeps the bandwidth.
+ResultRecord copy_result(const std::string& variant, double bytes, double p50, const std::string& device_key) {
+    const Problem p{Dtype::bf16, {{"N", static_cast<std::int64_t>(bytes / 2)}}};
+    return result("BLOCK=256", p, p50, bytes / (p50 * 1e-6) / 1e9, device_key, "copy", variant);
+}
+
+// log-log between (b0, t0) and (b1, t1): t0 * (b / b0)^(log(t1 / t0) / log(b1 / b0)).
+double log_log(double b0, double t0, double b1, double t1, double b) {
+    return t0 * std::pow(b / b0, std::log(t1 / t0) / std::log(b1 / b0));
+}
+
+const OpSection& section_of(const ReportData& d, const std::string& op, const std::string& device_key) {
+    for (const OpSection& s : d.sections)
+        if (s.op == op && d.devices[s.device].key == device_key) return s;
+    throw std::runtime_error("no section " + op + " on " + device_key);
+}
+
+// The square problem moves 6711 GB/s x 10 us = 67.11 MB: between the 32 and 128 MB copies recorded here.
+class CollectFloors : public CollectReport {
+protected:
+    void record_copies(const std::string& device_key, double scale = 1) {
+        store().record(copy_result("fwd", 32e6, 7 * scale, device_key));
+        store().record(copy_result("fwd", 128e6, 20 * scale, device_key));
+        store().record(copy_result("read", 32e6, 5 * scale, device_key));
+        store().record(copy_result("read", 128e6, 13 * scale, device_key));
+    }
+    static constexpr double k_square_bytes = 6711e9 * 10e-6;
+};
+
+TEST_F(CollectFloors, RowsGetTheSameSizeCopyAndReadOfTheirDevice) {
+    record_copies("dev-h100");
+    record_copies("dev-other", 3);  // another device's copies never count
+    store().record(result("BLOCK=64", k_square, 12, 5600, "dev-other"));
+    const ReportData d = collect();
+    const ProblemRow& r = section_of(d, "rmsnorm", "dev-h100").rows[1];
+    ASSERT_EQ(r.problem, k_square);
+    EXPECT_NEAR(r.copy_floor_us, log_log(32e6, 7, 128e6, 20, k_square_bytes), 1e-9);
+    EXPECT_NEAR(r.read_floor_us, log_log(32e6, 5, 128e6, 13, k_square_bytes), 1e-9);
+    EXPECT_NEAR(r.pct_of_copy_floor, 100 * r.copy_floor_us / 10, 1e-9);
+    const ProblemRow& other = section_of(d, "rmsnorm", "dev-other").rows[0];
+    EXPECT_NEAR(other.copy_floor_us, log_log(32e6, 21, 128e6, 60, 5600e9 * 12e-6), 1e-9);
+}
+
+TEST_F(CollectFloors, ARowOutsideTheCopiedSizesHasNoFloor) {
+    record_copies("dev-h100");
+    const ReportData d = collect();
+    const ProblemRow& wide = d.sections.back().rows[0];  // 525 GB/s x 4 us = 2.1 MB, under 32 MB
+    ASSERT_EQ(wide.problem, k_wide);
+    EXPECT_TRUE(std::isnan(wide.copy_floor_us));
+    EXPECT_TRUE(std::isnan(wide.read_floor_us));
+    EXPECT_TRUE(std::isnan(wide.pct_of_copy_floor));
+}
+
+TEST_F(CollectFloors, WithoutCopiesOnTheDeviceTheFloorsAreUnknown) {
+    const auto floors_unknown = [&] {
+        const ReportData d = collect();
+        const ProblemRow& r = section_of(d, "rmsnorm", "dev-h100").rows[1];
+        return std::isnan(r.copy_floor_us) && std::isnan(r.read_floor_us) && std::isnan(r.pct_of_copy_floor);
+    };
+    EXPECT_TRUE(floors_unknown());  // no copy at all
+    record_copies("dev-other");
+    store().record(copy_result("fwd", 64e6, 12, "dev-h100"));  // one size is no curve
+    EXPECT_TRUE(floors_unknown());
+}
+
+TEST_F(CollectFloors, OnlyCopyReadResultsGiveAReadFloorAndNoCopyFloor) {
+    store().record(copy_result("read", 32e6, 5, "dev-h100"));
+    store().record(copy_result("read", 128e6, 13, "dev-h100"));
+    const ReportData d = collect();
+    const ProblemRow& r = d.sections.back().rows[1];
+    EXPECT_TRUE(std::isnan(r.copy_floor_us));
+    EXPECT_TRUE(std::isnan(r.pct_of_copy_floor));
+    EXPECT_NEAR(r.read_floor_us, log_log(32e6, 5, 128e6, 13, k_square_bytes), 1e-9);
+}
+
+TEST_F(CollectFloors, AnOpFilterLeavingOutCopyStillFindsTheCopies) {
+    record_copies("dev-h100");
+    ReportOptions o;
+    o.ops = {"rmsnorm/fwd"};
+    const ReportData d = collect(o);
+    ASSERT_EQ(d.sections.size(), 1u);
+    EXPECT_EQ(d.sections[0].op, "rmsnorm");
+    EXPECT_NEAR(d.sections[0].rows[1].copy_floor_us, log_log(32e6, 7, 128e6, 20, k_square_bytes), 1e-9);
+}
+
+TEST_F(CollectFloors, CopyRowsAreNotMeasuredAgainstThemselves) {
+    record_copies("dev-h100");
+    const ReportData d = collect();
+    for (const OpSection& s : d.sections) {
+        if (s.op != "copy") continue;
+        for (const ProblemRow& r : s.rows) {
+            EXPECT_TRUE(std::isnan(r.copy_floor_us)) << s.variant << " " << r.problem.key();
+            EXPECT_TRUE(std::isnan(r.read_floor_us));
+            EXPECT_TRUE(std::isnan(r.pct_of_copy_floor));
+        }
+    }
+    EXPECT_EQ(d.sections.size(), 3u);  // copy fwd, copy read, rmsnorm fwd
 }
 
 using CollectEmptyReport = TempDirTest;

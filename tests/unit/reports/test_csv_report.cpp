@@ -49,12 +49,12 @@ TEST(CsvReport, EveryLineEndsWithCrlf) {
 TEST(CsvReport, TheHeaderHasTheFixedColumnsThenFourPerPeer) {
     const auto records = parse_csv(csv(sample_report()));
     const std::vector<std::string>& head = records.front();
-    ASSERT_EQ(head.size(), 26u + 3u * 4u);
+    ASSERT_EQ(head.size(), 29u + 3u * 4u);
     EXPECT_EQ(head[0], "device_key");
     EXPECT_EQ(head[10], "p50_us");
-    EXPECT_EQ(head[25], "best_peer_speedup");
-    EXPECT_EQ(head[26], "liger_p50_us");
-    EXPECT_EQ(head[29], "liger_speedup");
+    EXPECT_EQ(head[28], "best_peer_speedup");
+    EXPECT_EQ(head[29], "liger_p50_us");
+    EXPECT_EQ(head[32], "liger_speedup");
     EXPECT_EQ(head.back(), "torch_eager_speedup");
 }
 
@@ -84,6 +84,21 @@ TEST(CsvReport, UnknownNumbersAndMissingPeersAreEmptyFields) {
     EXPECT_EQ(records[4][col("pct_of_copy")], "");
     EXPECT_EQ(records[2][col("liger_p50_us")], "");  // bf16 M=16384 has no liger timing
     EXPECT_EQ(records[2][col("torch_compile_p50_us")], "181");
+}
+
+TEST(CsvReport, TheSameSizeFloorsFollowTheShareOfTheCopyCeiling) {
+    const auto records = parse_csv(csv(sample_report()));
+    const std::vector<std::string>& head = records.front();
+    const auto at = std::find(head.begin(), head.end(), "pct_of_copy");
+    ASSERT_LT(at + 3, head.end());
+    EXPECT_EQ(std::vector<std::string>(at + 1, at + 4),
+              (std::vector<std::string>{"copy_floor_us", "read_floor_us", "pct_of_copy_floor"}));
+    const auto col = static_cast<std::size_t>(at - head.begin()) + 1;
+    EXPECT_EQ(records[1][col], "22.8");
+    EXPECT_EQ(records[1][col + 1], "14.1");
+    EXPECT_NEAR(std::stod(records[1][col + 2]), 100 * 22.8 / 24.5, 1e-9);
+    EXPECT_EQ(records[3][col + 1], "");  // fp32 M=4096: no read floor
+    for (std::size_t i = col; i < col + 3; ++i) EXPECT_EQ(records[4][i], "");  // a device without copies
 }
 
 }  // namespace

@@ -106,6 +106,16 @@ TEST(HtmlReport, SpeedupCellsAreColouredByWhoIsFaster) {
     EXPECT_TRUE(contains(h, "<td class=\"num worse\">0.98x</td>"));
 }
 
+TEST(HtmlReport, EachRowGivesItsShareOfTheSameSizeCopyAfterItsShareOfTheCeiling) {
+    const std::string h = html(sample_report());
+    EXPECT_EQ(count(h, "<th>GB/s</th><th>% of copy</th><th>% of same-size copy</th>"), 2u);
+    // bf16 M=4096: the same-size copy takes 22.8 us against ktune's 24.5 us, 93.1 %.
+    EXPECT_TRUE(contains(h, "<td class=\"num\">90.9</td><td class=\"num\">93.1</td>")) << h;
+    EXPECT_TRUE(contains(h, "<td class=\"num\">1614</td><td class=\"num\">-</td><td class=\"num\">-</td></tr>"));
+    EXPECT_TRUE(contains(h, "% of same-size copy: the p50 of the best <code>copy/fwd</code> of the same bytes"));
+    EXPECT_TRUE(contains(h, "<code>ktune tune copy_read</code>"));
+}
+
 TEST(HtmlReport, AnEmptyReportIsStillAWholeDocument) {
     const std::string h = html(ReportData{});
     EXPECT_TRUE(contains(h, "No timed results in the database."));

@@ -49,6 +49,24 @@ TEST(JsonReport, UnknownNumbersAreNull) {
     EXPECT_TRUE(j["sections"][1]["problems"][0]["best_peer"].is_null());
 }
 
+TEST(JsonReport, EachProblemCarriesItsSameSizeFloorsAfterItsShareOfTheCopyCeiling) {
+    const auto j = json_of(sample_report());
+    const auto& p = j["sections"][0]["problems"][0];
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : p.items()) keys.push_back(k);
+    const auto at = std::find(keys.begin(), keys.end(), "pct_of_copy");
+    ASSERT_LT(at + 3, keys.end());
+    EXPECT_EQ(std::vector<std::string>(at + 1, at + 4),
+              (std::vector<std::string>{"copy_floor_us", "read_floor_us", "pct_of_copy_floor"}));
+    EXPECT_DOUBLE_EQ(p["copy_floor_us"].get<double>(), 22.8);
+    EXPECT_DOUBLE_EQ(p["read_floor_us"].get<double>(), 14.1);
+    EXPECT_NEAR(p["pct_of_copy_floor"].get<double>(), 100 * 22.8 / 24.5, 1e-9);
+    EXPECT_TRUE(j["sections"][0]["problems"][2]["read_floor_us"].is_null());
+    const auto& bare = j["sections"][1]["problems"][0];
+    EXPECT_TRUE(bare["copy_floor_us"].is_null());
+    EXPECT_TRUE(bare["pct_of_copy_floor"].is_null());
+}
+
 TEST(JsonReport, SectionsNameTheirDeviceByKey) {
     const auto j = json_of(sample_report());
     EXPECT_EQ(j["sections"][1]["device_key"], "dev-without-ceilings");
