@@ -24,7 +24,8 @@
 //                   takes the same row and a CLUSTER-th of its columns (chunk j of threads_per_row accesses belongs to
 //                   rank j % CLUSTER, as in add_rmsnorm_fwd.cuh); the vector path then needs CLUSTER * threads_per_row
 //                   * VEC * UNROLL >= hidden. For decode sizes: M rows on M blocks leave most SMs idle, and a row of
-//                   fp32 H = 8192 on one SM took 3.0-3.6 us (bench/RESULTS.md, session 4).
+//                   fp32 H = 8192 on one SM took 3.0-3.5 us; over 4 blocks 2.7-3.0 us (H100, bench/RESULTS.md, session
+//                   13). Below H = 8192 one block per row stays ahead.
 //
 // With CLUSTER > 1 the two reductions stay one exchange: each block reduces its columns to their sum and the sum of
 // squared deviations from its own mean, pushes the pair to every block of the cluster (kernels/common/ktune_cluster.cuh),
