@@ -5,8 +5,9 @@
 //   y[r, c] = (x[r, c] - mean[r]) * rstd[r] * w[c] + b[c]                 (no "+ b[c]" in layernorm_fwd_nobias)
 //
 // Two reductions over the register-held row: the mean, then the squared deviations from it (not E[x^2] - E[x]^2,
-// which cancels catastrophically when |mean| >> std). fp32 throughout; y rounded once to T. x and y rows start their
-// row stride apart (elements, >= hidden); padding columns are never read or written. T: float, __half, __nv_bfloat16.
+// which cancels catastrophically when |mean| >> std); with CLUSTER > 1, per block, then one exchange (below). fp32
+// throughout; y rounded once to T. x and y rows start their row stride apart (elements, >= hidden); padding columns
+// are never read or written. T: float, __half, __nv_bfloat16.
 //   layernorm_fwd         search_spaces/layernorm.yaml (op layernorm, variant fwd)
 //   layernorm_fwd_nobias  search_spaces/layernorm_nobias.yaml (variant fwd_nobias)
 // Reference: kernels/layernorm/layernorm_reference.cuh.
@@ -16,8 +17,8 @@
 //   VEC             elements per vector access: a power of two with VEC * sizeof(T) <= 16; the vector path needs
 //                   accesses of at least 4 bytes (VEC 1 for 16-bit types always takes the scalar path).
 //   UNROLL          vector accesses each thread holds per row, 1..32. The vector path keeps the row in registers
-//                   (threads_per_row * VEC * UNROLL >= hidden); otherwise the scalar path runs (three sweeps: mean,
-//                   deviations, output; correct, slow): the YAML keeps such configurations out.
+//                   (CLUSTER * threads_per_row * VEC * UNROLL >= hidden); otherwise the scalar path runs (three
+//                   sweeps: mean, deviations, output; correct, slow): the YAML keeps such configurations out.
 //   ROWS_PER_BLOCK  rows a block works on at once: threads_per_row = BLOCK / ROWS_PER_BLOCK, a multiple of 32.
 //   CLUSTER         blocks per row (thread-block cluster size, __cluster_dims__): 1, 2, 4, 8 or 16 (16 is beyond the
 //                   portable size; the launcher allows it per kernel), with ROWS_PER_BLOCK 1. Each block of a cluster
@@ -28,9 +29,14 @@
 //                   13). Below H = 8192 one block per row stays ahead.
 //
 // With CLUSTER > 1 the two reductions stay one exchange: each block reduces its columns to their sum and the sum of
-// squared deviations from its own mean, pushes the pair to every block of the cluster (kernels/common/ktune_cluster.cuh),
-// and every block combines the CLUSTER pairs in rank order (Chan et al.'s parallel variance: M2 = sum of the blocks'
-// M2 + n_b (mean_b - mean)^2), so every block gets the same bits and no E[x^2] - E[x]^2 cancellation enters.
+// squared deviations from its own mean, pushes the pair to every block of the cluster
+// (kernels/common/ktune_cluster.cuh), and every block combines the CLUSTER pairs in rank order (Chan et al.'s
+// parallel variance: M2 = sum of the blocks' M2 + n_b (mean_b - mean)^2), so every block gets the same bits. The
+// combination's n_b (mean_b - mean) = sum_b - n_b mean cancels to first order in |mean| / std, so every element is
+// taken relative to a pivot the cluster shares, the row's first element: the sums then scale with the row's spread,
+// not its mean. An fp32 host simulation of
+// this order of operations (H = 8192, 4 blocks; bench/results/h100-2026-11-26-s13/chan-pivot-sim.cpp): relative error
+// of the variance 1.4e-5 at |mean| = 1e3 std and 2.4e-4 at 1e4 without the pivot, 5e-7 to 8e-7 with it at any ratio.
 //
 // Launch: block = BLOCK threads (1-D), grid.x a multiple of CLUSTER (clusters loop over row groups);
 // ceil_div(M, ROWS_PER_BLOCK) * CLUSTER gives one group per cluster. Static shared memory only. The vector path needs
@@ -55,8 +61,9 @@ __device__ __forceinline__ int owned_elements(int q, int units, int width, int t
     return ((full > q ? (full - q - 1) / CLUSTER + 1 : 0) * TPR + (last ? part : 0)) * width + (last ? tail : 0);
 }
 
-// A row's mean and variance from every thread's partial sums: `first(mean_for_deviations)` is called once with the
-// value deviations are to be taken from, and must return the thread's sum of squared deviations from it.
+// A row's mean and variance, relative to the row's pivot (the caller adds it back to the mean), from every thread's
+// partial sum of (x - pivot): `deviations(from)` is called once with the value (relative to the pivot) deviations are
+// to be taken from, and must return the thread's sum of squared deviations of (x - pivot) from it.
 //   CLUSTER 1: the row's mean (sum * inv_hidden), then the squared deviations from it.
 //   CLUSTER > 1: this block's own mean, the squared deviations from it (M2_b), one exchange of (sum_b, M2_b), and the
 //   blocks combined in rank order. `owned(q)`: the elements rank q holds. `round`: the row's index among this
@@ -121,6 +128,7 @@ __device__ __forceinline__ void row_vector(T* __restrict__ yr, const T* __restri
     Words<W> xv[U];
     Words<W> wv[PRELOAD ? U : 1], bv[PRELOAD && HAS_BIAS ? U : 1];
     float x_tail = 0.0f, sum = 0.0f;
+    float pivot = 0.0f;  // CLUSTER > 1: the row's first element, read by every block of the cluster (see the header)
     if (active) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -136,22 +144,26 @@ __device__ __forceinline__ void row_vector(T* __restrict__ yr, const T* __restri
                     bv[u] = i < nvec ? load_words<W>(b + static_cast<long long>(i) * V) : zero_words<W>();
             }
         }
+        if constexpr (CLUSTER > 1) pivot = to_float(xr[0]);  // after the row's loads: it does not delay them
         if (has_tail) x_tail = to_float(xr[tail_start + t]);
-        sum = x_tail;
+        sum = CLUSTER == 1 ? x_tail : (has_tail ? x_tail - pivot : 0.0f);
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u) {
+            // Empty slots hold zeros, not elements (CLUSTER 1 adds them: zero, and the same code as before clusters).
+            if (CLUSTER > 1 && (u * CLUSTER + rank) * TPR + t >= nvec) continue;
 #pragma unroll
             for (int j = 0; j < W; ++j) {
                 float f[E];
                 unpack_word(T{}, xv[u].w[j], f);
 #pragma unroll
-                for (int e = 0; e < E; ++e) sum += f[e];
+                for (int e = 0; e < E; ++e) sum += f[e] - pivot;
             }
+        }
     }
     const auto deviations = [&](float from) {
         float dev = 0.0f;
         if (active) {
-            if (has_tail) dev = (x_tail - from) * (x_tail - from);
+            if (has_tail) dev = (x_tail - pivot - from) * (x_tail - pivot - from);
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 if ((u * CLUSTER + rank) * TPR + t >= nvec) continue;  // empty slots hold zeros, not the mean
@@ -160,7 +172,7 @@ __device__ __forceinline__ void row_vector(T* __restrict__ yr, const T* __restri
                     float f[E];
                     unpack_word(T{}, xv[u].w[j], f);
 #pragma unroll
-                    for (int e = 0; e < E; ++e) dev = fmaf(f[e] - from, f[e] - from, dev);
+                    for (int e = 0; e < E; ++e) dev = fmaf(f[e] - pivot - from, f[e] - pivot - from, dev);
                 }
             }
         }
@@ -170,7 +182,7 @@ __device__ __forceinline__ void row_vector(T* __restrict__ yr, const T* __restri
         return owned_elements<TPR, CLUSTER>(q, nvec, V, d.hidden - tail_start);
     };
     const float2 mv = moments(sum, deviations, owned, d);
-    const float mean = mv.x, var = mv.y;
+    const float mean = pivot + mv.x, var = mv.y;
     if (!active) return;
     const float rstd = rsqrtf(var + d.eps);
 #pragma unroll
@@ -220,13 +232,14 @@ __device__ __forceinline__ void row_scalar(T* __restrict__ yr, const T* __restri
     constexpr int STEP = CLUSTER * TPR * U;  // columns per sweep of the cluster
     const int hidden = d.hidden;
     const int first = moments.rank * TPR + t;  // the thread's first column; chunk j of TPR columns: rank j % CLUSTER
+    const float pivot = CLUSTER > 1 && active ? to_float(xr[0]) : 0.0f;  // as in row_vector
     float sum = 0.0f;
     if (active)
         for (int base = 0; base < hidden; base += STEP)
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int i = base + u * CLUSTER * TPR + first;
-                if (i < hidden) sum += to_float(xr[i]);
+                if (i < hidden) sum += to_float(xr[i]) - pivot;
             }
     const auto deviations = [&](float from) {
         float dev = 0.0f;
@@ -236,7 +249,7 @@ __device__ __forceinline__ void row_scalar(T* __restrict__ yr, const T* __restri
                 for (int u = 0; u < U; ++u) {
                     const int i = base + u * CLUSTER * TPR + first;
                     if (i < hidden) {
-                        const float c = to_float(xr[i]) - from;
+                        const float c = to_float(xr[i]) - pivot - from;
                         dev = fmaf(c, c, dev);
                     }
                 }
@@ -244,7 +257,7 @@ __device__ __forceinline__ void row_scalar(T* __restrict__ yr, const T* __restri
     };
     const auto owned = [&](int q) { return owned_elements<TPR, CLUSTER>(q, hidden, 1, 0); };
     const float2 mv = moments(sum, deviations, owned, d);
-    const float mean = mv.x, var = mv.y;
+    const float mean = pivot + mv.x, var = mv.y;
     if (!active) return;
     const float rstd = rsqrtf(var + d.eps);
     for (int base = 0; base < hidden; base += STEP)
