@@ -31,14 +31,17 @@ TEST(CopyOp, MovesEveryElementReadAndWritten) {
     EXPECT_DOUBLE_EQ(find_op("copy", "fwd").bytes_moved(copy_problem(Dtype::fp32, 10)), 80.0);
 }
 
-TEST(CopyOp, PassesYXAndTheCountAs64Bits) {
-    const auto args = find_op("copy", "fwd").arguments(copy_problem(Dtype::fp16, 1LL << 33));
+// The variant's kernel arguments: y, x and the element count as 64 bits.
+void expect_y_x_and_64_bit_count(std::string_view variant, Dtype dtype) {
+    const auto args = find_op("copy", variant).arguments(copy_problem(dtype, 1LL << 33));
     ASSERT_EQ(args.size(), 3u);
     EXPECT_EQ(args[0].buffer, "y");
     EXPECT_EQ(args[1].buffer, "x");
     EXPECT_EQ(args[2].kind, KernelArg::Kind::i64);
     EXPECT_EQ(args[2].integer, 1LL << 33);
 }
+
+TEST(CopyOp, PassesYXAndTheCountAs64Bits) { expect_y_x_and_64_bit_count("fwd", Dtype::fp16); }
 
 TEST(CopyOp, CpuReferenceCopiesX) {
     HostBuffers b;
@@ -77,14 +80,7 @@ TEST(CopyReadOp, CpuReferenceTakesTheMaximumOfEachChunkIncludingThePartialLast) 
     EXPECT_EQ(b["y"], (std::vector<double>{2.0, 0.5, 3.0}));
 }
 
-TEST(CopyReadOp, PassesYXAndTheCountAs64Bits) {
-    const auto args = find_op("copy", "read").arguments(copy_problem(Dtype::bf16, 1LL << 33));
-    ASSERT_EQ(args.size(), 3u);
-    EXPECT_EQ(args[0].buffer, "y");
-    EXPECT_EQ(args[1].buffer, "x");
-    EXPECT_EQ(args[2].kind, KernelArg::Kind::i64);
-    EXPECT_EQ(args[2].integer, 1LL << 33);
-}
+TEST(CopyReadOp, PassesYXAndTheCountAs64Bits) { expect_y_x_and_64_bit_count("read", Dtype::bf16); }
 
 TEST(CopyReadOp, CpuReferenceTakesBf16ChunksOf256AndSkipsNaNAsTheKernelsFmaxDoes) {
     const std::int64_t n = 512;  // two bf16 chunks
