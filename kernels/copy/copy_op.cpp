@@ -57,9 +57,10 @@ public:
     }
 };
 
-// One max per 512-byte chunk of x: the read kernel's output.
+// The read kernel writes one max per 512-byte chunk of x: elements per chunk, and chunks of n elements.
+std::int64_t read_chunk_elements(const Problem& p) { return 512 / elem_bytes(elem_type(p.dtype)); }
 std::int64_t read_chunks(const Problem& p, std::int64_t n) {
-    const std::int64_t chunk = 512 / elem_bytes(elem_type(p.dtype));
+    const std::int64_t chunk = read_chunk_elements(p);
     return (n + chunk - 1) / chunk;
 }
 
@@ -89,7 +90,7 @@ public:
     void cpu_reference(const Problem& p, HostBuffers& buffers) const override {
         const std::int64_t n = elements(p, "copy/read");
         const std::vector<double>& x = host_input(buffers, "x", n, "copy/read");
-        const std::int64_t chunk = 512 / elem_bytes(elem_type(p.dtype));
+        const std::int64_t chunk = read_chunk_elements(p);
         std::vector<double>& y = host_output(buffers, "y", read_chunks(p, n));
         for (std::int64_t c = 0; c < static_cast<std::int64_t>(y.size()); ++c) {
             double m = x[c * chunk];
