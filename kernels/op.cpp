@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "kernels/common/random.cuh"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 

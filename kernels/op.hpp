@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

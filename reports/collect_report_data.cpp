@@ -13,19 +13,11 @@
 #include "reports/report.hpp"
 #include "reports/size_roofline.hpp"
 #include "results/store.hpp"
-#include "tuner/core/error.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {
-
-std::string now_iso_utc() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
 
 bool op_matches(const std::string& filter, const TunedOp& t) {
     return filter == t.op || filter == t.op + "/" + t.variant;
@@ -193,7 +185,7 @@ bool is_kernel_duration_method(const std::string& method) { return method.find("
 ReportData collect_report_data(const Store& store, const ReportOptions& o) {
     ReportData data;
     data.title = o.title;
-    data.generated_at = now_iso_utc();
+    data.generated_at = utc_now_iso();
     data.database = store.path();
 
     const std::vector<TunedOp> tuned = store.tuned_ops();

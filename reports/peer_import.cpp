@@ -13,9 +13,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/stats/stats.hpp"
+#include "core/file.hpp"
+#include "core/stats.hpp"
 #include "results/store.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -179,15 +180,6 @@ PeerRecord parse_result(const Node& r, const std::string& device_name, const std
     return p;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCategory::bad_input, "cannot read the peer measurement file", path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) throw Error(ErrorCategory::bad_input, "cannot read the peer measurement file", path);
-    return s.str();
-}
-
 struct PeerFile {
     std::string device_name;
     std::vector<PeerRecord> results;
@@ -246,7 +238,7 @@ std::vector<PeerRecord> parse_peers(std::string_view text, const std::string& so
 }
 
 PeerImportResult import_peers(Store& store, const std::string& path) {
-    const PeerFile file = parse_file(read_file(path), path);
+    const PeerFile file = parse_file(read_file(path, "the peer measurement file"), path);
     const PeerWriteCounts counts = store.record_peers(file.results);
     return PeerImportResult{counts.inserted, counts.replaced, file.device_name};
 }

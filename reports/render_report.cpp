@@ -7,7 +7,7 @@
 
 #include "reports/detail/format.hpp"
 #include "reports/report.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

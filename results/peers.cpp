@@ -8,7 +8,8 @@
 #include "results/schema.hpp"
 #include "results/sqlite_db.hpp"
 #include "results/store.hpp"
-#include "tuner/core/error.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 
@@ -37,7 +38,7 @@ PeerWriteCounts Store::record_peers(const std::vector<PeerRecord>& peers) {
                                     p.op, p.problem.key(), p.device_name, p.impl),
                         path());
     }
-    const std::string now = store_detail::now_iso_utc();
+    const std::string now = utc_now_iso();
     store_detail::Db& d = db();
     store_detail::Transaction t(d);
     PeerWriteCounts counts;

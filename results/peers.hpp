@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

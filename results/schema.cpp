@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "results/sqlite_db.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::store_detail {
 namespace {
@@ -294,15 +294,6 @@ void migrate(Db& db, int from_version) {
         // The version is a constant of this code, not a user value; PRAGMA takes no bound parameters.
         db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
     }
-}
-
-std::string now_iso_utc() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 // ---- samples: little-endian IEEE-754 binary64, whatever the host's byte order ---------------------------------------

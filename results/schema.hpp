@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 namespace ktune::store_detail {
 
@@ -24,7 +24,6 @@ std::vector<unsigned char> encode_samples(const std::vector<double>& samples);
 std::vector<double> decode_samples(const std::vector<unsigned char>& blob, const std::string& path);
 
 // Times: ISO-8601 UTC text, "2025-01-31T12:00:00Z"; sorts as it reads.
-std::string now_iso_utc();
 
 // Shapes: {"M":4096,"H":8192}, members in the order of the axes. parse_shape_json() reads back exactly what
 // shape_to_json() writes (plus whitespace) and throws Error(store) naming `path` and `table` otherwise, so a

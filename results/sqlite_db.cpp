@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::store_detail {
 

@@ -18,14 +18,15 @@
 
 #include "results/schema.hpp"
 #include "results/sqlite_db.hpp"
-#include "tuner/core/error.hpp"
+#include "core/clock.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 
 using store_detail::Db;
 using store_detail::decode_samples;
 using store_detail::encode_samples;
-using store_detail::now_iso_utc;
+
 using store_detail::parse_shape_json;
 using store_detail::shape_to_json;
 using store_detail::Stmt;
@@ -468,7 +469,7 @@ std::int64_t Store::begin_run(const RunInfo& r) {
         Stmt s(m_impl->db,
                "INSERT INTO runs (started_at, finished_at, git_revision, command_line, environment_json, device_key, "
                "status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-        s.bind(1, r.started_at.empty() ? now_iso_utc() : r.started_at).bind(2, r.finished_at);
+        s.bind(1, r.started_at.empty() ? utc_now_iso() : r.started_at).bind(2, r.finished_at);
         s.bind(3, r.git_revision).bind(4, r.command_line).bind(5, r.environment_json).bind(6, r.device_key);
         s.bind(7, r.status.empty() ? std::string("running") : r.status);
         s.run();
@@ -483,7 +484,7 @@ void Store::finish_run(std::int64_t run_id, const std::string& status) {
     Transaction t(m_impl->db);
     {
         Stmt s(m_impl->db, "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3");
-        s.bind(1, status).bind(2, now_iso_utc()).bind(3, run_id);
+        s.bind(1, status).bind(2, utc_now_iso()).bind(3, run_id);
         s.run();
     }
     if (sqlite3_changes(m_impl->db.handle()) == 0) fail(path(), fmt::format("cannot finish run {}: no such run", run_id));
@@ -530,7 +531,7 @@ void Store::record(const ResultRecord& r, bool replace) {
                                  "(op '{}', source hash '{}', device '{}')",
                                  r.kernel.op, r.kernel.source_hash, r.device_key));
     // measured_at orders kernel sources in best(); an unset one means "now".
-    const std::string measured_at = r.measured_at.empty() ? now_iso_utc() : r.measured_at;
+    const std::string measured_at = r.measured_at.empty() ? utc_now_iso() : r.measured_at;
     const std::string problem_key = r.problem.key();
 
     Transaction t(im.db);
@@ -609,7 +610,7 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
         if (!s.step()) return {};
         hash = s.text(0);
     }
-    // The order of best_rank (tuner/core/measurement.hpp), then the earlier row. Rows ranked by kernel time (decode
+    // The order of best_rank (core/measurement.hpp), then the earlier row. Rows ranked by kernel time (decode
     // sizes, where the GPU front end's ~2.3 us dwarfs the kernel) by their trimmed-mean CUPTI time, then the event p50;
     // the others by the event p50, whose 32 ns ticks tie exactly at small sizes, then by the kernel time (a row
     // without one, 0 or NULL, after those with one). An ok row without a timing (p50 NULL or 0) is never the best.

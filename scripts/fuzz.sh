@@ -39,10 +39,10 @@ flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -f
 libs=($(pkg-config --libs yaml-cpp muparser fmt 2>/dev/null || echo -lyaml-cpp -lmuparser -lfmt))
 mkdir -p "$build/obj"
 objects=()
-for src in "$root"/tuner/core/*.cpp "$root"/tuner/space/*.cpp; do
+for src in "$root"/core/*.cpp "$root"/tuner/space/*.cpp; do
   obj="$build/obj/$(basename "$(dirname "$src")")_$(basename "${src%.cpp}").o"
   # Rebuild when the source or any header of the two modules is newer than the object.
-  if [ ! -f "$obj" ] || [ -n "$(find "$src" "$root"/tuner/core "$root"/tuner/space -name '*.[hc]pp' -newer "$obj" | head -1)" ]; then
+  if [ ! -f "$obj" ] || [ -n "$(find "$src" "$root"/core "$root"/tuner/space -name '*.[hc]pp' -newer "$obj" | head -1)" ]; then
     "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
   fi
   objects+=("$obj")

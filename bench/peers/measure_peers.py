@@ -442,7 +442,7 @@ CASES = {
 
 
 def percentile(sorted_values, q):
-    """Linear interpolation between closest ranks, as harness/stats/stats.cpp."""
+    """Linear interpolation between closest ranks, as core/stats.cpp."""
     pos = min(max(q, 0.0), 1.0) * (len(sorted_values) - 1)
     lo = int(math.floor(pos))
     hi = min(lo + 1, len(sorted_values) - 1)

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/core/measurement.hpp"
+#include "core/measurement.hpp"
 
 namespace ktune::wire {
 
@@ -57,7 +57,7 @@ struct Launch {
     std::string lowered;  // symbol in the cubin
     std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
     unsigned shared_bytes = 0;
-    // A library baseline (tuner/core/library.hpp) called instead of a cubin's kernel, with its configuration; grid,
+    // A library baseline (core/library.hpp) called instead of a cubin's kernel, with its configuration; grid,
     // block and shared_bytes are then unused.
     std::string library;
     NamedValues config;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "harness/worker/driver.hpp"
-#include "tuner/core/library.hpp"
+#include "core/library.hpp"
 
 namespace ktune::worker {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// The worker's side of the library baselines (tuner/core/library.hpp): a vendor library call that is validated and
+// The worker's side of the library baselines (core/library.hpp): a vendor library call that is validated and
 // timed where a compiled kernel would be. Only this file and its .cpp include the libraries' headers.
 #include <cuda.h>
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "harness/worker/cupti_timer.hpp"
 #include "harness/worker/driver.hpp"
 #include "harness/worker/library_baseline.hpp"

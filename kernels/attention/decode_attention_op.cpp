@@ -20,7 +20,7 @@
 
 #include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/op.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "kernels/op.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

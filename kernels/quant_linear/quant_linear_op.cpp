@@ -18,7 +18,7 @@
 
 #include "kernels/op.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -119,7 +119,7 @@ public:
 
     std::vector<KernelArg> arguments(const Problem& p) const override {
         const LinearShape s = shape_of(p, m_bits);
-        if (m_bits == 16)  // the cublas_gemm library baseline's arguments (tuner/core/library.cpp)
+        if (m_bits == 16)  // the cublas_gemm library baseline's arguments (core/library.cpp)
             return {KernelArg::buf("y"), KernelArg::buf("x"), KernelArg::buf("w"), KernelArg::i32(s.m),
                     KernelArg::i32(s.n), KernelArg::i32(s.k)};
         std::vector<KernelArg> a{KernelArg::buf("y"), KernelArg::buf("x"), KernelArg::buf("w"),

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/quant_linear/quant_linear_layout.cuh"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

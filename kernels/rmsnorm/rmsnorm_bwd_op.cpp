@@ -15,7 +15,7 @@
 
 #include "kernels/op.hpp"
 #include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

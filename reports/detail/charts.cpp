@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "reports/detail/format.hpp"
 #include "reports/detail/svg.hpp"
 

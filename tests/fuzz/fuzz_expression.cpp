@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/space/expression.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/space/search_space.hpp"
 
 namespace {

@@ -5,8 +5,9 @@
 #include <filesystem>
 #include <map>
 
+#include "ktune_test_config.hpp"
 #include "results/store.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"

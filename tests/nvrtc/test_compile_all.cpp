@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune_test_config.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/space/search_space.hpp"
 

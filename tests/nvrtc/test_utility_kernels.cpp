@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "ktune_test_config.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/gpu_worker.hpp"
 

@@ -11,8 +11,9 @@
 #include <sstream>
 #include <type_traits>
 
-#include "harness/stats/stats.hpp"
-#include "tuner/core/error.hpp"
+#include "core/file.hpp"
+#include "core/stats.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 
@@ -362,11 +363,7 @@ Baseline parse_baseline(std::string_view text, const std::string& origin) {
 }
 
 Baseline load_baseline(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCategory::bad_input, "cannot open the baseline file", path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_baseline(text.str(), path);
+    return parse_baseline(read_file(path, "the baseline file"), path);
 }
 
 void save_baseline(const Baseline& b, const std::string& path) {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "tuner/check/random.hpp"
 
 namespace ktune {

@@ -56,8 +56,8 @@
 
 #include "tuner/check/baseline.hpp"
 #include "tuner/check/compare.hpp"
-#include "tuner/core/error.hpp"
-#include "tuner/core/types.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

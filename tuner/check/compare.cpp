@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "tuner/check/random.hpp"
 
 namespace ktune {

@@ -13,7 +13,7 @@
 #include "results/store.hpp"
 #include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"

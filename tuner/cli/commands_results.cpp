@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file.hpp"
 #include "kernels/op.hpp"
 #include "reports/peer_import.hpp"
 #include "reports/report.hpp"
@@ -14,9 +15,10 @@
 #include "tuner/check/baseline.hpp"
 #include "tuner/check/check_output.hpp"
 #include "tuner/check/check_runner.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/export/export_header.hpp"
 #include "tuner/session/check_measurer.hpp"
+#include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 
 namespace fs = std::filesystem;
@@ -116,9 +118,7 @@ int cmd_import_peers(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
     // Every file is validated before the database is opened, so a bad file leaves no new database behind.
     for (const std::string& f : g_import.files) {
-        std::ifstream in(f, std::ios::binary);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        parse_peers(text, f);
+        parse_peers(read_file(f, "the peer measurement file"), f);
     }
     Store store = Store::open(p.db);
     for (const std::string& f : g_import.files) {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "tuner/cli/commands.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 using namespace ktune;
 

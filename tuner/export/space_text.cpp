@@ -5,7 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/file.hpp"
+#include "core/error.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune::export_detail {
@@ -21,12 +22,9 @@ std::vector<std::string> texts_of(const YAML::Node& node) {
 }  // namespace
 
 LaunchTexts read_launch_texts(const std::string& yaml_path) {
-    std::ifstream in(yaml_path, std::ios::binary);
-    if (!in) throw Error(ErrorCategory::bad_input, "cannot read the search space file", yaml_path);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
+    const std::string text = read_file(yaml_path, "the search space file");
     // The file was validated when the SearchSpace was loaded: only its launch section is read here.
-    const detail::Located root = detail::Located::parse(buffer.str(), &yaml_path);
+    const detail::Located root = detail::Located::parse(text, &yaml_path);
     const YAML::Node launch = root.node()["launch"];
     LaunchTexts t;
     t.where = yaml_path + ": launch";

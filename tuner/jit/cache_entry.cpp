@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::detail {
 

@@ -8,15 +8,12 @@
 #include <filesystem>
 #include <system_error>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/cache_entry.hpp"
 #include "tuner/jit/include_walk.hpp"
 #include "tuner/jit/sha256.hpp"
 #include "tuner/jit/thread_pool.hpp"
-
-#ifndef KTUNE_CUDA_INCLUDE_DIR
-#define KTUNE_CUDA_INCLUDE_DIR ""
-#endif
+#include "ktune_build_config.hpp"  // KTUNE_CUDA_INCLUDE_DIR
 
 namespace ktune {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/measurement.hpp"
+#include "core/measurement.hpp"
 
 namespace ktune {
 

@@ -6,7 +6,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "tuner/core/error.hpp"
+#include "core/file.hpp"
+#include "core/error.hpp"
 
 namespace ktune::detail {
 
@@ -60,15 +61,6 @@ std::string strip_comments(const std::string& text) {
     return out;
 }
 
-bool read_file(const fs::path& path, std::string& text) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
-    return !in.bad();
-}
-
 bool is_file(const fs::path& path) {
     std::error_code ec;
     return fs::is_regular_file(path, ec);
@@ -93,10 +85,7 @@ public:
 
     void visit(const fs::path& path) {
         if (!m_seen.insert(path).second) return;  // include guards and #pragma once: each file once
-        SourceFile file{display_name(m_root, path), path, {}};
-        if (!read_file(path, file.text)) {
-            throw Error(ErrorCategory::bad_input, "cannot read kernel file " + path.string(), file.name);
-        }
+        SourceFile file{display_name(m_root, path), path, read_file(path, "a kernel file")};
         const std::vector<QuotedInclude> includes = find_quoted_includes(file.text);
         const std::string includer = file.name;
         m_files.push_back(std::move(file));

@@ -1,6 +1,6 @@
 #include "tuner/jit/thread_pool.hpp"
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::detail {
 

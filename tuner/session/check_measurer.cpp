@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/session/tuning_session.hpp"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,6 @@
 #include "tuner/session/devices.hpp"
 
+#include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 
 namespace ktune {

@@ -14,7 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
+#include "ktune_build_config.hpp"  // KTUNE_SOURCE_ROOT, KTUNE_VERSION, KTUNE_CUDA_VERSION
 
 namespace fs = std::filesystem;
 
@@ -97,16 +98,6 @@ std::string git_revision(const std::string& root) {
     if (rev.empty()) return "unknown";
     if (!run_command("git -C " + q + " status --porcelain --untracked-files=no 2>/dev/null").empty()) rev += "-dirty";
     return rev;
-}
-
-std::string utc_now_iso() {
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 std::string hostname() {

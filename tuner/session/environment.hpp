@@ -1,6 +1,6 @@
 #pragma once
 // Where things are and what the run happens in: the repository root (kernels/, search_spaces/), default paths of the
-// results database and the compile cache, the git revision, timestamps.
+// results database and the compile cache, the git revision.
 #include <string>
 
 namespace ktune {
@@ -14,7 +14,6 @@ std::string default_cache_dir();                           // $KTUNE_CACHE_DIR, 
 // Throws Error(bad_input) listing the available spaces when neither exists.
 std::string resolve_space_path(const std::string& root, const std::string& op_or_path);
 std::string git_revision(const std::string& root);  // $KTUNE_GIT_REVISION, else "abc1234" (+ "-dirty"), or "unknown"
-std::string utc_now_iso();
 std::string hostname();
 std::string ktune_version();
 std::string cuda_toolkit_version();                        // the toolkit ktune was built with

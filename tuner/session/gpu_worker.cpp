@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/session/environment.hpp"
 
 namespace ktune {

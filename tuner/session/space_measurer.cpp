@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/stats/stats.hpp"
-#include "tuner/core/error.hpp"
+#include "core/stats.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

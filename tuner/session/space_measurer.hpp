@@ -11,7 +11,7 @@
 #include "harness/protocol/protocol.hpp"
 #include "kernels/op.hpp"
 #include "results/store.hpp"
-#include "tuner/core/measurement.hpp"
+#include "core/measurement.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/space/search_space.hpp"

@@ -11,10 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "kernels/op.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
+#include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/session/space_measurer.hpp"

@@ -12,7 +12,7 @@
 
 #include "harness/protocol/protocol.hpp"
 #include "results/store.hpp"
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 extern char** environ;
 

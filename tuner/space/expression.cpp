@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

@@ -12,8 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
-#include "tuner/core/library.hpp"
+#include "core/file.hpp"
+#include "core/error.hpp"
+#include "core/library.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune {
@@ -495,12 +496,7 @@ LaunchGeometry evaluate_launch(const LaunchSpec& spec, const std::map<std::strin
 }  // namespace
 
 SearchSpace SearchSpace::load_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCategory::bad_input, "cannot open the search space file", path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw Error(ErrorCategory::bad_input, "cannot read the search space file", path);
-    return load_string(text.str(), path);
+    return load_string(read_file(path, "the search space file"), path);
 }
 
 SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string& path_for_messages) {

@@ -11,7 +11,7 @@
 //     name: "rmsnorm_fwd<{T}, {BLOCK}, {VEC}, {UNROLL}, {ROWS_PER_BLOCK}>"   # {T} = element type, {P} = parameter
 //     reference: "rmsnorm_fwd_reference<{T}>"
 //     reference_source: kernels/rmsnorm/rmsnorm_reference.cuh
-//     # or, for a library baseline (tuner/core/library.hpp), `library: cublas_gemm` instead of source, with a name
+//     # or, for a library baseline (core/library.hpp), `library: cublas_gemm` instead of source, with a name
 //     # such as "cublas_gemm<{T}, {ALGO}>", a reference_source and a reference_launch, and no launch section
 //   parameters:                       # each exactly one of values / range / pow2; optional doc
 //     BLOCK: {pow2: [64, 1024], doc: "threads per block"}
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 #include "tuner/space/expression.hpp"
 
 namespace ktune {
@@ -75,7 +75,7 @@ public:
     const std::string& variant() const { return m_variant; }
     // The kernel template's file, or "library:NAME" for a library baseline.
     const std::string& kernel_source() const { return m_kernel_source; }
-    // A library baseline (tuner/core/library.hpp) that the worker calls instead of a compiled kernel; "" otherwise.
+    // A library baseline (core/library.hpp) that the worker calls instead of a compiled kernel; "" otherwise.
     const std::string& library() const { return m_library; }
     bool is_library() const { return !m_library.empty(); }
     const std::string& reference_source() const { return m_reference_source; }

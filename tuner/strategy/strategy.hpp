@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tuner/core/measurement.hpp"
-#include "tuner/core/types.hpp"
+#include "core/measurement.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

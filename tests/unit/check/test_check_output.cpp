@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "ktune_test_config.hpp"
 #include "tuner/check/check_output.hpp"
 
 namespace ktune {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 #include "tests/unit/check/synthetic.hpp"
 #include "tuner/check/compare.hpp"
 

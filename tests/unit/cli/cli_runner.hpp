@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ktune_test_config.hpp"
+
 namespace ktune::cli_test {
 
 namespace fs = std::filesystem;

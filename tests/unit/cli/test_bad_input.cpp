@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune_test_config.hpp"
 #include "results/store.hpp"
 #include "tests/unit/cli/cli_runner.hpp"
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune_test_config.hpp"
 #include "tests/unit/cli/cli_runner.hpp"
 
 namespace ktune::cli_test {

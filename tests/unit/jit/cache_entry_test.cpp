@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/temp_dir.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/cache_entry.hpp"
 
 namespace ktune {

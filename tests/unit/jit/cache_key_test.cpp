@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/temp_dir.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 
 namespace ktune {

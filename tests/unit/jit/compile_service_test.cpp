@@ -9,8 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "ktune_test_config.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 
 namespace ktune {

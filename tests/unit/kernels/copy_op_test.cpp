@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/op.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

@@ -10,7 +10,7 @@
 #include "kernels/op.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 #include "kernels/quant_linear/quant_linear_pack.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -256,7 +256,7 @@ TEST(LinearInt4Op, RejectsGroupSizesThatAreNotMultiplesOf64AndBadAxes) {
     }
 }
 
-// linear/fwd: the dense op the cuBLAS library baseline runs (tuner/core/library.cpp names its argument order).
+// linear/fwd: the dense op the cuBLAS library baseline runs (core/library.cpp names its argument order).
 TEST(LinearDenseOp, TakesYXWThenMNKAsTheCublasBaselineExpects) {
     const Problem p = problem({{"M", 3}, {"N", 5}, {"K", 7}}, Dtype::fp16);
     const auto args = dense().arguments(p);

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "kernels/op.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

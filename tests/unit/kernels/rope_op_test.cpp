@@ -5,7 +5,7 @@
 
 #include "kernels/op.hpp"
 #include "kernels/rope/fast_divmod.cuh"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

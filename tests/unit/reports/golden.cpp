@@ -1,3 +1,4 @@
+#include "ktune_test_config.hpp"
 #include "tests/unit/reports/golden.hpp"
 
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include "reports/report_data.hpp"
 #include "results/store.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::test {
 

@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "ktune_test_config.hpp"
 #include "reports/peer_import.hpp"
 #include "results/store.hpp"
 #include "tests/unit/reports/report_test_util.hpp"

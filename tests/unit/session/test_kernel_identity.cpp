@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ktune_test_config.hpp"
 #include "tests/common/temp_dir.hpp"
 #include "tuner/session/space_measurer.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 #include "tuner/strategy/strategy.hpp"
 
 namespace ktune {

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/core/error.hpp"
+#include "ktune_test_config.hpp"
+#include "core/error.hpp"
 #include "tuner/space/search_space.hpp"
 
 namespace ktune {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

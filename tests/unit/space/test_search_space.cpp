@@ -1,3 +1,4 @@
+#include "ktune_test_config.hpp"
 #include "tuner/space/search_space.hpp"
 
 #include <gmock/gmock.h>
@@ -6,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "results/store.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune::test {
 

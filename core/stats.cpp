@@ -1,4 +1,4 @@
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 

@@ -1,4 +1,4 @@
-#include "tuner/core/library.hpp"
+#include "core/library.hpp"
 
 namespace ktune {
 

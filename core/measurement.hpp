@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 namespace ktune {
 

@@ -1,7 +1,7 @@
 // Device identity: the readable keys that results are filed under (design.md, "Device identity").
 #include <fmt/format.h>
 
-#include "results/store.hpp"
+#include "core/device.hpp"
 
 namespace ktune {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "harness/stats/stats.hpp"
+#include "core/stats.hpp"
 
 namespace ktune {
 namespace {

@@ -2,7 +2,7 @@
 // Sample statistics and the adaptive stopping rule. Pure C++ (no CUDA), shared by the worker and the host.
 #include <vector>
 
-#include "tuner/core/measurement.hpp"
+#include "core/measurement.hpp"
 
 namespace ktune {
 

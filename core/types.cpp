@@ -1,8 +1,8 @@
-#include "tuner/core/types.hpp"
+#include "core/types.hpp"
 
 #include <fmt/format.h>
 
-#include "tuner/core/error.hpp"
+#include "core/error.hpp"
 
 namespace ktune {
 
