@@ -12,42 +12,6 @@ namespace ktune {
 // kernels/registry.cpp: every op, in the order `ktune list` shows them.
 std::vector<const OpDescription*> registered_ops();
 
-ElemType elem_type(Dtype d) {
-    switch (d) {
-        case Dtype::fp32: return ElemType::f32;
-        case Dtype::fp16: return ElemType::f16;
-        case Dtype::bf16: return ElemType::bf16;
-    }
-    throw Error(ErrorCategory::internal, fmt::format("no element type for dtype {}", static_cast<int>(d)), "elem_type");
-}
-
-int elem_bytes(ElemType t) {
-    switch (t) {
-        case ElemType::f32: return 4;
-        case ElemType::f16: return 2;
-        case ElemType::bf16: return 2;
-        case ElemType::i32: return 4;
-        case ElemType::i64: return 8;
-        case ElemType::i8: return 1;
-        case ElemType::u8: return 1;
-    }
-    throw Error(ErrorCategory::internal, fmt::format("unknown element type {}", static_cast<int>(t)), "elem_bytes");
-}
-
-// The C++ spelling, as a template argument of the harness kernels: "ktune_fill_uniform<__nv_bfloat16>".
-std::string_view elem_name(ElemType t) {
-    switch (t) {
-        case ElemType::f32: return "float";
-        case ElemType::f16: return "__half";
-        case ElemType::bf16: return "__nv_bfloat16";
-        case ElemType::i32: return "int";
-        case ElemType::i64: return "long long";
-        case ElemType::i8: return "signed char";
-        case ElemType::u8: return "unsigned char";
-    }
-    throw Error(ErrorCategory::internal, fmt::format("unknown element type {}", static_cast<int>(t)), "elem_name");
-}
-
 const std::vector<const OpDescription*>& all_ops() {
     static const std::vector<const OpDescription*> ops = [] {
         std::vector<const OpDescription*> list = registered_ops();

@@ -10,39 +10,6 @@
 namespace ktune {
 namespace {
 
-std::string wire_elem(ElemType t) {
-    switch (t) {
-        case ElemType::f32: return "f32";
-        case ElemType::f16: return "f16";
-        case ElemType::bf16: return "bf16";
-        case ElemType::i32: return "i32";
-        case ElemType::i64: return "i64";
-        case ElemType::i8: return "i8";
-        case ElemType::u8: return "u8";
-    }
-    return "?";
-}
-
-std::string wire_role(BufferRole r) {
-    switch (r) {
-        case BufferRole::input: return "input";
-        case BufferRole::output: return "output";
-        case BufferRole::inout: return "inout";
-        case BufferRole::scratch: return "scratch";
-    }
-    return "?";
-}
-
-std::string wire_kind(KernelArg::Kind k) {
-    switch (k) {
-        case KernelArg::Kind::buffer: return "buffer";
-        case KernelArg::Kind::i32: return "i32";
-        case KernelArg::Kind::i64: return "i64";
-        case KernelArg::Kind::f32: return "f32";
-    }
-    return "?";
-}
-
 }  // namespace
 
 std::string first_lines(const std::string& log, int lines) {
@@ -75,9 +42,10 @@ RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire:
 ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed) {
     ProblemSetup s;
     for (const BufferSpec& b : op.buffers(p))
-        s.buffers.push_back(wire::Buffer{b.name, wire_elem(b.type), b.elements, wire_role(b.role), b.lo, b.hi,
-                                         buffer_seed(seed, b.name)});
-    for (const KernelArg& a : op.arguments(p)) s.args.push_back(wire::Arg{wire_kind(a.kind), a.buffer, a.integer, a.real});
+        s.buffers.push_back(wire::Buffer{b.name, std::string(elem_wire_name(b.type)), b.elements,
+                                         std::string(buffer_role_name(b.role)), b.lo, b.hi, buffer_seed(seed, b.name)});
+    for (const KernelArg& a : op.arguments(p))
+        s.args.push_back(wire::Arg{std::string(arg_kind_name(a.kind)), a.buffer, a.integer, a.real});
     return s;
 }
 
