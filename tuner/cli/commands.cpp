@@ -17,6 +17,7 @@
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
+#include "tuner/session/op_lookup.hpp"
 #include "tuner/session/tuning_session.hpp"
 #include "tuner/space/search_space.hpp"
 
@@ -218,7 +219,7 @@ int cmd_list(const GlobalOptions& g) {
             const SearchSpace s = SearchSpace::load_file(f.string());
             std::string summary;
             try {
-                summary = std::string(find_op(s.op(), s.variant()).summary());
+                summary = std::string(op_of(s).summary());
             } catch (const Error& e) {
                 summary = "(no registered op: " + e.message() + ")";
             }
@@ -309,12 +310,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     {
         // What the YAML gets wrong beyond its own validation fails here, naming the file, before anything is written.
         const SearchSpace space = SearchSpace::load_file(o.space_path);
-        try {
-            find_op(space.op(), space.variant());
-        } catch (const Error& e) {
-            if (e.category() != ErrorCategory::bad_input) throw;
-            throw Error(ErrorCategory::bad_input, e.message(), space.file() + ": op");
-        }
+        op_of(space);
     }
     o.db_path = p.db;
     o.cache_dir = p.cache;

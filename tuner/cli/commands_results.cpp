@@ -20,6 +20,7 @@
 #include "tuner/session/check_measurer.hpp"
 #include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
+#include "tuner/session/op_lookup.hpp"
 
 namespace fs = std::filesystem;
 
@@ -81,12 +82,8 @@ int cmd_report(const GlobalOptions& g) {
     o.ops = g_report.ops;
     o.devices = g_report.devices;
     o.title = g_report.title;
-    o.flops = [](const std::string& op, const std::string& variant, const Problem& problem) -> double {
-        try {
-            return find_op(op, variant).flops(problem);
-        } catch (const Error&) {
-            return 0;  // an op that kernels/ no longer knows: no FLOP/s column
-        }
+    o.flops = [root = p.root](const std::string& op, const std::string& variant, const Problem& problem) {
+        return op_flops(root, op, variant, problem);
     };
     const std::string text = render_report(collect_report_data(store, o), format);
     if (g_report.out.empty() || g_report.out == "-") {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "tuner/session/op_lookup.hpp"
 #include "tuner/session/tuning_session.hpp"
 
 namespace fs = std::filesystem;
@@ -39,7 +40,8 @@ GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const 
     auto& slot = m_spaces[op + "/" + variant];
     if (!slot) {
         auto s = std::make_unique<Space>(Space{SearchSpace::load_file(find_space_file(m_root, op, variant)),
-                                               &find_op(op, variant), nullptr});
+                                               nullptr, nullptr});
+        s->op = &op_of(s->space);
         s->measurer = std::make_unique<SpaceMeasurer>(s->space, *s->op, m_jit, m_gpu, m_seed);
         slot = std::move(s);
     }

@@ -18,6 +18,7 @@
 #include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
+#include "tuner/session/op_lookup.hpp"
 #include "tuner/session/space_measurer.hpp"
 #include "tuner/space/search_space.hpp"
 #include "tuner/strategy/strategy.hpp"
@@ -277,7 +278,7 @@ NamedValues parse_named_values(const std::string& text, const std::string& where
 TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
     const SearchSpace space = SearchSpace::load_file(o.space_path);
-    const OpDescription& op = find_op(space.op(), space.variant());
+    const OpDescription& op = op_of(space);
     space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
     check_config_filters(space, problems, o);

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/library.hpp"
 #include "tuner/space/located_yaml.hpp"
+#include "tuner/space/op_spec.hpp"
 
 namespace ktune {
 namespace {
@@ -100,6 +101,7 @@ struct Parsed {
     std::vector<ProblemAxis> axes;
     std::vector<Dtype> dtypes;
     std::vector<std::pair<Dtype, Tolerance>> tolerances;
+    std::shared_ptr<const DeclaredOp> declared_op;
 };
 
 // Validates one file. Parameters and axes are read first: everything else refers to them.
@@ -120,6 +122,7 @@ private:
     void check_variables(const Expression& e, bool parameters_allowed) const;
     std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
                                                              const std::vector<Dtype>& dtypes) const;
+    std::shared_ptr<const DeclaredOp> read_op_spec(const Located& node, const Parsed& out) const;
 
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
@@ -130,7 +133,7 @@ Parsed Loader::load(const std::string& yaml) {
     Parsed out;
     Located root = Located::parse(yaml, &m_file);
     if (root.is_null()) root.fail("the search space file is empty");
-    auto top = root.fields({"op", "variant", "kernel", "parameters", "constraints", "prune", "launch",
+    auto top = root.fields({"op", "variant", "op_spec", "kernel", "parameters", "constraints", "prune", "launch",
                             "reference_launch", "problems", "tolerances"},
                            {"op", "kernel", "parameters", "problems", "tolerances"});
 
@@ -151,6 +154,13 @@ Parsed Loader::load(const std::string& yaml) {
     out.axes = read_axes(*find_field(problems, "axes"));
     for (const auto& a : out.axes) m_axis_names.push_back(a.name);
     out.dtypes = read_dtypes(*find_field(problems, "dtypes"));
+    if (const Located* spec = find_field(top, "op_spec")) {
+        out.declared_op = read_op_spec(*spec, out);
+        // Expressions may read the op's optional axes too: they take their defaults where a problem has none.
+        for (const OpAxis& a : out.declared_op->axes())
+            if (std::find(m_axis_names.begin(), m_axis_names.end(), a.name) == m_axis_names.end())
+                m_axis_names.push_back(a.name);
+    }
     std::uint64_t problem_count = out.dtypes.size();
     for (const auto& a : out.axes) {
         problem_count *= a.values.size();  // both factors are below 2^32: no overflow before the check
@@ -377,6 +387,33 @@ void Loader::check_reference_name(const Located& node) const {
                                   p.text));
 }
 
+// op_spec: the op declared inline, or the path of a file declaring it (relative to this file's folder), which the
+// problems must fit: every axis is one of the op's, every required one of the op's is there.
+std::shared_ptr<const DeclaredOp> Loader::read_op_spec(const Located& node, const Parsed& out) const {
+    std::shared_ptr<const DeclaredOp> op;
+    if (node.node().IsMap()) {
+        op = DeclaredOp::parse(node, out.op, out.variant);
+    } else {
+        namespace fs = std::filesystem;
+        const std::string path = (fs::path(m_file).parent_path() / node.text()).lexically_normal().string();
+        std::string text;
+        try {
+            text = read_file(path, "the op spec file");
+        } catch (const Error& e) {
+            node.fail(fmt::format("{} ({})", e.message(), path));
+        }
+        op = DeclaredOp::parse(Located::parse(text, &path), out.op, out.variant);
+    }
+    for (const ProblemAxis& a : out.axes)
+        if (!op->has_axis(a.name))
+            node.fail(fmt::format("problems.axes has {}, which op {}/{} does not declare", a.name, out.op, out.variant));
+    for (const OpAxis& a : op->axes())
+        if (!a.default_value && std::none_of(out.axes.begin(), out.axes.end(),
+                                             [&](const ProblemAxis& p) { return p.name == a.name; }))
+            node.fail(fmt::format("op {}/{} needs axis {}, which problems.axes lacks", out.op, out.variant, a.name));
+    return op;
+}
+
 Expression Loader::read_expression(const Located& node) const { return Expression(node.text(), node.where()); }
 
 void Loader::check_variables(const Expression& e, bool parameters_allowed) const {
@@ -518,6 +555,7 @@ SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string&
     s.m_axes = std::move(p.axes);
     s.m_dtypes = std::move(p.dtypes);
     s.m_tolerances = std::move(p.tolerances);
+    s.m_declared_op = std::move(p.declared_op);
     return s;
 }
 
@@ -616,7 +654,7 @@ void SearchSpace::require_some_valid_config() const {
 
 std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) const {
     if (m_constraints.empty() && m_prune.empty()) return {};
-    const auto vars = expression_variables(c, p);
+    const auto vars = variables(c, p);
     for (const auto* list : {&m_constraints, &m_prune})
         for (const auto& e : *list)
             if (!e.evaluate_bool(vars)) return e.text();
@@ -631,7 +669,7 @@ std::vector<Config> SearchSpace::valid_configs(const Problem& p) const {
 }
 
 LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {
-    return evaluate_launch(m_launch, expression_variables(c, p), context(&c, p));
+    return evaluate_launch(m_launch, variables(c, p), context(&c, p));
 }
 
 std::string SearchSpace::launch_text() const {
@@ -646,7 +684,14 @@ std::string SearchSpace::launch_text() const {
 }
 
 LaunchGeometry SearchSpace::reference_launch(const Problem& p) const {
-    return evaluate_launch(m_reference_launch, expression_variables(Config{}, p), context(nullptr, p));
+    return evaluate_launch(m_reference_launch, variables(Config{}, p), context(nullptr, p));
+}
+
+std::map<std::string, double> SearchSpace::variables(const Config& c, const Problem& p) const {
+    std::map<std::string, double> vars = expression_variables(c, p);
+    if (m_declared_op)
+        for (const auto& [name, value] : m_declared_op->variables(p)) vars.emplace(name, value);
+    return vars;
 }
 
 Tolerance SearchSpace::tolerance(Dtype d) const {

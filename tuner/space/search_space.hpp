@@ -6,6 +6,8 @@
 // File format (search_spaces/rmsnorm.yaml is the worked example):
 //   op: rmsnorm                       # registered op name (kernels/registry)
 //   variant: fwd                      # optional, default "default"
+//   op_spec: ../kernels/my_op/my_op.op.yaml   # optional: the op declared as data (tuner/space/op_spec.hpp), inline
+//                                             # or a file relative to this one; otherwise a C++ op (kernels/registry)
 //   kernel:
 //     source: kernels/rmsnorm/rmsnorm_fwd.cuh          # relative to the repository / --kernels root
 //     name: "rmsnorm_fwd<{T}, {BLOCK}, {VEC}, {UNROLL}, {ROWS_PER_BLOCK}>"   # {T} = element type, {P} = parameter
@@ -31,11 +33,14 @@
 //     dtypes: [fp32, fp16, bf16]
 //   tolerances: {fp32: {rtol: 1e-5, atol: 1e-5}, fp16: {...}, bf16: {...}}   # one entry per dtype used
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/types.hpp"
 #include "tuner/space/expression.hpp"
+#include "tuner/space/op_spec.hpp"
 
 namespace ktune {
 
@@ -115,7 +120,14 @@ public:
 
     Tolerance tolerance(Dtype d) const;
 
+    // The op as this file declares it (op_spec), or null for an op written in C++ (kernels/registry.cpp).
+    const DeclaredOp* declared_op() const { return m_declared_op.get(); }
+
 private:
+    // What expressions see for one (config, problem): expression_variables plus the op's optional axes at their
+    // defaults.
+    std::map<std::string, double> variables(const Config& c, const Problem& p) const;
+
     std::string m_file, m_op, m_variant = "default";
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
     std::vector<ParameterSpec> m_parameters;
@@ -124,6 +136,7 @@ private:
     std::vector<ProblemAxis> m_axes;
     std::vector<Dtype> m_dtypes;
     std::vector<std::pair<Dtype, Tolerance>> m_tolerances;
+    std::shared_ptr<const DeclaredOp> m_declared_op;
 };
 
 // The search-space file of an op and variant under <root>/search_spaces (files that do not load are skipped: they

@@ -1,0 +1,261 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "tuner/space/op_spec.hpp"
+#include "tuner/space/search_space.hpp"
+
+namespace ktune {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A space around an inline op spec: a strided row op with an optional axis S (default H).
+std::string space_with(const std::string& op_spec, const std::string& axes = "{M: [1, 16], H: [256]}") {
+    return "op: scaled_row\n"
+           "variant: fwd\n"
+           "op_spec:\n" +
+           op_spec +
+           "kernel: {source: k.cuh, name: \"k<{T}, {BLOCK}>\", reference: \"r<{T}>\"}\n"
+           "parameters:\n  BLOCK: {values: [64, 128]}\n"
+           "launch: {grid: [\"M\"], block: [\"BLOCK\"], shared_bytes: \"S * 0\"}\n"
+           "reference_launch: {grid: [\"M\"], block: [\"64\"]}\n"
+           "problems: {axes: " +
+           axes +
+           ", dtypes: [bf16]}\n"
+           "tolerances: {bf16: {rtol: 1e-2, atol: 1e-2}}\n";
+}
+
+const std::string good_spec =
+    "  summary: \"y = x * s over M rows of H\"\n"
+    "  axes:\n"
+    "    M: {doc: rows}\n"
+    "    H: {doc: columns}\n"
+    "    S: {default: \"H\", doc: row stride}\n"
+    "  checks:\n"
+    "    - {require: \"S >= H\", message: \"the row stride S is smaller than H\"}\n"
+    "  buffers:\n"
+    "    x: {type: T, count: \"M * S\", role: input, range: [-2, 2]}\n"
+    "    scale: {type: {fp32: f32, bf16: f32}, shape: [\"H\"], role: input}\n"
+    "    y: {type: T, shape: [\"M\", \"H\"], strides: [\"S\", \"1\"], role: output}\n"
+    "  arguments: [y, x, scale, {i32: \"M\"}, {i32: \"H\"}, {i64: \"S\"}, {f32: \"0.5\"}]\n"
+    "  bytes: \"2 * M * H * DTYPE_BYTES + H * 4\"\n"
+    "  flops: \"M * H\"\n";
+
+SearchSpace load(const std::string& yaml) { return SearchSpace::load_string(yaml, "test.yaml"); }
+
+std::string load_error(const std::string& yaml) {
+    try {
+        load(yaml);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+        return e.where() + ": " + e.message();
+    }
+    ADD_FAILURE() << "the space loaded";
+    return "";
+}
+
+Problem bf16(std::int64_t m, std::int64_t h) { return Problem{Dtype::bf16, {{"M", m}, {"H", h}}}; }
+
+TEST(OpSpec, ASpaceWithAnInlineOpSpecDeclaresItsOp) {
+    const SearchSpace s = load(space_with(good_spec));
+    ASSERT_NE(s.declared_op(), nullptr);
+    EXPECT_EQ(s.declared_op()->name(), "scaled_row");
+    EXPECT_EQ(s.declared_op()->variant(), "fwd");
+    EXPECT_EQ(s.declared_op()->summary(), "y = x * s over M rows of H");
+}
+
+TEST(OpSpec, BuffersTakeTheirTypesAndSizesFromTheProblem) {
+    const SearchSpace s = load(space_with(good_spec));
+    const std::vector<BufferSpec> b = s.declared_op()->buffers(bf16(16, 256));
+    ASSERT_EQ(b.size(), 3u);
+    EXPECT_EQ(b[0].name, "x");
+    EXPECT_EQ(b[0].type, ElemType::bf16);
+    EXPECT_EQ(b[0].elements, 16 * 256);
+    EXPECT_EQ(b[0].role, BufferRole::input);
+    EXPECT_EQ(b[0].lo, -2.0);
+    EXPECT_EQ(b[0].hi, 2.0);
+    EXPECT_EQ(b[1].type, ElemType::f32);  // the per-dtype mapping
+    EXPECT_EQ(b[1].elements, 256);
+    EXPECT_EQ(b[1].lo, -1.0);  // the default range
+    EXPECT_EQ(b[2].role, BufferRole::output);
+}
+
+TEST(OpSpec, AStridedBufferSpansFromItsFirstElementToItsLast) {
+    const SearchSpace s = load(space_with(good_spec));
+    Problem p = bf16(4, 100);
+    p.shape.emplace_back("S", 128);
+    const std::vector<BufferSpec> b = s.declared_op()->buffers(p);
+    EXPECT_EQ(b[0].elements, 4 * 128);
+    EXPECT_EQ(b[2].elements, 3 * 128 + 100);
+}
+
+TEST(OpSpec, ArgumentsAreBuffersAndTypedScalarsInOrder) {
+    const SearchSpace s = load(space_with(good_spec));
+    const std::vector<KernelArg> a = s.declared_op()->arguments(bf16(16, 256));
+    ASSERT_EQ(a.size(), 7u);
+    EXPECT_EQ(a[0].kind, KernelArg::Kind::buffer);
+    EXPECT_EQ(a[0].buffer, "y");
+    EXPECT_EQ(a[3].kind, KernelArg::Kind::i32);
+    EXPECT_EQ(a[3].integer, 16);
+    EXPECT_EQ(a[5].kind, KernelArg::Kind::i64);
+    EXPECT_EQ(a[5].integer, 256);  // S at its default, H
+    EXPECT_EQ(a[6].kind, KernelArg::Kind::f32);
+    EXPECT_EQ(a[6].real, 0.5);
+}
+
+TEST(OpSpec, BytesAndFlopsAreExpressionsOverTheAxes) {
+    const SearchSpace s = load(space_with(good_spec));
+    EXPECT_EQ(s.declared_op()->bytes_moved(bf16(16, 256)), 2.0 * 16 * 256 * 2 + 256 * 4);
+    EXPECT_EQ(s.declared_op()->flops(bf16(16, 256)), 16.0 * 256);
+}
+
+TEST(OpSpec, AFailedCheckRefusesTheShapeWithItsMessage) {
+    const SearchSpace s = load(space_with(good_spec));
+    Problem p = bf16(4, 100);
+    p.shape.emplace_back("S", 50);
+    try {
+        s.declared_op()->buffers(p);
+        FAIL() << "S < H was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), HasSubstr("the row stride S is smaller than H"));
+        EXPECT_THAT(e.where(), HasSubstr("S=50"));
+    }
+}
+
+TEST(OpSpec, AnAxisTheOpDoesNotHaveIsRefusedNamingTheAxes) {
+    const SearchSpace s = load(space_with(good_spec));
+    Problem p = bf16(4, 100);
+    p.shape.emplace_back("Q", 3);
+    try {
+        s.declared_op()->buffers(p);
+        FAIL() << "an unknown axis was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("unknown axis Q"), HasSubstr("optionally S")));
+    }
+}
+
+TEST(OpSpec, LaunchExpressionsSeeOptionalAxesAtTheirDefaults) {
+    const SearchSpace s = load(space_with(good_spec));
+    EXPECT_EQ(s.launch(Config{{{"BLOCK", 64}}}, bf16(16, 256)).grid[0], 16u);
+}
+
+TEST(OpSpec, ACppOpHasNoDeclaredOp) {
+    const SearchSpace s = load(
+        "op: t\nkernel: {source: k.cuh, name: \"k<{T}, {BLOCK}>\", reference: \"r<{T}>\"}\n"
+        "parameters:\n  BLOCK: {values: [32]}\nlaunch: {grid: [\"M\"], block: [\"32\"]}\n"
+        "problems: {axes: {M: [1]}, dtypes: [fp16]}\ntolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n");
+    EXPECT_EQ(s.declared_op(), nullptr);
+}
+
+TEST(OpSpec, TheCpuReferenceOfADeclaredOpSaysItHasNone) {
+    const SearchSpace s = load(space_with(good_spec));
+    HostBuffers buffers;
+    EXPECT_THROW(s.declared_op()->cpu_reference(bf16(1, 256), buffers), Error);
+}
+
+// Bad specs: each message names the file, the line and the field.
+std::string with_line_replaced(const std::string& spec, const std::string& from, const std::string& to) {
+    std::string s = spec;
+    const std::size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+}
+
+TEST(OpSpecErrors, AnUnknownBufferInTheArgumentsIsNamedWithItsLine) {
+    const std::string e = load_error(space_with(with_line_replaced(good_spec, "[y, x, scale,", "[y, x, scales,")));
+    EXPECT_THAT(e, AllOf(HasSubstr("test.yaml:15: op_spec.arguments[2]"), HasSubstr("unknown buffer 'scales'"),
+                         HasSubstr("buffers: x, scale, y")));
+}
+
+TEST(OpSpecErrors, AShapeExpressionNamingAnUnknownAxisIsRefused) {
+    const std::string e = load_error(space_with(with_line_replaced(good_spec, "count: \"M * S\"", "count: \"M * W\"")));
+    EXPECT_THAT(e, AllOf(HasSubstr("test.yaml:12: op_spec.buffers.x.count"), HasSubstr("reads 'W'"),
+                         HasSubstr("axes: M, H, S")));
+}
+
+TEST(OpSpecErrors, ABufferPassedAsAScalarIsATypeMismatch) {
+    const std::string e = load_error(space_with(with_line_replaced(good_spec, "{i32: \"M\"}", "{i32: x}")));
+    EXPECT_THAT(e, AllOf(HasSubstr("op_spec.arguments[3].i32"), HasSubstr("'x' is a buffer, not a i32 scalar")));
+}
+
+TEST(OpSpecErrors, AnUnknownElementTypeIsRefused) {
+    const std::string e = load_error(space_with(with_line_replaced(good_spec, "x: {type: T,", "x: {type: float,")));
+    EXPECT_THAT(e, AllOf(HasSubstr("op_spec.buffers.x.type"), HasSubstr("unknown element type 'float'")));
+}
+
+TEST(OpSpecErrors, AxisDefaultsThatFormACycleAreRefused) {
+    const std::string spec = with_line_replaced(good_spec, "H: {doc: columns}", "H: {default: \"S\"}");
+    const std::string e = load_error(space_with(spec, "{M: [1]}"));
+    EXPECT_THAT(e, AllOf(HasSubstr("op_spec.axes"), HasSubstr("cycle"), HasSubstr("H -> S -> H")));
+}
+
+TEST(OpSpecErrors, ABufferNeverPassedToTheKernelIsRefused) {
+    const std::string spec = with_line_replaced(good_spec, "[y, x, scale,", "[y, x,");
+    EXPECT_THAT(load_error(space_with(spec)), AllOf(HasSubstr("op_spec.buffers.scale"), HasSubstr("never passed")));
+}
+
+TEST(OpSpecErrors, AnOpWithoutAnOutputIsRefused) {
+    const std::string spec = with_line_replaced(good_spec, "role: output}", "role: input}");
+    EXPECT_THAT(load_error(space_with(spec)), HasSubstr("needs an output or inout buffer"));
+}
+
+TEST(OpSpecErrors, AProblemAxisTheOpDoesNotDeclareIsRefused) {
+    EXPECT_THAT(load_error(space_with(good_spec, "{M: [1], H: [8], K: [2]}")),
+                AllOf(HasSubstr("op_spec"), HasSubstr("problems.axes has K")));
+}
+
+TEST(OpSpecErrors, ARequiredAxisMissingFromTheProblemsIsRefused) {
+    EXPECT_THAT(load_error(space_with(good_spec, "{M: [1]}")), HasSubstr("needs axis H, which problems.axes lacks"));
+}
+
+TEST(OpSpecErrors, AMissingReferenceIsRefused) {
+    std::string yaml = space_with(good_spec);
+    yaml = with_line_replaced(yaml, ", reference: \"r<{T}>\"", "");
+    EXPECT_THAT(load_error(yaml), HasSubstr("reference"));
+}
+
+TEST(OpSpecFile, ASpecInAFileOfItsOwnResolvesRelativeToTheSpace) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_file_test";
+    fs::create_directories(dir / "ops");
+    std::ofstream(dir / "ops" / "scaled_row.op.yaml") << "op: scaled_row\nvariant: fwd\n" << [] {
+        std::string s;  // the inline spec, one level less indented
+        for (std::size_t i = 0; i < good_spec.size(); ++i)
+            if (!(good_spec.compare(i, 2, "  ") == 0 && (i == 0 || good_spec[i - 1] == '\n'))) s += good_spec[i];
+            else ++i;
+        return s;
+    }();
+    std::string yaml = space_with("");
+    yaml = with_line_replaced(yaml, "op_spec:\n", "op_spec: ops/scaled_row.op.yaml\n");
+    std::ofstream(dir / "space.yaml") << yaml;
+    const SearchSpace s = SearchSpace::load_file((dir / "space.yaml").string());
+    ASSERT_NE(s.declared_op(), nullptr);
+    EXPECT_EQ(s.declared_op()->buffers(bf16(2, 8)).size(), 3u);
+    fs::remove_all(dir);
+}
+
+TEST(OpSpecFile, ASpecFileDeclaringAnotherOpIsRefused) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_other_test";
+    fs::create_directories(dir);
+    std::ofstream(dir / "other.op.yaml") << "op: other\naxes: {M: {}}\nbuffers: {y: {type: T, count: M, role: output}}\n"
+                                            "arguments: [y]\nbytes: M\n";
+    std::string yaml = with_line_replaced(space_with(""), "op_spec:\n", "op_spec: other.op.yaml\n");
+    std::ofstream(dir / "space.yaml") << yaml;
+    try {
+        SearchSpace::load_file((dir / "space.yaml").string());
+        ADD_FAILURE() << "another op's spec was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.where(), HasSubstr("other.op.yaml:1: op"));
+        EXPECT_THAT(e.message(), HasSubstr("the search space is for 'scaled_row'"));
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,0 +1,343 @@
+#include "tuner/space/op_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "tuner/space/located_yaml.hpp"
+
+namespace ktune {
+namespace {
+
+using detail::find_field;
+using detail::Located;
+
+constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
+// Elements of one buffer: far above any GPU's memory, and exact in the expressions' doubles.
+constexpr double max_buffer_elements = 1ull << 44;
+
+bool is_identifier(const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out.empty() ? "none" : out;
+}
+
+Expression read_expression(const Located& node) { return Expression(node.text(), node.where()); }
+
+// Every variable of `e` must be one of `known`; the message lists them.
+void check_variables(const Expression& e, const std::vector<std::string>& known, std::string_view what) {
+    for (const std::string& v : e.variables())
+        if (v != dtype_bytes_variable && std::find(known.begin(), known.end(), v) == known.end())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} '{}' reads '{}', which is not an axis of the op (axes: {}; and DTYPE_BYTES)",
+                                    what, e.text(), v, join(known)),
+                        e.where());
+}
+
+std::int64_t integral(const Expression& e, const std::map<std::string, double>& vars, const std::string& op,
+                      const std::string& problem) {
+    const double v = e.evaluate(vars);
+    if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{}: '{}' is {} at {}, not an integer", op, e.text(), v, problem), e.where());
+    return static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::string name, std::string variant) {
+    auto op = std::shared_ptr<DeclaredOp>(new DeclaredOp());
+    op->m_name = std::move(name);
+    op->m_variant = std::move(variant);
+    op->m_where = node.where();
+    if (node.is_null()) node.fail("the op spec is empty: it needs axes, buffers, arguments and bytes");
+    auto top = node.fields({"op", "variant", "summary", "axes", "buffers", "arguments", "bytes", "flops", "checks"},
+                           {"axes", "buffers", "arguments", "bytes"});
+    // A file of its own names the op it declares, so a space cannot borrow another op's declaration by mistake.
+    for (auto [key, expected] : {std::pair{"op", &op->m_name}, std::pair{"variant", &op->m_variant}})
+        if (const Located* f = find_field(top, key); f && f->text() != *expected)
+            f->fail(fmt::format("the op spec declares {} '{}', but the search space is for '{}'", key, f->text(),
+                                *expected));
+    if (const Located* s = find_field(top, "summary")) op->m_summary = s->scalar();
+    if (op->m_summary.empty()) op->m_summary = fmt::format("{} (declared in {})", op->key(), node.where());
+
+    // Axes: defaults may read other axes; order them so each reads only axes before it, refusing cycles.
+    const Located& axes_node = *find_field(top, "axes");
+    std::vector<std::pair<std::string, Located>> axis_entries = axes_node.entries("axis");
+    if (axis_entries.empty()) axes_node.fail("an op needs at least one axis");
+    std::vector<std::string> axis_names;
+    for (const auto& [axis, value] : axis_entries) {
+        if (!is_identifier(axis) || axis == dtype_bytes_variable)
+            value.fail(fmt::format("axis name '{}' is not an identifier (or is reserved)", axis));
+        axis_names.push_back(axis);
+    }
+    std::vector<OpAxis> declared;
+    for (const auto& [axis, value] : axis_entries) {
+        OpAxis a{axis, {}, nullptr};
+        if (!value.is_null()) {
+            auto f = value.fields({"doc", "default"}, {});
+            if (const Located* d = find_field(f, "doc")) a.doc = d->scalar();
+            if (const Located* d = find_field(f, "default")) {
+                a.default_value = std::make_unique<Expression>(read_expression(*d));
+                check_variables(*a.default_value, axis_names, "the default");
+            }
+        }
+        declared.push_back(std::move(a));
+    }
+    std::vector<int> state(declared.size(), 0);  // 0 unvisited, 1 on the path, 2 placed
+    std::vector<std::string> path;
+    auto index_of = [&](const std::string& n) {
+        return static_cast<std::size_t>(std::find(axis_names.begin(), axis_names.end(), n) - axis_names.begin());
+    };
+    std::vector<std::size_t> order;
+    auto visit = [&](auto&& self, std::size_t i) -> void {
+        if (state[i] == 2) return;
+        path.push_back(declared[i].name);
+        if (state[i] == 1) {
+            const Located& where = axis_entries[i].second;
+            where.fail(fmt::format("the axis defaults form a cycle: {}", fmt::join(path, " -> ")));
+        }
+        state[i] = 1;
+        if (declared[i].default_value)
+            for (const std::string& v : declared[i].default_value->variables())
+                if (v != dtype_bytes_variable) self(self, index_of(v));
+        state[i] = 2;
+        path.pop_back();
+        order.push_back(i);
+    };
+    for (std::size_t i = 0; i < declared.size(); ++i) visit(visit, i);
+    for (std::size_t i : order) op->m_axes.push_back(std::move(declared[i]));
+
+    // Buffers.
+    const Located& buffers_node = *find_field(top, "buffers");
+    std::vector<std::string> buffer_names;
+    for (const auto& [buffer, value] : buffers_node.entries("buffer")) {
+        if (!is_identifier(buffer)) value.fail(fmt::format("buffer name '{}' is not an identifier", buffer));
+        auto f = value.fields({"type", "count", "shape", "strides", "role", "range"}, {"type", "role"});
+        Buffer b;
+        b.name = buffer;
+        b.where = value.where();
+        const Located& type = *find_field(f, "type");
+        auto parse_type = [](const Located& t) {
+            const std::string s = t.text();
+            const std::optional<ElemType> e = parse_elem_type(s);
+            if (!e) t.fail(fmt::format("unknown element type '{}' (f32, f16, bf16, i32, i64, i8, u8, or T for the "
+                                       "problem's dtype)", s));
+            return *e;
+        };
+        if (type.node().IsMap()) {
+            for (const auto& [dtype, t] : type.entries("dtype")) {
+                const std::optional<Dtype> d = parse_dtype(dtype);
+                if (!d) t.fail(fmt::format("unknown dtype '{}' (fp32, fp16, bf16)", dtype));
+                b.type.by_dtype.emplace_back(*d, parse_type(t));
+            }
+        } else if (type.text() == "T") {
+            b.type.problem_dtype = true;
+        } else {
+            b.type.fixed = parse_type(type);
+        }
+        const Located* count = find_field(f, "count");
+        const Located* shape = find_field(f, "shape");
+        if ((count == nullptr) == (shape == nullptr))
+            value.fail(fmt::format("buffer {} needs exactly one of 'count' (elements) or 'shape' (a list)", buffer));
+        if (count != nullptr) {
+            b.shape.push_back(read_expression(*count));
+        } else {
+            for (const Located& item : shape->items()) b.shape.push_back(read_expression(item));
+            if (b.shape.empty()) shape->fail(fmt::format("buffer {} has an empty shape", buffer));
+        }
+        if (const Located* strides = find_field(f, "strides")) {
+            if (shape == nullptr) strides->fail("strides go with a shape, not with a count");
+            for (const Located& item : strides->items()) b.strides.push_back(read_expression(item));
+            if (b.strides.size() != b.shape.size())
+                strides->fail(fmt::format("buffer {} has {} strides for {} dimensions", buffer, b.strides.size(),
+                                          b.shape.size()));
+        }
+        for (const auto* list : {&b.shape, &b.strides})
+            for (const Expression& e : *list) check_variables(e, axis_names, "the size");
+        const Located& role = *find_field(f, "role");
+        const std::optional<BufferRole> r = parse_buffer_role(role.text());
+        if (!r) role.fail(fmt::format("unknown role '{}' (input, output, inout, scratch)", role.text()));
+        b.role = *r;
+        if (const Located* range = find_field(f, "range")) {
+            if (b.role != BufferRole::input && b.role != BufferRole::inout)
+                range->fail(fmt::format("buffer {} is {}: only inputs and inouts are generated", buffer, role.text()));
+            const std::vector<Located> items = range->items();
+            if (items.size() != 2) range->fail("range takes [lo, hi]");
+            b.lo = items[0].number();
+            b.hi = items[1].number();
+            if (!(b.lo < b.hi)) range->fail(fmt::format("range [{}, {}] is empty", b.lo, b.hi));
+        }
+        buffer_names.push_back(buffer);
+        op->m_buffers.push_back(std::move(b));
+    }
+    if (op->m_buffers.empty()) buffers_node.fail("an op needs at least one buffer");
+    if (std::none_of(op->m_buffers.begin(), op->m_buffers.end(),
+                     [](const Buffer& b) { return b.role == BufferRole::output || b.role == BufferRole::inout; }))
+        buffers_node.fail("an op needs an output or inout buffer: there would be nothing to validate");
+
+    // Arguments, in the kernel's order.
+    const Located& args_node = *find_field(top, "arguments");
+    std::set<std::string> passed;
+    for (const Located& item : args_node.items()) {
+        Argument a;
+        if (!item.node().IsMap()) {
+            a.buffer = item.text();
+            if (std::find(buffer_names.begin(), buffer_names.end(), a.buffer) == buffer_names.end())
+                item.fail(fmt::format("unknown buffer '{}' (buffers: {}; a scalar is written {{i32: \"expr\"}}, "
+                                      "{{i64: ...}} or {{f32: ...}})",
+                                      a.buffer, join(buffer_names)));
+            passed.insert(a.buffer);
+        } else {
+            auto f = item.fields({"i32", "i64", "f32"}, {});
+            if (f.size() != 1) item.fail("a scalar argument is one of {i32: expr}, {i64: expr} or {f32: expr}");
+            const auto& [kind, value] = f.front();
+            a.kind = kind == "i32" ? KernelArg::Kind::i32 : kind == "i64" ? KernelArg::Kind::i64 : KernelArg::Kind::f32;
+            if (std::find(buffer_names.begin(), buffer_names.end(), value.text()) != buffer_names.end())
+                value.fail(fmt::format("'{}' is a buffer, not a {} scalar: list it by name ({})", value.text(), kind,
+                                       value.text()));
+            a.value = std::make_unique<Expression>(read_expression(value));
+            check_variables(*a.value, axis_names, "the argument");
+        }
+        op->m_arguments.push_back(std::move(a));
+    }
+    if (op->m_arguments.empty()) args_node.fail("the kernel needs at least one argument");
+    for (const Buffer& b : op->m_buffers)
+        if (!passed.count(b.name))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("buffer {} is never passed to the kernel (add it to arguments, or remove it)", b.name),
+                        b.where);
+
+    op->m_bytes = std::make_unique<Expression>(read_expression(*find_field(top, "bytes")));
+    check_variables(*op->m_bytes, axis_names, "bytes");
+    if (const Located* fl = find_field(top, "flops")) {
+        op->m_flops = std::make_unique<Expression>(read_expression(*fl));
+        check_variables(*op->m_flops, axis_names, "flops");
+    }
+    if (const Located* checks = find_field(top, "checks"); checks && !checks->is_null()) {
+        for (const Located& item : checks->items()) {
+            auto f = item.fields({"require", "message"}, {"require", "message"});
+            Check c{read_expression(*find_field(f, "require")), find_field(f, "message")->text()};
+            check_variables(c.require, axis_names, "the check");
+            op->m_checks.push_back(std::move(c));
+        }
+    }
+    return op;
+}
+
+bool DeclaredOp::has_axis(const std::string& name) const {
+    return std::any_of(m_axes.begin(), m_axes.end(), [&](const OpAxis& a) { return a.name == name; });
+}
+
+std::map<std::string, double> DeclaredOp::variables(const Problem& p) const {
+    std::vector<std::string> required, optional;
+    for (const OpAxis& a : m_axes) (a.default_value ? optional : required).push_back(a.name);
+    for (const auto& [n, v] : p.shape)
+        if (!has_axis(n))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} has axes {}{}; unknown axis {}", key(), join(required),
+                                    optional.empty() ? "" : " and optionally " + join(optional), n),
+                        p.key());
+    std::map<std::string, double> vars;
+    vars[dtype_bytes_variable] = dtype_bytes(p.dtype);
+    for (const OpAxis& a : m_axes) {
+        if (const std::optional<std::int64_t> v = lookup(p.shape, a.name)) {
+            vars[a.name] = static_cast<double>(*v);
+        } else if (a.default_value) {
+            vars[a.name] = static_cast<double>(integral(*a.default_value, vars, key(), p.key()));
+        } else {
+            throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", key(), a.name), p.key());
+        }
+    }
+    for (const Check& c : m_checks)
+        if (!c.require.evaluate_bool(vars))
+            throw Error(ErrorCategory::bad_input, fmt::format("{}: {} ({} does not hold)", key(), c.message,
+                                                              c.require.text()),
+                        p.key());
+    return vars;
+}
+
+ElemType DeclaredOp::elem_type_of(const TypeRule& t, const Problem& p, const std::string& where) const {
+    if (t.problem_dtype) return elem_type(p.dtype);
+    if (t.by_dtype.empty()) return t.fixed;
+    for (const auto& [d, e] : t.by_dtype)
+        if (d == p.dtype) return e;
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("{}: the buffer's type names no element type for dtype {}", key(), dtype_name(p.dtype)),
+                where);
+}
+
+std::vector<BufferSpec> DeclaredOp::buffers(const Problem& p) const {
+    const std::map<std::string, double> vars = variables(p);
+    std::vector<BufferSpec> out;
+    for (const Buffer& b : m_buffers) {
+        double elements = 1;
+        if (b.strides.empty()) {
+            for (const Expression& e : b.shape) elements *= static_cast<double>(integral(e, vars, key(), p.key()));
+        } else {
+            // A strided view spans from its first element to its last.
+            double last = 0;
+            bool empty = false;
+            for (std::size_t i = 0; i < b.shape.size(); ++i) {
+                const std::int64_t extent = integral(b.shape[i], vars, key(), p.key());
+                empty = empty || extent == 0;
+                last += static_cast<double>(extent - 1) * static_cast<double>(integral(b.strides[i], vars, key(), p.key()));
+            }
+            elements = empty ? 0 : last + 1;
+        }
+        if (elements < 0 || elements > max_buffer_elements)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}: buffer {} would have {} elements at {}", key(), b.name, elements, p.key()),
+                        b.where);
+        out.push_back(BufferSpec{b.name, elem_type_of(b.type, p, b.where), static_cast<std::int64_t>(elements), b.role,
+                                 b.lo, b.hi});
+    }
+    return out;
+}
+
+std::vector<KernelArg> DeclaredOp::arguments(const Problem& p) const {
+    const std::map<std::string, double> vars = variables(p);
+    std::vector<KernelArg> out;
+    for (const Argument& a : m_arguments) {
+        switch (a.kind) {
+            case KernelArg::Kind::buffer: out.push_back(KernelArg::buf(a.buffer)); break;
+            case KernelArg::Kind::i32: {
+                const std::int64_t v = integral(*a.value, vars, key(), p.key());
+                if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+                    throw Error(ErrorCategory::bad_input,
+                                fmt::format("{}: i32 argument '{}' is {} at {}, outside the int range", key(),
+                                            a.value->text(), v, p.key()),
+                                a.value->where());
+                out.push_back(KernelArg::i32(v));
+                break;
+            }
+            case KernelArg::Kind::i64: out.push_back(KernelArg::i64(integral(*a.value, vars, key(), p.key()))); break;
+            case KernelArg::Kind::f32: out.push_back(KernelArg::f32(a.value->evaluate(vars))); break;
+        }
+    }
+    return out;
+}
+
+double DeclaredOp::bytes_moved(const Problem& p) const { return m_bytes->evaluate(variables(p)); }
+
+double DeclaredOp::flops(const Problem& p) const { return m_flops ? m_flops->evaluate(variables(p)) : 0.0; }
+
+void DeclaredOp::cpu_reference(const Problem& p, HostBuffers&) const {
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("{} is declared in YAML and has no CPU reference: its reference kernel validates it on the "
+                            "GPU",
+                            key()),
+                p.key());
+}
+
+}  // namespace ktune

@@ -1,0 +1,107 @@
+#pragma once
+// An op declared as data: the `op_spec` section of a search space (inline, or a file of its own that several spaces
+// share). Everything the tuner, the worker and reports need of an op (its problem axes, buffers, kernel arguments,
+// bytes moved, flops and shape checks) comes from it, so a new op is a kernel file plus YAML: no C++, no rebuild.
+//
+//   op_spec:
+//     summary: "y = x * sigmoid(x) over N elements"
+//     axes:                                # required axes, and optional ones with a default (an expression)
+//       N: {doc: "elements"}
+//       S: {default: "N", doc: "row stride"}
+//     buffers:                             # in the order the worker allocates them
+//       x: {type: T, count: "N", role: input, range: [-4, 4]}     # T: the problem's dtype
+//       w: {type: f32, shape: ["H"], role: input}                 # shape: elements are the product
+//       p: {type: T, shape: ["M", "H"], strides: ["S", "1"], role: output}   # strided: elements span the last one
+//       y: {type: {fp32: f32, fp16: f16, bf16: f32}, count: "N", role: output}   # a type per dtype
+//     arguments: [y, x, {i32: "N"}, {f32: "0.5"}]   # buffers by name; scalars i32 / i64 / f32 of an expression
+//     bytes: "2 * N * DTYPE_BYTES"         # the fewest bytes the op must move: the roofline numerator
+//     flops: "4 * N"                       # optional
+//     checks:                              # shapes the kernels cannot take, refused before any work
+//       - {require: "N % 2 == 0", message: "N must be even: the kernels read pairs"}
+//
+// Types: f32 f16 bf16 i32 i64 i8 u8, or T for the problem's dtype, or a mapping from dtype to type. Roles: input
+// (filled by the seeded generator in `range`, default [-1, 1)), output (poisoned, compared with the reference's),
+// inout (restored before each run, compared), scratch (zeroed, never compared). Expressions see the axes (optional ones
+// at their value or default) and DTYPE_BYTES. Every error names the file, line and field.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/op.hpp"
+#include "core/types.hpp"
+#include "tuner/space/expression.hpp"
+
+namespace ktune {
+
+namespace detail {
+class Located;
+}
+
+struct OpAxis {
+    std::string name;
+    std::string doc;
+    std::unique_ptr<Expression> default_value;  // null: a required axis
+};
+
+class DeclaredOp final : public OpDescription {
+public:
+    // Parses and validates an op_spec mapping for op `name`/`variant`. Throws Error(bad_input) naming file, line and
+    // field.
+    static std::shared_ptr<const DeclaredOp> parse(const detail::Located& node, std::string name, std::string variant);
+
+    std::string_view name() const override { return m_name; }
+    std::string_view variant() const override { return m_variant; }
+    std::string_view summary() const override { return m_summary; }
+
+    std::vector<BufferSpec> buffers(const Problem& p) const override;
+    std::vector<KernelArg> arguments(const Problem& p) const override;
+    double bytes_moved(const Problem& p) const override;
+    double flops(const Problem& p) const override;
+    // A declared op has no CPU reference: its reference kernel validates it on the GPU. Throws Error(bad_input).
+    void cpu_reference(const Problem& p, HostBuffers& buffers) const override;
+
+    const std::vector<OpAxis>& axes() const { return m_axes; }
+    bool has_axis(const std::string& name) const;
+    // The problem's axes with every optional one at its default, and DTYPE_BYTES: what the op's expressions see.
+    // Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the op and the problem.
+    std::map<std::string, double> variables(const Problem& p) const;
+    const std::string& where() const { return m_where; }
+
+private:
+    struct TypeRule {
+        bool problem_dtype = false;                  // T
+        ElemType fixed = ElemType::f32;
+        std::vector<std::pair<Dtype, ElemType>> by_dtype;  // a mapping: one type per dtype
+    };
+    struct Buffer {
+        std::string name;
+        TypeRule type;
+        std::vector<Expression> shape;    // count: one entry
+        std::vector<Expression> strides;  // empty: dense
+        BufferRole role = BufferRole::input;
+        double lo = -1, hi = 1;
+        std::string where;
+    };
+    struct Argument {
+        KernelArg::Kind kind = KernelArg::Kind::buffer;
+        std::string buffer;
+        std::unique_ptr<Expression> value;
+    };
+    struct Check {
+        Expression require;
+        std::string message;
+    };
+
+    ElemType elem_type_of(const TypeRule& t, const Problem& p, const std::string& where) const;
+    std::string key() const { return m_name + "/" + m_variant; }
+
+    std::string m_name, m_variant, m_summary, m_where;
+    std::vector<OpAxis> m_axes;  // optional axes in an order where each default reads only axes before it
+    std::vector<Buffer> m_buffers;
+    std::vector<Argument> m_arguments;
+    std::unique_ptr<Expression> m_bytes, m_flops;
+    std::vector<Check> m_checks;
+};
+
+}  // namespace ktune
