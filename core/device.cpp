@@ -1,4 +1,4 @@
-// Device identity: the readable keys that results are filed under (design.md, "Device identity").
+// Device identity: the readable keys that results are filed under (docs/design.md, "Device identity").
 #include <fmt/format.h>
 
 #include "core/device.hpp"

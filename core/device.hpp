@@ -1,12 +1,12 @@
 #pragma once
-// Device identity: what a GPU's results are filed under, and the ceilings ktune measured on it (design.md, "Device
+// Device identity: what a GPU's results are filed under, and the ceilings ktune measured on it (docs/design.md, "Device
 // identity"). Plain data, so every module may include it; the worker fills it, the store keeps it.
 #include <cstdint>
 #include <string>
 
 namespace ktune {
 
-// What identifies a GPU for tuning results (see design.md, "Device identity").
+// What identifies a GPU for tuning results (see docs/design.md, "Device identity").
 struct DeviceInfo {
     std::string key;            // derived by make_device_key(); the primary identity
     std::string name;           // "NVIDIA H100 80GB HBM3"

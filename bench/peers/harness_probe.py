@@ -21,7 +21,8 @@ library, bench/peers/ktune_aot) under variants of the peers script's method, one
 
 Each variant is timed in each of --phases in turn: before anything else, after one PyTorch profiler session
 (measure_peers.py opens one at start-up and one per case for its CUPTI samples), after nvidia-smi, after torch.compile's
-RMSNorm was timed by measure_peers.py's timer. Runs and their outputs: bench/results/h100-2026-11-22-s3/harness-probe/.
+RMSNorm was timed by measure_peers.py's timer. What it showed (evict_last lines survive a flush of plain writes):
+docs/measuring.md, "Cold L2".
 Usage: harness_probe.py LIB [--samples N] [--variants a,b] [--phases ...]; prints p50 (events) per variant and
 problem, twice in alternating order.
 """

@@ -1,6 +1,6 @@
 #pragma once
 // CUPTI activity tracing of kernel durations: the cross-check of the event timer. Enabled only around its own
-// samples, because tracing slows very large grids by several percent (design.md, "Measuring").
+// samples, because tracing slows very large grids by several percent (docs/design.md, "Measuring").
 #include <string>
 #include <vector>
 

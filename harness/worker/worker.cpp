@@ -45,7 +45,7 @@ constexpr std::size_t kBufferAlignment = 2u << 20;
 
 // Samples queued behind one blocking kernel: one by default, as bench/peers/measure_peers.py times. With eight queued
 // back to back, the event time of a 5 us kernel was 0.3-0.4 us longer (its CUPTI duration the same) and moved by
-// 1-2 % from one process to the next (H100, bench/RESULTS.md). KTUNE_WORKER_SAMPLES_PER_BATCH (1..8) overrides it, for
+// 1-2 % from one process to the next (H100, docs/measuring.md). KTUNE_WORKER_SAMPLES_PER_BATCH (1..8) overrides it, for
 // experiments on the method.
 int samples_per_batch() {
     static const int n = [] {
@@ -486,8 +486,8 @@ void Worker::time_cupti(const Runner& run, const KernelFilter& timed, const wire
     if (t.cupti_samples <= 0) return;
     CuptiKernelTimer timer;
     if (!timer.start()) return;  // CUPTI unavailable: the event timer stands alone
-    // The same rotation over the buffers' copies as the event samples, not one placement (H100, bench/RESULTS.md
-    // session 6: the kernel-time p50s of 2 us kernels moved by up to 9 % between processes with 5 samples on one
+    // The same rotation over the buffers' copies as the event samples, not one placement (H100, 2026-11-23: the
+    // kernel-time p50s of 2 us kernels moved by up to 9 % between processes with 5 samples on one
     // placement, up to 6 % with 64 over the rotation).
     std::vector<LaunchParams> params = rotation_params();
     CUdeviceptr flag = m_spin_flag_device;  // set: the blocking kernel returns at once

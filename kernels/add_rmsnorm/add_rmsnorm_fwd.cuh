@@ -48,7 +48,7 @@
 // loads are dropped and the general paths below run as before. In place, a thread loads early only residual words
 // that it alone later overwrites, with a plain ld.global (not .nc: the launch writes the residual). On the H100, same
 // call, against the kernel before: best kernel time -6 to -15 % at M = 1 and 16 in all three variants (bf16 M=1
-// H=4096 2.21 -> 1.89 us), M >= 256 within 1 % (bench/RESULTS.md, session 11).
+// H=4096 2.21 -> 1.89 us), M >= 256 within 1 % (2026-11-26).
 #include "kernels/common/ktune_cluster.cuh"
 
 namespace ktune::dev::add_rmsnorm {

@@ -35,7 +35,7 @@
 //   - Split s takes block steps s, s + SPLITS, s + 2 SPLITS, ... (WARPS * TOKENS * 16 tokens each) instead of one
 //     contiguous chunk: whatever the sequence's length, the L2 prefetch above covers tokens every split reads, and
 //     a (sequence, kv head)'s blocks read one window of the cache at a time (H100, bf16: -3 to -7 % kernel time at
-//     uneven lengths, within 1 % at full ones; bench/RESULTS.md, session 7).
+//     uneven lengths, within 1 % at full ones; 2026-11-23).
 // ENGINE 4 is ENGINE 3 with the splits merged through distributed shared memory instead of scratch. ENGINE 3's merge
 // is a chain of latencies at the kernel's tail: every block's partial stores, a GPU-scope fence (MEMBAR, ~0.5 us), an
 // atomic's round trip, then the last block re-reads all partials from L2. Here the SPLITS blocks of a (sequence, kv
@@ -46,7 +46,7 @@
 // (deterministic). No scratch, fence or atomic; the only cluster barrier (relaxed arrival at entry, wait before the
 // first push) orders the mbarriers' initialisation before the pushes. The receive buffer is static shared memory
 // (ClusterMergeBuffers: other blocks push while this one still walks its pipeline in the dynamic part).
-// On the H100 (both dtypes, every problem of both spaces; bench/RESULTS.md, session 10) ENGINE 4's best took 10-36 %
+// On the H100 (both dtypes, every problem of both spaces; 2026-11-26) ENGINE 4's best took 10-36 %
 // off ENGINE 3's kernel time at B = 1 (L=8192 32/8 heads: 16.6 -> 14.9 us, 76 % of copy), 1-14 % at B = 8, and was
 // within 1 % at B = 64, where one or two splits leave little to merge and DRAM is the limit.
 //

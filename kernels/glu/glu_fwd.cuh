@@ -33,7 +33,7 @@
 //           the non-ftz denormal fix-ups.
 //           On the H100, same call, against the earlier PATH 2 (its checks before its loads, 8- or 16-byte accesses,
 //           UNROLL up to 2): kernel time -6 to -9 % (geomean per space) over the 48 decode-size problems of the four
-//           GLU spaces, SwiGLU bf16 M=1 I=8192 1.63 -> 1.54 us (bench/RESULTS.md, session 10).
+//           GLU spaces, SwiGLU bf16 M=1 I=8192 1.63 -> 1.54 us (H100, 2026-11-26).
 //
 // Launch: block = BLOCK threads (1-D); grid.x = ceil_div(cols, BLOCK * VEC * UNROLL) column tiles and grid.y rows;
 // both are walked with a grid stride (PATH 2: by its loop when the grid is not one pass), so any grid is correct

@@ -25,8 +25,8 @@
 //                   takes the same row and a CLUSTER-th of its columns (chunk j of threads_per_row accesses belongs to
 //                   rank j % CLUSTER, as in add_rmsnorm_fwd.cuh); the vector path then needs CLUSTER * threads_per_row
 //                   * VEC * UNROLL >= hidden. For decode sizes: M rows on M blocks leave most SMs idle, and a row of
-//                   fp32 H = 8192 on one SM took 3.0-3.5 us; over 4 blocks 2.7-3.0 us (H100, bench/RESULTS.md, session
-//                   13). Below H = 8192 one block per row stays ahead.
+//                   fp32 H = 8192 on one SM took 3.0-3.5 us; over 4 blocks 2.7-3.0 us (H100, 2026-11-26).
+//                   Below H = 8192 one block per row stays ahead.
 //
 // With CLUSTER > 1 the two reductions stay one exchange: each block reduces its columns to their sum and the sum of
 // squared deviations from its own mean, pushes the pair to every block of the cluster
@@ -35,7 +35,7 @@
 // combination's n_b (mean_b - mean) = sum_b - n_b mean cancels to first order in |mean| / std, so every element is
 // taken relative to a pivot the cluster shares, the row's first element: the sums then scale with the row's spread,
 // not its mean. An fp32 host simulation of
-// this order of operations (H = 8192, 4 blocks; bench/results/h100-2026-11-26-s13/chan-pivot-sim.cpp): relative error
+// this order of operations (H = 8192, 4 blocks): relative error
 // of the variance 1.4e-5 at |mean| = 1e3 std and 2.4e-4 at 1e4 without the pivot, 5e-7 to 8e-7 with it at any ratio.
 //
 // Launch: block = BLOCK threads (1-D), grid.x a multiple of CLUSTER (clusters loop over row groups);

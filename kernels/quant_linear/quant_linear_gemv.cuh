@@ -373,7 +373,7 @@ struct MainLoop {
     // The lane's loop-invariant addresses (set_lanes): chunk c of tile tn is w_lane[tn] + c * TILE_BYTES, group grp's
     // scale pair s_lane[tn] + 16 grp (zero points likewise), chunk c of x row f x_lane[f] + c * CHUNK_K, so that each
     // address costs one wide multiply-add per chunk (rebuilt from the indices they cost ~25 instructions a chunk,
-    // much of it 64-bit arithmetic: bench/results/h100-2026-11-23-s7/sass.txt).
+    // much of it 64-bit arithmetic, in the sm_90 SASS).
     const unsigned char* w_lane[TILES_N];
     const unsigned short* s_lane[TILES_N];
     const unsigned char* z_lane[TILES_N];
@@ -538,7 +538,7 @@ struct MainLoop {
                 if constexpr (BITS == 4) {
                     // GC chunks of one group: one scale and zero point, one bias, one sum of their mma and one
                     // scaling. (Each chunk's own chain and scaling, as with GC 1, saved fewer instructions and
-                    // measured slower in most configurations: bench/RESULTS.md, session 7.)
+                    // measured slower in most configurations on an H100.)
                     const unsigned zp = st.z[u][tn], sp = st.s[u][tn];
                     const unsigned neg_lo = neg_bias_pair<T>(zp & 0xFFu), neg_hi = neg_bias_pair<T>(zp >> 8);
                     const float s_lo = bits_to_float<T>(sp), s_hi = bits_to_float<T>(sp >> 16);

@@ -43,7 +43,7 @@
 //                   partial's next row before reducing the current one (loads always in flight, twice the registers
 //                   for x and dy); 1 loads each row when it is reached. With CLUSTER 1 and ROWS_PER_BLOCK 1 both
 //                   take the one-row path at rows == 1 (one_row below: loads first, one block reduction; on the H100
-//                   bf16 H=2048 2.21 -> 1.89 us, bench/RESULTS.md session 10); VEC may then be 4 bytes wide too.
+//                   bf16 H=2048 2.21 -> 1.89 us, 2026-11-26); VEC may then be 4 bytes wide too.
 //                   16 (WHOLE_ROWS): the whole-problem path for small M (ROWS_PER_BLOCK 1, grid: one cluster). The
 //                   cluster owns every row: each thread loads its columns of 16 rows at once, the 32 row sums of the
 //                   batch go through one block barrier and one cluster barrier, and dw is summed in registers along

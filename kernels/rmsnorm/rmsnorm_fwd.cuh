@@ -35,7 +35,7 @@
 // taken by the row's first threads.
 // With the YAML's grid (one row group per block), a one-pass row and hidden % VEC == 0, normalize_one_group runs
 // first: loads before the launch checks (on the H100 -2 % kernel time over the default space, up to -7.6 % at decode
-// sizes; bench/RESULTS.md session 10).
+// sizes; 2026-11-26).
 #include "kernels/common/ktune_device.cuh"
 
 namespace ktune::dev::rmsnorm {
@@ -264,7 +264,7 @@ __device__ __forceinline__ void normalize_row_scalar(const RowArgs<T>& a) {
 
 // One row group per block (the YAML's grid: ceil_div(rows, ROWS_PER_BLOCK) blocks), one pass, no tail: the loads
 // go out after the address arithmetic alone, before the launch is checked (the latency of decode sizes is mostly
-// the code ahead of the first load: bench/RESULTS.md session 10). A thread loads only whole accesses inside its own
+// the code ahead of the first load, as measured on an H100). A thread loads only whole accesses inside its own
 // row, and only aligned ones, so nothing can fault whatever the arguments; the launch-wide conditions (one group per
 // block, x, y, w aligned, strides and hidden multiples of V, one pass) are checked while the loads fly. If they fail,
 // nothing has been written and no barrier passed: returns false and the kernel takes its general paths. Same terms

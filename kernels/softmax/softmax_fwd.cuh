@@ -69,7 +69,7 @@
 // on the streaming and scalar paths the early loads are dropped. One copy of the resident code: a separate
 // loads-first copy (or the other paths out of line, __noinline__) cost up to +30 registers a thread in ptxas's
 // allocation. On the H100, same call, against the kernel before: best kernel time -3 to -9 % at M = 1 and 16 (bf16
-// M=16 N=32768 3.10 -> 2.91 us, M=1 N=128256 3.39 -> 3.11 us), M >= 256 within 1 % (bench/RESULTS.md, session 11).
+// M=16 N=32768 3.10 -> 2.91 us, M=1 N=128256 3.39 -> 3.11 us), M >= 256 within 1 % (2026-11-26).
 #include "kernels/common/ktune_cluster.cuh"
 
 namespace ktune::dev::softmax {

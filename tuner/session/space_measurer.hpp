@@ -26,12 +26,12 @@ wire::Launch to_wire(const LaunchGeometry& g);
 // small that its event time is mostly the GPU front end's, the event time otherwise. Small: the op's bytes take under
 // kKernelTimeRankingUs at the device's nominal DRAM bandwidth (memory clock x bus width, a fixed property, so two
 // tunings always decide alike; the measured copy ceiling moves by ~1 % between processes). Large problems stay on
-// events: CUPTI's tracing slowed kernels with very large grids by 7-8 % on an H100 (../shared/design.md).
+// events: CUPTI's tracing slowed kernels with very large grids by 7-8 % on an H100 (docs/measuring.md).
 inline constexpr double kKernelTimeRankingUs = 8.0;
 RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t);
 // At least this many CUPTI samples in a kernel-ranked measurement (5 otherwise in a tuning's first pass): at ~2 us the
 // samples spread over ~8 ticks of 32 ns, and the trimmed means of 32 of one configuration vary by a standard deviation
-// of up to 1.3 % between measurements, the per-measurement mode included (rmsnorm_repeat.yaml, RESULTS.md session 12).
+// of up to 1.3 % between measurements, the per-measurement mode included (H100, 2026-11-26).
 inline constexpr int kKernelRankedCuptiSamples = 32;
 
 class SpaceMeasurer {
@@ -47,7 +47,7 @@ public:
     Measurement measure(const Config& c, const Problem& p, const wire::TimingOptions& timing, double timeout_floor_s);
     // `rounds` measurements one after another, each of `timing`, their samples pooled into one (the first that is not
     // ok is returned as it is). A small kernel's time settles in one of two modes ~3 % apart for a whole measurement
-    // (bench/RESULTS.md session 12); pooling averages that draw as more samples in one measurement cannot.
+    // (docs/measuring.md); pooling averages that draw as more samples in one measurement cannot.
     Measurement measure_pooled(const Config& c, const Problem& p, const wire::TimingOptions& timing, int rounds,
                                double timeout_floor_s);
     // The timer (rank_timer) that ranks this problem's measurements under these options.

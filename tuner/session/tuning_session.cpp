@@ -191,7 +191,7 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
     // Where the kernel time ranks (decode sizes), a leader is measured in kKernelRankedRounds rounds, pooled, each of
     // an eighth of the event samples and of a first measurement's CUPTI samples (kKernelRankedCuptiSamples): a ~2 us
     // kernel's time falls in one of two modes ~70 ns apart for a whole measurement and independently from one
-    // measurement to the next (seen on an H100, bench/RESULTS.md session 12), so one measurement of 200 samples left
+    // measurement to the next (seen on an H100; docs/measuring.md), so one measurement of 200 samples left
     // two tunings up to 3.5 % apart at M = 1. Fixed counts per round (no stopping rule: 25 samples would never meet
     // the CI target and run to the time cap).
     constexpr int kKernelRankedRounds = 8;
