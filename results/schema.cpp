@@ -175,8 +175,15 @@ ALTER TABLE measurements ADD COLUMN ranked_by TEXT NOT NULL DEFAULT 'event';
 UPDATE measurements SET kernel_us = cupti_p50_us;
 )sql";
 
+// Schema version 5: which of a space's alternative kernels a kernel row is (SearchSpace::alternative(); '' for a space
+// of one kernel, and for rows written before). best() ranks the newest source of every alternative together.
+constexpr std::string_view k_schema_v5 = R"sql(
+ALTER TABLE kernels ADD COLUMN alternative TEXT NOT NULL DEFAULT '';
+)sql";
+
 // migrations[i] takes a database from schema version i to i + 1. Append new steps; never edit a released one.
-constexpr std::array<std::string_view, 4> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3, k_schema_v4};
+constexpr std::array<std::string_view, 5> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3, k_schema_v4,
+                                                          k_schema_v5};
 
 // ---- reading shape JSON ---------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -124,10 +125,11 @@ std::string select_records(int version) {
         "m.run_id, m.measured_at, m.status, m.message, m.n, m.min_us, m.p50_us, m.p95_us, m.p99_us, m.max_us, "
         "m.mean_us, m.stddev_us, m.iqr_us, m.median_ci_rel, m.samples, m.time_cap_hit, m.cupti_p50_us, m.gbps, "
         "m.dynamic_shared_bytes, m.mismatches, m.max_abs_error, m.registers, m.spill_store_bytes, "
-        "m.spill_load_bytes, m.stack_bytes, m.static_shared_bytes, m.compile_seconds, m.compile_cache_hit, {} "
+        "m.spill_load_bytes, m.stack_bytes, m.static_shared_bytes, m.compile_seconds, m.compile_cache_hit, {}, {} "
         "FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN configurations c ON c.id = m.configuration_id "
         "JOIN problems p ON p.id = m.problem_id",
-        version >= 4 ? "m.cupti_samples, m.kernel_us, m.ranked_by" : "NULL, m.cupti_p50_us, 'event'");
+        version >= 4 ? "m.cupti_samples, m.kernel_us, m.ranked_by" : "NULL, m.cupti_p50_us, 'event'",
+        version >= 5 ? "k.alternative" : "''");
 }
 
 ResultRecord read_record(const Stmt& s, const std::string& path) {
@@ -187,6 +189,7 @@ ResultRecord read_record(const Stmt& s, const std::string& path) {
     if (ranked_by != rank_timer_name(RankTimer::event) && ranked_by != rank_timer_name(RankTimer::kernel))
         fail(path, fmt::format("a measurement is ranked by an unknown timer '{}'", ranked_by));
     m.ranked_by = ranked_by == rank_timer_name(RankTimer::kernel) ? RankTimer::kernel : RankTimer::event;
+    r.kernel.alternative = s.text(i++);
     return r;
 }
 
@@ -539,10 +542,11 @@ void Store::record(const ResultRecord& r, bool replace) {
         "SELECT id FROM kernels WHERE op = ?1 AND variant = ?2 AND source_hash = ?3",
         [&](Stmt& s) { s.bind(1, r.kernel.op).bind(2, r.kernel.variant).bind(3, r.kernel.source_hash); },
         // The path is the one under which the source was first seen; the hash is what identifies it.
-        "INSERT INTO kernels (op, variant, source_hash, source_path, l2_state) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO kernels (op, variant, source_hash, source_path, l2_state, alternative) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [&](Stmt& s) {
             s.bind(1, r.kernel.op).bind(2, r.kernel.variant).bind(3, r.kernel.source_hash);
-            s.bind(4, r.kernel.source_path).bind(5, r.kernel.l2_state);
+            s.bind(4, r.kernel.source_path).bind(5, r.kernel.l2_state).bind(6, r.kernel.alternative);
         });
     const std::int64_t problem_id = im.find_or_insert(
         "SELECT id FROM problems WHERE key = ?1", [&](Stmt& s) { s.bind(1, problem_key); },
@@ -590,30 +594,33 @@ std::int64_t Store::count_results(const ResultFilter& f) const {
 }
 
 std::vector<ResultRecord> Store::best(const std::string& op, const std::string& variant, const std::string& device_key,
-                                      const std::optional<std::string>& source_hash) const {
+                                      const std::vector<std::string>& source_hashes) const {
     Db& db = m_impl->db;
-    std::string hash;
-    if (source_hash) {
-        hash = *source_hash;
-    } else {
-        // The kernel source measured most recently on this device: after an edit, the new source's results stand
-        // alone instead of mixing with those of the old one. Sources measured with the default method (a clean
-        // cold L2) come first: a --hot or --flush dirty tuning adds its own results but does not replace these.
-        // (A read-only open of a schema 2 database has no l2_state column: none of its sources is "cold" then.)
+    std::vector<std::string> hashes = source_hashes;
+    if (hashes.empty()) {
+        // Per alternative, the kernel source measured most recently on this device: after an edit, the new source's
+        // results stand alone instead of mixing with those of the old one. Sources measured with the default method
+        // (a clean cold L2) come first: a --hot or --flush dirty tuning adds its own results but does not replace
+        // these. (A read-only open of a schema 2 database has no l2_state column: none of its sources is "cold".)
         Stmt s(db,
                // CROSS JOIN keeps kernels as the outer loop: few kernel rows, then the (kernel, device) index.
-               fmt::format("SELECT k.source_hash FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
+               fmt::format("SELECT k.source_hash, {} FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
                            "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 GROUP BY k.id ORDER BY {}"
-                           "max(m.measured_at) DESC, max(m.id) DESC LIMIT 1",
+                           "max(m.measured_at) DESC, max(m.id) DESC",
+                           m_impl->version >= 5 ? "k.alternative" : "''",
                            m_impl->version >= 3 ? "k.l2_state = 'cold' DESC, " : ""));
         s.bind(1, op).bind(2, variant).bind(3, device_key);
-        if (!s.step()) return {};
-        hash = s.text(0);
+        std::set<std::string> alternatives;
+        while (s.step())
+            if (alternatives.insert(s.text(1)).second) hashes.push_back(s.text(0));
+        if (hashes.empty()) return {};
     }
     // The order of best_rank (core/measurement.hpp), then the earlier row. Rows ranked by kernel time (decode
     // sizes, where the GPU front end's ~2.3 us dwarfs the kernel) by their trimmed-mean CUPTI time, then the event p50;
     // the others by the event p50, whose 32 ns ticks tie exactly at small sizes, then by the kernel time (a row
     // without one, 0 or NULL, after those with one). An ok row without a timing (p50 NULL or 0) is never the best.
+    std::string hash_placeholders;
+    for (std::size_t i = 0; i < hashes.size(); ++i) hash_placeholders += fmt::format("{}?{}", i ? ", " : "", 6 + i);
     const std::string by_kernel =
         m_impl->version >= 4 ? "(b.ranked_by = 'kernel' AND b.kernel_us > 0)" : std::string("0");
     const std::string kernel_time = m_impl->version >= 4 ? "b.kernel_us" : "b.cupti_p50_us";
@@ -622,10 +629,12 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
                            "CASE WHEN {1} THEN 0 ELSE ({2} IS NULL OR {2} <= 0) END, "
                            "CASE WHEN {1} THEN b.p50_us ELSE coalesce({2}, 0) END, b.id) AS rank "
                            "FROM measurements b JOIN kernels bk ON "
-                           "bk.id = b.kernel_id WHERE bk.op = ?1 AND bk.variant = ?2 AND bk.source_hash = ?3 AND "
+                           "bk.id = b.kernel_id WHERE bk.op = ?1 AND bk.variant = ?2 AND "
+                           "bk.source_hash IN ({3}) AND "
                            "b.device_key = ?4 AND b.status = ?5 AND b.p50_us > 0) WHERE rank = 1)",
-                           select_records(m_impl->version), by_kernel, kernel_time));
-    s.bind(1, op).bind(2, variant).bind(3, hash).bind(4, device_key).bind(5, status_name(Status::ok));
+                           select_records(m_impl->version), by_kernel, kernel_time, hash_placeholders));
+    s.bind(1, op).bind(2, variant).bind(4, device_key).bind(5, status_name(Status::ok));
+    for (std::size_t i = 0; i < hashes.size(); ++i) s.bind(static_cast<int>(6 + i), hashes[i]);
     std::vector<ResultRecord> out;
     while (s.step()) out.push_back(read_record(s, path()));
     std::sort(out.begin(), out.end(),

@@ -42,6 +42,7 @@ struct KernelInfo {
     // measurement's identity: tuner/session/space_measurer.cpp kernel_identity).
     std::string source_hash;
     std::string l2_state;  // "cold", "cold-dirty", "hot" (wire::l2_state); "" when not known (schema < 3)
+    std::string alternative;  // which kernel of a space of alternatives (SearchSpace::alternative()); "" for one
 };
 
 // One row of results: identity plus what was measured.
@@ -96,10 +97,11 @@ public:
     std::vector<ResultRecord> results(const ResultFilter& f) const;
     std::int64_t count_results(const ResultFilter& f) const;
 
-    // The ok result with the smallest p50 per problem for (op, variant, device, source hash when given; otherwise the
-    // kernel source with the latest result on that device), ordered by dtype then shape values numerically.
+    // The best ok result per problem (best_rank's order) for (op, variant, device) among the kernel sources given;
+    // without any, among the newest source of each alternative kernel on that device (one, for a space of one
+    // kernel). Ordered by dtype then shape values numerically; each row's kernel says which alternative won.
     std::vector<ResultRecord> best(const std::string& op, const std::string& variant, const std::string& device_key,
-                                   const std::optional<std::string>& source_hash = std::nullopt) const;
+                                   const std::vector<std::string>& source_hashes = {}) const;
 
     // Every (op, variant, device key) with at least one ok, timed result (of any kernel source), ordered by op,
     // variant, device key.

@@ -64,7 +64,7 @@ std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::s
 
 std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& c) {
     if (!m_store) return std::nullopt;
-    for (const ResultRecord& r : m_store->best(c.op, c.variant, m_gpu.device().key, current_source_hash(c)))
+    for (const ResultRecord& r : m_store->best(c.op, c.variant, m_gpu.device().key, {*current_source_hash(c)}))
         if (r.problem.key() == c.problem.key()) return r.config_key;
     return std::nullopt;
 }

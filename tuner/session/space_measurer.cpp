@@ -30,7 +30,8 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" +
                                       wire::l2_state(timing) + "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
                                  .substr(0, 16);
-    return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing)};
+    return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing),
+                      space.alternative()};
 }
 
 RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t) {

@@ -275,9 +275,11 @@ NamedValues parse_named_values(const std::string& text, const std::string& where
     return out;
 }
 
-TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
+namespace {
+
+// Tunes one kernel of the space file (all of it, for a file of one kernel).
+TuneSummary tune_space(const SearchSpace& space, const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
-    const SearchSpace space = SearchSpace::load_file(o.space_path);
     const OpDescription& op = op_of(space);
     space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
@@ -427,7 +429,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
         }
     }
 
-    const auto best = store.best(kernel.op, kernel.variant, device.key, kernel.source_hash);
+    const auto best = store.best(kernel.op, kernel.variant, device.key, {kernel.source_hash});
     for (Planned& pl : planned) {
         for (const ResultRecord& r : best)
             if (r.problem.key() == pl.problem.key()) pl.outcome.best = r;
@@ -435,6 +437,67 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     }
     store.finish_run(s.run_id, s.time_limit_hit ? "time_limit" : "finished");
     s.worker_restarts = gpu->restarts();
+    s.elapsed_s = seconds_since(t0);
+    return s;
+}
+
+// One summary of several kernels' tunings: counts add up, and each problem's best is the best of every kernel's.
+void merge_summary(TuneSummary& into, TuneSummary&& s) {
+    if (into.problems.empty() && into.status_counts.empty() && into.compiled == 0) {
+        into = std::move(s);
+        return;
+    }
+    for (const auto& [status, n] : s.status_counts) into.status_counts[status] += n;
+    into.compiled += s.compiled;
+    into.compile_failed += s.compile_failed;
+    into.compile_cache_hits += s.compile_cache_hits;
+    into.compile_errors.insert(into.compile_errors.end(), s.compile_errors.begin(), s.compile_errors.end());
+    into.worker_restarts += s.worker_restarts;
+    into.confirmations += s.confirmations;
+    into.time_limit_hit = into.time_limit_hit || s.time_limit_hit;
+    for (ProblemOutcome& p : s.problems) {
+        auto same = std::find_if(into.problems.begin(), into.problems.end(),
+                                 [&](const ProblemOutcome& q) { return q.problem == p.problem; });
+        if (same == into.problems.end()) {
+            into.problems.push_back(std::move(p));
+            continue;
+        }
+        same->valid_configs += p.valid_configs;
+        same->proposed += p.proposed;
+        same->measured += p.measured;
+        same->skipped += p.skipped;
+        same->failed += p.failed;
+        if (p.best && (!same->best || best_rank(p.best->measurement) < best_rank(same->best->measurement)))
+            same->best = std::move(p.best);
+    }
+}
+
+}  // namespace
+
+TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
+    const auto t0 = Clock::now();
+    std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(o.space_path);
+    if (!o.alternatives.empty()) {
+        for (const std::string& name : o.alternatives)
+            if (std::none_of(kernels.begin(), kernels.end(), [&](const SearchSpace& k) { return k.alternative() == name; }))
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("{} has no alternative kernel '{}'", o.space_path, name), "--kernel");
+        std::erase_if(kernels, [&](const SearchSpace& k) {
+            return std::find(o.alternatives.begin(), o.alternatives.end(), k.alternative()) == o.alternatives.end();
+        });
+    }
+    TuneSummary s;
+    for (const SearchSpace& k : kernels) {
+        if (progress && !k.alternative().empty()) {
+            ProgressEvent ev;
+            ev.notice = fmt::format("kernel {} ({})", k.alternative(), k.kernel_name_template());
+            progress(ev);
+        }
+        TuneOptions rest = o;  // --time bounds the whole run, every kernel together
+        if (o.time_limit_s) rest.time_limit_s = std::max(0.0, *o.time_limit_s - seconds_since(t0));
+        merge_summary(s, tune_space(k, rest, progress));
+        if (s.time_limit_hit) break;
+    }
     s.elapsed_s = seconds_since(t0);
     return s;
 }

@@ -35,6 +35,7 @@ struct TuneOptions {
     // as a row stride), in each selected dtype: odd sizes, strided rows, a model's own shapes.
     std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
+    std::vector<std::string> alternatives;     // tune only these kernels of a space of alternatives (empty: all)
     unsigned threads = 0;                      // compile threads (0: all cores)
     std::uint64_t seed = 1;                    // input generator and random strategy
     wire::TimingOptions timing;

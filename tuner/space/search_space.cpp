@@ -19,6 +19,23 @@
 #include "tuner/space/op_spec.hpp"
 
 namespace ktune {
+namespace detail {
+
+// A search space file as validated, before it becomes a SearchSpace.
+struct ParsedSpace {
+    std::string op, variant = "default";
+    std::string kernel_source, kernel_name, reference_source, reference_name, library;
+    std::vector<ParameterSpec> parameters;
+    std::vector<Expression> constraints, prune;
+    LaunchSpec launch, reference_launch;
+    std::vector<ProblemAxis> axes;
+    std::vector<Dtype> dtypes;
+    std::vector<std::pair<Dtype, Tolerance>> tolerances;
+    std::shared_ptr<const DeclaredOp> declared_op;
+};
+
+}  // namespace detail
+
 namespace {
 
 using detail::find_field;
@@ -92,23 +109,12 @@ std::string split_template(const std::string& s, std::vector<Piece>& pieces) {
 }
 
 // What a file holds, validated; SearchSpace::load_string moves it into place.
-struct Parsed {
-    std::string op, variant = "default";
-    std::string kernel_source, kernel_name, reference_source, reference_name, library;
-    std::vector<ParameterSpec> parameters;
-    std::vector<Expression> constraints, prune;
-    LaunchSpec launch, reference_launch;
-    std::vector<ProblemAxis> axes;
-    std::vector<Dtype> dtypes;
-    std::vector<std::pair<Dtype, Tolerance>> tolerances;
-    std::shared_ptr<const DeclaredOp> declared_op;
-};
 
 // Validates one file. Parameters and axes are read first: everything else refers to them.
 class Loader {
 public:
     explicit Loader(const std::string& file) : m_file(file) {}
-    Parsed load(const std::string& yaml);
+    detail::ParsedSpace load(const Located& root);
 
 private:
     std::vector<ParameterSpec> read_parameters(const Located& node) const;
@@ -122,16 +128,15 @@ private:
     void check_variables(const Expression& e, bool parameters_allowed) const;
     std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
                                                              const std::vector<Dtype>& dtypes) const;
-    std::shared_ptr<const DeclaredOp> read_op_spec(const Located& node, const Parsed& out) const;
+    std::shared_ptr<const DeclaredOp> read_op_spec(const Located& node, const detail::ParsedSpace& out) const;
 
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
     std::vector<std::string> m_axis_names;
 };
 
-Parsed Loader::load(const std::string& yaml) {
-    Parsed out;
-    Located root = Located::parse(yaml, &m_file);
+detail::ParsedSpace Loader::load(const Located& root) {
+    detail::ParsedSpace out;
     if (root.is_null()) root.fail("the search space file is empty");
     auto top = root.fields({"op", "variant", "op_spec", "kernel", "parameters", "constraints", "prune", "launch",
                             "reference_launch", "problems", "tolerances"},
@@ -389,7 +394,7 @@ void Loader::check_reference_name(const Located& node) const {
 
 // op_spec: the op declared inline, or the path of a file declaring it (relative to this file's folder), which the
 // problems must fit: every axis is one of the op's, every required one of the op's is there.
-std::shared_ptr<const DeclaredOp> Loader::read_op_spec(const Located& node, const Parsed& out) const {
+std::shared_ptr<const DeclaredOp> Loader::read_op_spec(const Located& node, const detail::ParsedSpace& out) const {
     std::shared_ptr<const DeclaredOp> op;
     if (node.node().IsMap()) {
         op = DeclaredOp::parse(node, out.op, out.variant);
@@ -537,8 +542,93 @@ SearchSpace SearchSpace::load_file(const std::string& path) {
 }
 
 SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string& path_for_messages) {
-    Parsed p = Loader(path_for_messages).load(yaml);
+    std::vector<SearchSpace> all = load_alternatives_string(yaml, path_for_messages);
+    if (all.size() != 1 || !all.front().alternative().empty())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{} holds {} alternative kernels, where one space was expected", path_for_messages,
+                                all.size()),
+                    path_for_messages);
+    return std::move(all.front());
+}
+
+std::vector<SearchSpace> SearchSpace::load_alternatives(const std::string& path) {
+    return load_alternatives_string(read_file(path, "the search space file"), path);
+}
+
+namespace {
+
+// One alternative's document: the file's top level with the alternative's keys laid over it. kernel merges key by
+// key (the reference stays shared), parameters join (a name given twice is refused), constraints and prune add up,
+// anything else the alternative gives replaces the top level's. The nodes keep their marks, so errors name the lines
+// they come from.
+YAML::Node merge_alternative(const YAML::Node& top, const Located& alternative) {
+    YAML::Node merged(YAML::NodeType::Map);
+    for (const auto& kv : top)
+        if (kv.first.Scalar() != "alternatives") merged[kv.first.Scalar()] = kv.second;
+    for (const auto& [key, value] : alternative.fields({"kernel", "parameters", "constraints", "prune", "launch",
+                                                        "reference_launch", "doc"},
+                                                       {"kernel"})) {
+        if (key == "doc") continue;
+        const YAML::Node base = top[key];
+        if ((key == "kernel" || key == "parameters") && base && base.IsMap() && value.node().IsMap()) {
+            YAML::Node joined(YAML::NodeType::Map);
+            for (const auto& kv : base) joined[kv.first.Scalar()] = kv.second;
+            for (const auto& kv : value.node()) {
+                if (key == "parameters" && joined[kv.first.Scalar()])
+                    value.fail(fmt::format("parameter {} is declared at the top level and again here",
+                                           kv.first.Scalar()));
+                joined[kv.first.Scalar()] = kv.second;
+            }
+            merged[key] = joined;
+        } else if ((key == "constraints" || key == "prune") && base && base.IsSequence() && value.node().IsSequence()) {
+            YAML::Node joined(YAML::NodeType::Sequence);
+            for (const auto& item : base) joined.push_back(item);
+            for (const auto& item : value.node()) joined.push_back(item);
+            merged[key] = joined;
+        } else {
+            merged[key] = value.node();
+        }
+    }
+    return merged;
+}
+
+bool is_alternative_name(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+}
+
+}  // namespace
+
+std::vector<SearchSpace> SearchSpace::load_alternatives_string(const std::string& yaml,
+                                                               const std::string& path_for_messages) {
+    const Located root = Located::parse(yaml, &path_for_messages);
+    std::vector<std::pair<std::string, Located>> alternatives;
+    if (root.node().IsMap() && root.node()["alternatives"]) {
+        for (const auto& kv : root.node())
+            if (kv.first.Scalar() == "alternatives")
+                alternatives = Located(kv.second, "alternatives", kv.second.Mark().line + 1, &path_for_messages)
+                                   .entries("alternative");
+        if (alternatives.empty()) root.fail("alternatives is empty: name at least one kernel");
+    }
+    std::vector<SearchSpace> out;
+    if (alternatives.empty()) {
+        out.push_back(from_parsed(Loader(path_for_messages).load(root), path_for_messages, ""));
+        return out;
+    }
+    for (const auto& [name, node] : alternatives) {
+        if (!is_alternative_name(name))
+            node.fail(fmt::format("alternative name '{}' is not a name like simt or row_per_block", name));
+        const YAML::Node merged = merge_alternative(root.node(), node);
+        out.push_back(from_parsed(Loader(path_for_messages).load(Located(merged, "", root.line(), &path_for_messages)),
+                                  path_for_messages, name));
+    }
+    return out;
+}
+
+SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string& path_for_messages, std::string alternative) {
     SearchSpace s;
+    s.m_alternative = std::move(alternative);
     s.m_file = path_for_messages;
     s.m_op = std::move(p.op);
     s.m_variant = std::move(p.variant);
@@ -711,7 +801,8 @@ std::string find_space_file(const std::string& root, const std::string& op, cons
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
         try {
-            const SearchSpace s = SearchSpace::load_file(f.string());
+            const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(f.string());
+            const SearchSpace& s = kernels.front();
             if (s.op() == op && s.variant() == variant) return f.string();
         } catch (const Error&) {
             // Another op's file that does not load is not this look-up's problem; `ktune list` reports it.

@@ -44,6 +44,10 @@
 
 namespace ktune {
 
+namespace detail {
+struct ParsedSpace;
+}
+
 struct ParameterSpec {
     std::string name;
     std::vector<std::int64_t> values;  // expanded, in declaration order, no duplicates
@@ -74,6 +78,19 @@ public:
     // Loads and validates. Throws Error(bad_input) naming file, line and field.
     static SearchSpace load_file(const std::string& path);
     static SearchSpace load_string(const std::string& yaml, const std::string& path_for_messages);
+    // A file may hold several kernels of one op (`alternatives:`, each with its own kernel, parameters, constraints
+    // and launch, sharing the op, reference, problems and tolerances): one SearchSpace each, in file order. A file of
+    // one kernel gives one, whose alternative() is "". load_file and load_string refuse a file of alternatives.
+    //   alternatives:
+    //     flat: {kernel: {source: k_flat.cuh, name: "k_flat<{T}, {BLOCK}>"}, parameters: {BLOCK: {pow2: [64, 1024]}},
+    //            launch: {grid: ["ceil_div(N, BLOCK)"], block: ["BLOCK"]}}
+    //     rows: {kernel: {...}, parameters: {...}, constraints: [...], launch: {...}}
+    // Top-level parameters, constraints and prune rules are shared: every alternative adds its own to them.
+    static std::vector<SearchSpace> load_alternatives(const std::string& path);
+    static std::vector<SearchSpace> load_alternatives_string(const std::string& yaml,
+                                                             const std::string& path_for_messages);
+    // The alternative's name ("" for a file of one kernel): results carry it, `best` says which kernel won.
+    const std::string& alternative() const { return m_alternative; }
 
     const std::string& file() const { return m_file; }
     const std::string& op() const { return m_op; }
@@ -124,11 +141,13 @@ public:
     const DeclaredOp* declared_op() const { return m_declared_op.get(); }
 
 private:
+    static SearchSpace from_parsed(detail::ParsedSpace&& p, const std::string& path_for_messages,
+                                   std::string alternative);
     // What expressions see for one (config, problem): expression_variables plus the op's optional axes at their
     // defaults.
     std::map<std::string, double> variables(const Config& c, const Problem& p) const;
 
-    std::string m_file, m_op, m_variant = "default";
+    std::string m_file, m_op, m_variant = "default", m_alternative;
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
     std::vector<ParameterSpec> m_parameters;
     std::vector<Expression> m_constraints, m_prune;

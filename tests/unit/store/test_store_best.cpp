@@ -212,7 +212,7 @@ TEST_F(StoreBest, WithASourceHashUsesThatSource) {
     store.record(old_fast);
     store.record(new_slow);
 
-    const auto best = store.best("rmsnorm", "fwd", "dev-A", std::string("old"));
+    const auto best = store.best("rmsnorm", "fwd", "dev-A", {"old"});
     ASSERT_EQ(best.size(), 1u);
     EXPECT_EQ(best[0].kernel.source_hash, "old");
     EXPECT_EQ(best[0].measurement.stats.p50, 1.0);
@@ -221,6 +221,42 @@ TEST_F(StoreBest, WithASourceHashUsesThatSource) {
 TEST_F(StoreBest, IsEmptyWhenNothingWasMeasured) {
     Store store = Store::open(db_path());
     EXPECT_TRUE(store.best("rmsnorm", "fwd", "dev-A").empty());
+}
+
+// A space of alternative kernels: each alternative's newest source competes, and the row says which won.
+ResultRecord alternative_record(const std::string& alternative, const std::string& hash, const std::string& config,
+                                const Problem& p, double p50, const std::string& measured_at) {
+    ResultRecord r = make_record(config, p, p50, Status::ok, "dev-A", hash);
+    r.kernel.alternative = alternative;
+    r.measured_at = measured_at;
+    return r;
+}
+
+TEST_F(StoreBest, RanksTheNewestSourceOfEveryAlternativeTogether) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}}), q = problem({{"M", 16}});
+    store.record(alternative_record("flat", "flat-1", "B=1", p, 1.0, "2025-01-01T00:00:00Z"));  // older flat source
+    store.record(alternative_record("flat", "flat-2", "B=1", p, 3.0, "2025-01-02T00:00:00Z"));
+    store.record(alternative_record("flat", "flat-2", "B=1", q, 2.0, "2025-01-02T00:00:00Z"));
+    store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
+    store.record(alternative_record("rows", "rows-1", "R=4", q, 4.0, "2025-01-01T12:00:00Z"));
+
+    const auto best = store.best("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(best.size(), 2u);
+    EXPECT_EQ(best[0].kernel.alternative, "rows");  // 2.5 beats flat-2's 3.0; flat-1's 1.0 is an older source
+    EXPECT_EQ(best[0].config_key, "R=4");
+    EXPECT_EQ(best[1].kernel.alternative, "flat");
+    EXPECT_EQ(best[1].measurement.stats.p50, 2.0);
+}
+
+TEST_F(StoreBest, RanksOnlyTheSourcesGivenWhenAskedFor) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}});
+    store.record(alternative_record("flat", "flat-1", "B=1", p, 1.0, "2025-01-01T00:00:00Z"));
+    store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
+    const auto best = store.best("rmsnorm", "fwd", "dev-A", {"rows-1"});
+    ASSERT_EQ(best.size(), 1u);
+    EXPECT_EQ(best[0].kernel.alternative, "rows");
 }
 
 }  // namespace
