@@ -12,8 +12,8 @@ namespace ktune::store_detail {
 
 // ---- Db -------------------------------------------------------------------------------------------------------------
 
-Db::Db(const std::string& path, int flags) : m_path(path) {
-    const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
+Db::Db(const std::string& path, int flags, const std::string& uri) : m_path(path) {
+    const int rc = sqlite3_open_v2(uri.empty() ? path.c_str() : uri.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
         const std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         sqlite3_close_v2(m_db);

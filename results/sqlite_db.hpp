@@ -46,7 +46,9 @@ private:
 
 class Db {
 public:
-    Db(const std::string& path, int flags);  // sqlite3_open_v2; throws on failure
+    // sqlite3_open_v2 of `uri` when given (a file: URI of the same path, with SQLITE_OPEN_URI), else of path; throws on
+    // failure. Messages always name `path`.
+    Db(const std::string& path, int flags, const std::string& uri = {});
     ~Db();
     Db(const Db&) = delete;
     Db& operator=(const Db&) = delete;

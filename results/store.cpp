@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -324,12 +325,48 @@ void check_path(const std::string& path, Store::Mode mode) {
         fail(path, fmt::format("cannot write results database {}: the file is not writable", path));
 }
 
+// A file: URI of the path, so that the parameters after "?" are SQLite's and no byte of the path is read as one.
+std::string file_uri(const std::string& path, std::string_view parameters) {
+    namespace fs = std::filesystem;
+    std::string uri = "file:";
+    for (const unsigned char c : fs::absolute(path).string()) {
+        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~')
+            uri += char(c);
+        else
+            uri += fmt::format("%{:02X}", c);
+    }
+    return uri + "?" + std::string(parameters);
+}
+
+// How a read-only command opens the database, so that it works where it cannot write and leaves nothing behind (a
+// read-only connection to a WAL database creates -wal and -shm files it cannot remove):
+// - the file and its folder writable: a connection that could write but writes nothing (query_only); SQLite removes
+//   the side files when the last connection closes;
+// - otherwise, with no -wal file: immutable, without locks or side files (nothing can be writing a database that no
+//   one can write beside);
+// - otherwise (a writer's -wal is there): a plain read-only connection, which reads it.
+std::unique_ptr<Db> open_for_reading(const std::string& path) {
+    namespace fs = std::filesystem;
+    const fs::path p(path);
+    const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+    if (::access(dir.c_str(), W_OK) == 0 && ::access(path.c_str(), W_OK) == 0) {
+        auto db = std::make_unique<Db>(path, SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE);
+        db->exec("PRAGMA query_only = ON");
+        return db;
+    }
+    std::error_code ec;
+    if (!fs::exists(path + "-wal", ec))
+        return std::make_unique<Db>(path, SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                                    file_uri(path, "immutable=1"));
+    return std::make_unique<Db>(path, SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READONLY);
+}
+
 }  // namespace
 
 // ---- Store --------------------------------------------------------------------------------------------------------------
 
 struct Store::Impl {
-    Impl(const std::string& path, int flags, Mode m) : db(path, flags), mode(m) {}
+    Impl(std::unique_ptr<Db> connection, Mode m) : db_owner(std::move(connection)), db(*db_owner), mode(m) {}
 
     void require_writable(std::string_view what) const {
         if (mode == Mode::read_only)
@@ -352,7 +389,8 @@ struct Store::Impl {
         return sqlite3_last_insert_rowid(db.handle());
     }
 
-    Db db;
+    std::unique_ptr<Db> db_owner;
+    Db& db;
     Mode mode;
     int version = 0;
     const std::string insert_keep_sql = insert_measurement_sql(false);
@@ -366,9 +404,11 @@ Store& Store::operator=(Store&&) noexcept = default;
 
 Store Store::open(const std::string& path, Mode mode) {
     check_path(path, mode);
-    const int flags = SQLITE_OPEN_NOMUTEX |
-                      (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    auto impl = std::make_unique<Impl>(path, flags, mode);
+    auto impl = std::make_unique<Impl>(
+        mode == Mode::read_only
+            ? open_for_reading(path)
+            : std::make_unique<Db>(path, SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE),
+        mode);
     Db& db = impl->db;
     sqlite3_busy_timeout(db.handle(), k_busy_timeout_ms);
     if (mode == Mode::read_write && sqlite3_db_readonly(db.handle(), "main") == 1)

@@ -1,7 +1,11 @@
 #include "tuner/cli/commands.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -26,12 +30,49 @@ using nlohmann::json;
 
 namespace ktune::cli {
 
-Paths resolve_paths(const GlobalOptions& g) {
+Paths resolve_paths(const GlobalOptions& g, RootUse use) {
     Paths p;
-    p.root = resolve_root(g.root);
-    p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+    p.root = use == RootUse::kernels ? resolve_root(g.root) : find_root(g.root).value_or("");
+    const char* env_db = std::getenv("KTUNE_DB");
+    if (use != RootUse::names_only) {
+        if (g.db.empty() && !(env_db && *env_db) && p.root.empty())
+            throw_no_root("the results database is <root>/results/ktune.db unless --db or KTUNE_DB names one");
+        p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+    }
     p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
     return p;
+}
+
+SpaceRef space_named(const Paths& p, const std::string& name) {
+    std::error_code ec;
+    if (p.root.empty() && !name.ends_with(".yaml") && !name.ends_with(".yml") && !fs::is_regular_file(name, ec))
+        throw_no_root(fmt::format("to find the search space '{}'", name));
+    return resolve_space(p.root, name);
+}
+
+std::string json_text(const json& j, int indent) { return j.dump(indent, ' ', false, json::error_handler_t::replace); }
+
+CLI::Validator not_empty() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            return text.empty() ? "must not be empty (leave the option out for its default)" : "";
+        },
+        "");
+}
+
+void require_writable_cache(const std::string& cache) {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(cache, ec);
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return;  // the compile service names a file in the way
+    fs::path existing = dir;
+    while (!fs::exists(existing, ec) && existing != existing.parent_path()) existing = existing.parent_path();
+    if (::access(existing.c_str(), W_OK | X_OK) == 0) return;
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("the compile cache folder {} cannot be written{}; name a writable one with --cache-dir or "
+                            "KTUNE_CACHE_DIR",
+                            cache, existing == dir ? "" : fmt::format(" ({} cannot, where it would be created)",
+                                                                      existing.string())),
+                "--cache-dir");
 }
 
 namespace {
@@ -54,7 +95,7 @@ struct TuneCliOptions {
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
     int device = 0;
-    unsigned threads = 0;
+    unsigned threads = 0;  // 0: all cores
     std::uint64_t seed = 1;
     std::vector<std::string> dtypes, problems, configs, shapes;
     int min_samples = 10, max_samples = 2000;
@@ -82,6 +123,15 @@ CLI::Validator integer_at_least(std::int64_t lo) {
         },
         fmt::format("INT>={}", lo));
 }
+CLI::Validator integer_between(std::int64_t lo, std::int64_t hi) {
+    return CLI::Validator(
+        [lo, hi](std::string& text) -> std::string {
+            std::int64_t v = 0;
+            if (CLI::detail::lexical_cast(text, v) && v >= lo && v <= hi) return {};
+            return fmt::format("must be an integer from {} to {}, got '{}'", lo, hi, text);
+        },
+        fmt::format("INT in [{}, {}]", lo, hi));
+}
 CLI::Validator positive_number() {
     return CLI::Validator(
         [](std::string& text) -> std::string {
@@ -90,6 +140,12 @@ CLI::Validator positive_number() {
             return fmt::format("must be a positive number, got '{}'", text);
         },
         "POSITIVE");
+}
+
+// The one search-space file a name stands for; names the candidates when it stands for several.
+std::string space_file(const Paths& p, const std::string& name) {
+    const SpaceRef ref = space_named(p, name);
+    return ref.files.size() == 1 ? ref.files.front() : resolve_space_path(p.root, name);
 }
 
 std::string mib(std::int64_t bytes) { return fmt::format("{:.0f} MiB", double(bytes) / (1 << 20)); }
@@ -167,6 +223,7 @@ void print_best_table(const std::vector<ResultRecord>& rows, const std::optional
 
 int cmd_devices(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
+    require_writable_cache(p.cache);
     CompileService jit({p.root, p.cache, "", 0});
     // Probe first: without a GPU this fails (no_gpu) before the database is created or touched.
     auto reports = probe_devices(default_worker_path(), jit, !g_devices.no_measure, g_devices.copy_mib << 20, nullptr);
@@ -183,7 +240,7 @@ int cmd_devices(const GlobalOptions& g) {
             if (r.ceilings.launch_floor_cupti_us > 0) j["launch_floor_cupti_us"] = r.ceilings.launch_floor_cupti_us;
             out.push_back(j);
         }
-        std::cout << out.dump(2) << "\n";
+        std::cout << json_text(out) << "\n";
         return exit_ok;
     }
     for (const auto& r : reports) {
@@ -204,6 +261,22 @@ int cmd_devices(const GlobalOptions& g) {
     return exit_ok;
 }
 
+// Words of `text` in lines of at most `width` characters (a longer word gets a line of its own).
+std::vector<std::string> wrap(const std::string& text, std::size_t width) {
+    std::vector<std::string> lines(1);
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const std::size_t start = text.find_first_not_of(" \n", pos);
+        if (start == std::string::npos) break;
+        const std::size_t stop = std::min(text.find_first_of(" \n", start), text.size());
+        const std::string word = text.substr(start, stop - start);
+        if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.emplace_back();
+        lines.back() += (lines.back().empty() ? "" : " ") + word;
+        pos = stop;
+    }
+    return lines;
+}
+
 int cmd_list(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
     std::vector<fs::path> files;
@@ -211,9 +284,7 @@ int cmd_list(const GlobalOptions& g) {
         if (e.path().extension() == ".yaml") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     json out = json::array();
-    if (!g_list.json)
-        fmt::print("{:<18} {:<10} {:<8} {:>7} {:>9}  {}\n", "space", "op", "variant", "params", "problems",
-                   "description");
+    std::vector<std::array<std::string, 6>> rows{{"space", "op", "variant", "params", "problems", "description"}};
     for (const auto& f : files) {
         try {
             const SearchSpace s = SearchSpace::load_file(f.string());
@@ -223,28 +294,40 @@ int cmd_list(const GlobalOptions& g) {
             } catch (const Error& e) {
                 summary = "(no registered op: " + e.message() + ")";
             }
-            if (g_list.json)
-                out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"op", s.op()},
-                               {"variant", s.variant()}, {"parameters", s.parameters().size()},
-                               {"cartesian_size", s.cartesian_size()}, {"problems", s.problems().size()},
-                               {"summary", summary}});
-            else
-                fmt::print("{:<18} {:<10} {:<8} {:>7} {:>9}  {}\n", f.stem().string(), s.op(), s.variant(),
-                           s.parameters().size(), s.problems().size(), summary);
+            out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"op", s.op()},
+                           {"variant", s.variant()}, {"parameters", s.parameters().size()},
+                           {"cartesian_size", s.cartesian_size()}, {"problems", s.problems().size()},
+                           {"summary", summary}});
+            rows.push_back({f.stem().string(), s.op(), s.variant(), std::to_string(s.parameters().size()),
+                            std::to_string(s.problems().size()), summary});
         } catch (const Error& e) {
-            if (g_list.json)
-                out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"error", e.what()}});
-            else
-                fmt::print("{:<18} invalid: {}\n", f.stem().string(), e.what());
+            out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"error", e.what()}});
+            rows.push_back({f.stem().string(), "", "", "", "", std::string("invalid: ") + e.what()});
         }
     }
-    if (g_list.json) std::cout << out.dump(2) << "\n";
+    if (g_list.json) {
+        std::cout << json_text(out) << "\n";
+        return exit_ok;
+    }
+    // Columns as wide as their longest entry; the description wraps to keep every line within 120 columns.
+    constexpr std::size_t line_width = 120;
+    std::array<std::size_t, 5> w{};
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    const std::size_t indent = w[0] + w[1] + w[2] + w[3] + w[4] + 2 * w.size();
+    const std::size_t room = line_width > indent + 30 ? line_width - indent : 30;
+    for (const auto& r : rows) {
+        const std::vector<std::string> lines = wrap(r[5], room);
+        fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}  {}\n", r[0], w[0], r[1], w[1], r[2], w[2], r[3], w[3], r[4],
+                   w[4], lines.front());
+        for (std::size_t i = 1; i < lines.size(); ++i) fmt::print("{:{}}{}\n", "", indent, lines[i]);
+    }
     return exit_ok;
 }
 
 int cmd_space(const GlobalOptions& g) {
-    const Paths p = resolve_paths(g);
-    const SearchSpace s = SearchSpace::load_file(resolve_space_path(p.root, g_space.op));
+    const Paths p = resolve_paths(g, RootUse::names_only);
+    const SearchSpace s = SearchSpace::load_file(space_file(p, g_space.op));
     const auto problems = s.problems();
     std::vector<std::pair<Problem, std::vector<Config>>> valid;
     std::uint64_t total_valid = 0;
@@ -265,7 +348,7 @@ int cmd_space(const GlobalOptions& g) {
             for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) pj["examples"].push_back(v[i].key());
             j["problems"].push_back(pj);
         }
-        std::cout << j.dump(2) << "\n";
+        std::cout << json_text(j) << "\n";
         if (total_valid == 0) s.require_some_valid_config();
         return exit_ok;
     }
@@ -306,12 +389,13 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     const Paths p = resolve_paths(g);
     TuneOptions o;
     o.root = p.root;
-    o.space_path = resolve_space_path(p.root, g_tune.op);
+    o.space_path = space_file(p, g_tune.op);
     {
         // What the YAML gets wrong beyond its own validation fails here, naming the file, before anything is written.
         const SearchSpace space = SearchSpace::load_file(o.space_path);
         op_of(space);
     }
+    require_writable_cache(p.cache);
     o.db_path = p.db;
     o.cache_dir = p.cache;
     o.worker_path = default_worker_path();
@@ -366,9 +450,10 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
             if (po.best) pj["best"] = record_json(*po.best, s.device);
             j["problems"].push_back(pj);
         }
-        std::cout << j.dump(2) << "\n";
+        std::cout << json_text(j) << "\n";
     } else if (s.compile_only) {
-        if (!s.no_gpu_reason.empty()) fmt::print("No GPU, so this was a compile-only sweep for {}.\n", s.arch);
+        if (!s.no_gpu_reason.empty())
+            fmt::print("No usable GPU here, so nothing was timed: this was a compile-only sweep for {}.\n", s.arch);
         fmt::print("compiled {} kernels for {} in {:.1f} s ({} from the cache), {} failed\n", s.compiled, s.arch,
                    s.elapsed_s, s.compile_cache_hits, s.compile_failed);
         for (const auto& e : s.compile_errors) fmt::print("  {}\n", e);
@@ -397,12 +482,20 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
             // A problem with no valid configuration (not one that --config filtered to nothing).
             if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filters.empty())) return exit_failure;
     }
-    return s.compile_only && s.compile_failed > 0 && s.no_gpu_reason.empty() ? exit_failure : exit_ok;
+    // The sweep that stands in for a tuning without a GPU fails like an explicit --compile-only one: a kernel that does
+    // not compile is a failure whichever way it was found.
+    if (s.compile_only && s.compile_failed > 0) {
+        fmt::print(stderr, "ktune: {} of {} kernels failed to compile{}\n", s.compile_failed,
+                   s.compiled + s.compile_failed,
+                   s.no_gpu_reason.empty() ? "" : " (a compile-only sweep, as there is no usable GPU here)");
+        return exit_failure;
+    }
+    return exit_ok;
 }
 
 int cmd_best(const GlobalOptions& g) {
-    const Paths p = resolve_paths(g);
-    const SearchSpace s = SearchSpace::load_file(resolve_space_path(p.root, g_best.op));
+    const Paths p = resolve_paths(g, RootUse::defaults_only);
+    const SpaceRef space = space_named(p, g_best.op);
     Store store = Store::open(p.db, Store::Mode::read_only);
     std::vector<DeviceInfo> devices;
     if (!g_best.device_key.empty()) {
@@ -412,6 +505,8 @@ int cmd_best(const GlobalOptions& g) {
     } else if (g_best.all_devices) {
         devices = store.devices();
     } else {
+        if (p.root.empty()) throw_no_root("to compile the kernels that identify this GPU");
+        require_writable_cache(p.cache);
         CompileService jit({p.root, p.cache, "", 0});
         DeviceInfo here;
         try {
@@ -429,29 +524,36 @@ int cmd_best(const GlobalOptions& g) {
         }
         devices.push_back(*d);
     }
+    if (devices.empty() && !g_best.json)
+        fmt::print("{} holds no devices and no results yet: `ktune tune {}` on a GPU stores them\n", p.db, g_best.op);
     json out = json::array();
     for (const DeviceInfo& d : devices) {
-        const auto rows = store.best(s.op(), s.variant(), d.key);
-        if (g_best.json) {
-            json dj = {{"device", device_json(d)}, {"op", s.op()}, {"variant", s.variant()}};
-            dj["best"] = json::array();
-            for (const auto& r : rows) dj["best"].push_back(record_json(r, d));
-            out.push_back(dj);
-        } else {
-            fmt::print("{} {} on {} (copy ceiling {:.0f} GB/s)\n", s.op(), s.variant(), d.key, d.copy_gbps);
-            if (rows.empty())
-                fmt::print("  no results\n");
-            else
-                print_best_table(rows, d);
+        for (const std::string& variant : space.variants) {
+            const auto rows = store.best(space.op, variant, d.key);
+            if (g_best.json) {
+                json dj = {{"device", device_json(d)}, {"op", space.op}, {"variant", variant}};
+                dj["best"] = json::array();
+                for (const auto& r : rows) dj["best"].push_back(record_json(r, d));
+                out.push_back(dj);
+            } else {
+                fmt::print("{} {} on {} (copy ceiling {:.0f} GB/s)\n", space.op, variant, d.key, d.copy_gbps);
+                if (rows.empty())
+                    fmt::print("  no results\n");
+                else
+                    print_best_table(rows, d);
+            }
         }
     }
-    if (g_best.json) std::cout << out.dump(2) << "\n";
+    if (g_best.json) std::cout << json_text(out) << "\n";
     return exit_ok;
 }
 
 }  // namespace
 
 void register_commands(CLI::App& app, GlobalOptions&) {
+    static constexpr const char* k_space_name_help =
+        "Search space: a name (search_spaces/<name>.yaml), an op or op/variant (every space that tunes it; tune and "
+        "space need exactly one), or a YAML file";
     auto* devices = app.add_subcommand("devices", "List GPUs with their properties; measure and store each one's "
                                                   "copy-bandwidth ceiling and empty-kernel launch floor");
     devices->add_flag("--json", g_devices.json, "Print JSON");
@@ -465,7 +567,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
 
     auto* space = app.add_subcommand("space", "Show a search space: parameters, constraints, problems, and how many "
                                               "configurations are valid for each problem");
-    space->add_option("op", g_space.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    space->add_option("op", g_space.op, k_space_name_help)->required();
     space->add_flag("--json", g_space.json, "Print JSON");
     space->add_option("--show", g_space.show, "How many example configurations to show")
         ->capture_default_str()
@@ -476,7 +578,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                 "reference, time it, and store the results. Resumes: what the database already holds for the same "
                 "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
                 "compile-only sweep");
-    tune->add_option("op", g_tune.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    tune->add_option("op", g_tune.op, k_space_name_help)->required();
     tune->add_option("--strategy", g_tune.strategy, "Search strategy: exhaustive or random")->capture_default_str();
     tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(integer_at_least(1));
     tune->add_option("--time", g_tune.time_limit, "Stop measuring after S seconds (what was measured is kept)")
@@ -502,7 +604,8 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");
     tune->add_option("--arch", g_tune.arch, "Target architecture of a compile-only sweep (default sm_90)");
     tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();
-    tune->add_option("--threads", g_tune.threads, "NVRTC compile threads (default: all cores)");
+    tune->add_option("--threads", g_tune.threads, "NVRTC compile threads (default: all cores)")
+        ->check(integer_between(1, 1024));
     tune->add_option("--seed", g_tune.seed, "Seed of the input generator and the random strategy")
         ->capture_default_str();
     tune->add_option("--min-samples", g_tune.min_samples, "Minimum timing samples per measurement")
@@ -521,7 +624,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     tune->add_flag("--quiet", g_tune.quiet, "No progress line");
 
     auto* best = app.add_subcommand("best", "Print the best stored configuration per problem for this GPU");
-    best->add_option("op", g_best.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
+    best->add_option("op", g_best.op, k_space_name_help)->required();
     best->add_option("--device", g_best.device, "GPU ordinal whose device key to use")->capture_default_str();
     best->add_option("--device-key", g_best.device_key, "Use this stored device key (no GPU needed)");
     best->add_flag("--all-devices", g_best.all_devices, "Every device in the database (no GPU needed)");

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -52,6 +54,7 @@ struct CheckCliOptions {
 
 ReportCliOptions g_report;
 ExportCliOptions g_export;
+CLI::Option* g_export_variant = nullptr;  // to tell a given --variant from its default
 ImportOptions g_import;
 BaselineOptions g_baseline;
 CheckCliOptions g_check;
@@ -66,26 +69,58 @@ void write_file(const std::string& path, const std::string& text, const std::str
     if (!f.flush()) throw Error(ErrorCategory::bad_input, fmt::format("cannot write {}", path), option);
 }
 
+// The filter ("op" or "op/variant") a space name stands for; a name no space knows is kept as written, so the results
+// of an op whose space is gone (or a run without a root) can still be selected.
+std::string op_filter(const Paths& p, const std::string& name) {
+    try {
+        return space_named(p, name).filter();
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::bad_input) throw;
+        return name;
+    }
+}
+
+// Imported peers appear in a report only beside ktune's results on a device of the same name: say so for the others,
+// or an import followed by a report looks as if it stored nothing.
+void note_peers_left_out(const Store& store, const ReportData& data) {
+    std::set<std::string> shown;
+    for (const OpSection& sec : data.sections)
+        shown.insert(sec.op + "/" + sec.variant + " on " + data.devices[sec.device].name);
+    std::map<std::string, int> left_out;
+    for (const PeerRecord& r : store.peers(PeerFilter{})) {
+        const std::string what = r.op + "/" + r.variant + " on " + r.device_name;
+        if (!shown.count(what)) ++left_out[what];
+    }
+    for (const auto& [what, n] : left_out)
+        fmt::print(stderr,
+                   "note: not in this report: {} imported peer measurement{} of {} (no ktune results of it on a GPU "
+                   "of that name to set them against)\n",
+                   n, n == 1 ? "" : "s", what);
+}
+
 int cmd_report(const GlobalOptions& g) {
-    const Paths p = resolve_paths(g);
-    ReportFormat format;
+    const Paths p = resolve_paths(g, RootUse::defaults_only);
+    ReportFormat format = ReportFormat::markdown;  // standard output reads best as Markdown
     if (!g_report.format.empty()) {
         format = parse_report_format(g_report.format);
     } else if (auto from_path = report_format_for_path(g_report.out)) {
         format = *from_path;
-    } else {
-        throw Error(ErrorCategory::bad_input, "give --format md|html|csv|json or an --out file with that extension",
+    } else if (!g_report.out.empty() && g_report.out != "-") {
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("cannot tell the format from {}: give --format md|html|csv|json", g_report.out),
                     "--format");
     }
     Store store = Store::open(p.db, Store::Mode::read_only);
     ReportOptions o;
-    o.ops = g_report.ops;
+    for (const std::string& name : g_report.ops) o.ops.push_back(op_filter(p, name));
     o.devices = g_report.devices;
     o.title = g_report.title;
     o.flops = [root = p.root](const std::string& op, const std::string& variant, const Problem& problem) {
         return op_flops(root, op, variant, problem);
     };
-    const std::string text = render_report(collect_report_data(store, o), format);
+    const ReportData data = collect_report_data(store, o);
+    const std::string text = render_report(data, format);
+    note_peers_left_out(store, data);
     if (g_report.out.empty() || g_report.out == "-") {
         std::cout << text;
     } else {
@@ -97,10 +132,26 @@ int cmd_report(const GlobalOptions& g) {
 
 int cmd_export_header(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
-    Store store = Store::open(p.db, Store::Mode::read_only);
+    const SpaceRef space = space_named(p, g_export.op);
     ExportOptions o;
-    o.op = g_export.op;
-    o.variant = g_export.variant;
+    o.op = space.op;
+    if (g_export_variant->count() > 0) {
+        if (std::find(space.variants.begin(), space.variants.end(), g_export.variant) == space.variants.end())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("'{}' tunes {} {}, not {}", g_export.op, space.op, fmt::join(space.variants, ", "),
+                                    g_export.variant),
+                        "--variant");
+        o.variant = g_export.variant;
+    } else if (space.variants.size() == 1) {
+        o.variant = space.variants.front();
+    } else {
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("op {} has the variants {}: name one, e.g. --op {}/{}", space.op,
+                                fmt::join(space.variants, ", "), space.op, space.variants.front()),
+                    "--op");
+    }
+    if (space.files.size() == 1) o.space_path = space.files.front();
+    Store store = Store::open(p.db, Store::Mode::read_only);
     o.root = p.root;
     o.devices = g_export.devices;
     o.out_dir = g_export.out;
@@ -112,7 +163,7 @@ int cmd_export_header(const GlobalOptions& g) {
 }
 
 int cmd_import_peers(const GlobalOptions& g) {
-    const Paths p = resolve_paths(g);
+    const Paths p = resolve_paths(g, RootUse::defaults_only);
     // Every file is validated before the database is opened, so a bad file leaves no new database behind.
     for (const std::string& f : g_import.files) {
         parse_peers(read_file(f, "the peer measurement file"), f);
@@ -130,7 +181,9 @@ int cmd_import_peers(const GlobalOptions& g) {
 struct Gpu {
     CompileService jit;
     GpuWorker worker;
-    Gpu(const Paths& p, int ordinal) : jit({p.root, p.cache, "", 0}), worker(default_worker_path(), ordinal, jit) {
+    Gpu(const Paths& p, int ordinal)
+        : jit((require_writable_cache(p.cache), CompileServiceOptions{p.root, p.cache, "", 0})),
+          worker(default_worker_path(), ordinal, jit) {
         worker.start();
     }
 };
@@ -146,11 +199,12 @@ int cmd_baseline_save(const GlobalOptions& g) {
     b.git_revision = git_revision(p.root);
     b.method.min_samples = g_baseline.samples;
     b.method.sessions = g_baseline.sessions;
+    std::vector<std::string> ops;
+    for (const std::string& name : g_baseline.ops) ops.push_back(op_filter(p, name));
     for (const TunedOp& t : store.tuned_ops()) {
         if (t.device_key != dev.key) continue;
-        if (!g_baseline.ops.empty() && std::find(g_baseline.ops.begin(), g_baseline.ops.end(), t.op) ==
-                                           g_baseline.ops.end() &&
-            std::find(g_baseline.ops.begin(), g_baseline.ops.end(), t.op + "/" + t.variant) == g_baseline.ops.end())
+        if (!ops.empty() && std::find(ops.begin(), ops.end(), t.op) == ops.end() &&
+            std::find(ops.begin(), ops.end(), t.op + "/" + t.variant) == ops.end())
             continue;
         for (const ResultRecord& r : store.best(t.op, t.variant, dev.key)) {
             BaselineCase c;
@@ -209,20 +263,25 @@ int cmd_check(const GlobalOptions& g) {
 void register_result_commands(CLI::App& app) {
     auto* report = app.add_subcommand("report", "Write a report of the stored results: best configuration, p50/p95/p99, "
                                                 "bandwidth against the copy ceiling, speedups over stored peers");
-    report->add_option("--op", g_report.ops, "Only these ops (rmsnorm or rmsnorm/fwd); repeatable");
+    report->add_option("--op", g_report.ops,
+                       "Only these search spaces: a name (rmsnorm), an op or op/variant (glu, rmsnorm/bwd) or a YAML "
+                       "file; repeatable");
     report->add_option("--device", g_report.devices, "Only devices whose key or name contains this; repeatable");
     report->add_option("--format", g_report.format, "md, html, csv or json (default: from --out's extension)");
-    report->add_option("--out", g_report.out, "Output file (default: standard output)");
+    report->add_option("--out", g_report.out, "Output file (default: standard output, as Markdown)")
+        ->check(not_empty());
     report->add_option("--title", g_report.title, "Report title")->capture_default_str();
 
     auto* exp = app.add_subcommand(
         "export-header", "Write a C++ header with the best configuration per device and problem and a dispatcher that "
                          "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
                          "default; an untuned shape takes the nearest tuned one)");
-    exp->add_option("--op", g_export.op, "Op to export (e.g. rmsnorm)")->required();
-    exp->add_option("--variant", g_export.variant, "Variant")->capture_default_str();
+    exp->add_option("--op", g_export.op,
+                    "Search space to export: a name (rmsnorm), op/variant (rmsnorm/fwd_gemma) or a YAML file")
+        ->required();
+    g_export_variant = exp->add_option("--variant", g_export.variant, "Variant, when --op names only an op");
     exp->add_option("--devices", g_export.devices, "Only devices whose key contains this; repeatable (default: all)");
-    exp->add_option("--out", g_export.out, "Output directory")->required();
+    exp->add_option("--out", g_export.out, "Output directory")->required()->check(not_empty());
 
     auto* peers = app.add_subcommand("import-peers", "Store peer measurements (PyTorch, torch.compile, Liger...) from "
                                                      "JSON files written by bench/peers/measure_peers.py");
@@ -234,8 +293,9 @@ void register_result_commands(CLI::App& app) {
     baseline->require_subcommand(1);
     auto* save = baseline->add_subcommand("save", "Measure the best configuration of every tuned op on this GPU and "
                                                   "write its timing distribution as a readable JSON baseline");
-    save->add_option("--ops", g_baseline.ops, "Only these ops (rmsnorm or rmsnorm/fwd); repeatable");
-    save->add_option("--out", g_baseline.out, "Output file (default: results/baselines/<device>.json)");
+    save->add_option("--ops", g_baseline.ops, "Only these search spaces (as report --op); repeatable");
+    save->add_option("--out", g_baseline.out, "Output file (default: results/baselines/<device>.json)")
+        ->check(not_empty());
     save->add_option("--sessions", g_baseline.sessions, "Measurement sessions pooled per case")
         ->capture_default_str()
         ->check(CLI::Range(1, 20));
@@ -252,8 +312,9 @@ void register_result_commands(CLI::App& app) {
         ->check(CLI::ExistingFile);
     check->add_option("--ops", g_check.ops, "Only these ops; repeatable");
     check->add_flag("--force", g_check.force, "Compare even when this GPU's device key differs from the baseline's");
-    check->add_option("--markdown", g_check.markdown, "Also write a Markdown summary for the pull request");
-    check->add_option("--junit", g_check.junit, "Also write JUnit XML for the CI system");
+    check->add_option("--markdown", g_check.markdown, "Also write a Markdown summary for the pull request")
+        ->check(not_empty());
+    check->add_option("--junit", g_check.junit, "Also write JUnit XML for the CI system")->check(not_empty());
     check->add_option("--samples", g_check.samples, "Samples per measurement session")->capture_default_str()->check(
         CLI::Range(10, 10000));
     check->add_option("--rounds", g_check.rounds, "Interleaved re-measurement rounds for slower/unclear cases")

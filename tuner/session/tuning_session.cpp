@@ -93,21 +93,24 @@ std::vector<Problem> explicit_problems(const SearchSpace& space, const TuneOptio
 }
 
 std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions& o) {
-    std::vector<Problem> out;
-    for (const Problem& p : o.shapes.empty() ? space.problems() : explicit_problems(space, o)) {
-        if (!o.dtypes.empty() && std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) == o.dtypes.end()) continue;
-        if (!matches_any(p.shape, o.problem_filters)) continue;
-        out.push_back(p);
-    }
-    if (out.empty() && !o.shapes.empty()) {
+    // --dtype first, then --problem, so that an error names the filter that left nothing.
+    std::vector<Problem> in_dtypes;
+    for (const Problem& p : o.shapes.empty() ? space.problems() : explicit_problems(space, o))
+        if (o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(), p.dtype) != o.dtypes.end())
+            in_dtypes.push_back(p);
+    if (in_dtypes.empty()) {
         std::string dtypes;
         for (Dtype d : space.dtypes()) dtypes += (dtypes.empty() ? "" : ", ") + std::string(dtype_name(d));
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("no --shape matches: {} tunes only {}", space.file(), dtypes), "--dtype");
+        throw Error(ErrorCategory::bad_input, fmt::format("{} tunes only {}", space.file(), dtypes), "--dtype");
     }
+    std::vector<Problem> out;
+    for (const Problem& p : in_dtypes)
+        if (matches_any(p.shape, o.problem_filters)) out.push_back(p);
     if (out.empty())
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("no problem of {} matches the --dtype/--problem filters", space.file()), "--problem");
+                    fmt::format("no {} of {} matches the --problem filters", o.shapes.empty() ? "problem" : "--shape",
+                                space.file()),
+                    "--problem");
     return out;
 }
 

@@ -234,6 +234,12 @@ double Expression::evaluate(const std::map<std::string, double>& vars) const {
 
 long long Expression::evaluate_int(const std::map<std::string, double>& vars) const {
     double v = evaluate(vars);
+    if (std::floor(v) == v && !integral(v))
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("expression '{}' evaluated to {:.0f}, which is out of range: an integer result must lie "
+                                "within (-9e15, 9e15), where doubles hold integers exactly",
+                                m_text, v),
+                    m_where);
     if (!integral(v))
         throw Error(ErrorCategory::bad_input,
                     fmt::format("expression '{}' evaluated to {}, which is not an integer (ceil_div rounds up)", m_text,

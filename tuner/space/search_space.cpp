@@ -254,7 +254,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
         size *= p.values.size();
         if (size > max_cartesian_size)
             find_field(top, "parameters")
-                ->fail("the parameters' cartesian product has more than 2^40 configurations");
+                ->fail(fmt::format("the parameters' cartesian product has more than {} configurations",
+                                   max_cartesian_size));
     }
     return out;
 }

@@ -71,10 +71,12 @@ struct RunResult {
     std::string out, err;
 };
 
-// Runs `ktune args...` in sandbox.work() with the environment pointing every default path into it.
-inline RunResult run_ktune(const Sandbox& box, const std::vector<std::string>& args) {
+// Runs `ktune args...` in sandbox.work() with the environment pointing every default path into it, and KTUNE_ROOT at
+// the source tree (the sandbox is outside any checkout) unless `with_root` is false.
+inline RunResult run_ktune(const Sandbox& box, const std::vector<std::string>& args, bool with_root = true) {
     const fs::path work = box.work();
-    std::string cmd = "cd " + shell_quote(work.string()) + " && env KTUNE_DB=" +
+    std::string cmd = "cd " + shell_quote(work.string()) + " && env -u KTUNE_ROOT " +
+                      (with_root ? "KTUNE_ROOT=" + shell_quote(KTUNE_SOURCE_ROOT) + " " : std::string()) + "KTUNE_DB=" +
                       shell_quote((work / "ktune.db").string()) +
                       " KTUNE_CACHE_DIR=" + shell_quote((work / "cache").string()) +
                       " XDG_CACHE_HOME=" + shell_quote((work / "xdg-cache").string()) + " " +
@@ -110,18 +112,8 @@ inline std::map<std::string, Entry> snapshot(const fs::path& dir) {
     return out;
 }
 
-// True for SQLite's side files of a database that existed before when they hold no write: reading a WAL database
-// creates its -shm index and an empty -wal, and a read-only connection leaves them behind.
-inline bool empty_sqlite_side_file(const std::string& path, const Entry& entry,
-                                   const std::map<std::string, Entry>& before) {
-    for (const std::string suffix : {"-shm", "-wal"})
-        if (path.ends_with(suffix) && before.count(path.substr(0, path.size() - suffix.size())))
-            return suffix == "-shm" || entry.content.empty();
-    return false;
-}
-
 // What changed between two snapshots, one line each. Tolerated: empty directories that appeared (the compile service
-// creates its cache directory before it can fail) and empty SQLite side files of an existing database.
+// creates its cache directory before it can fail). A command that only reads the database leaves no -wal or -shm.
 inline std::string changes(const std::map<std::string, Entry>& before, const std::map<std::string, Entry>& after,
                            const fs::path& dir) {
     std::string out;
@@ -129,7 +121,6 @@ inline std::string changes(const std::map<std::string, Entry>& before, const std
         auto it = before.find(path);
         if (it == before.end()) {
             if (entry.directory && fs::is_empty(dir / path)) continue;
-            if (empty_sqlite_side_file(path, entry, before)) continue;
             out += "  created " + path + "\n";
         } else if (!(it->second == entry)) {
             out += "  changed " + path + "\n";

@@ -35,6 +35,7 @@ struct Case {
     std::vector<std::string> fixtures;
     std::string db = "{work}/ktune.db", cache = "{work}/cache";
     bool writes = false, no_gpu = false;
+    bool no_root = false;  // run outside any checkout with no KTUNE_ROOT
     std::string load_error;  // set on a single placeholder case when cases.yaml itself is broken
 };
 
@@ -63,6 +64,7 @@ std::vector<Case> load_cases() {
             if (n["cache"]) c.cache = n["cache"].as<std::string>();
             c.writes = n["writes"] && n["writes"].as<bool>();
             c.no_gpu = n["no_gpu"] && n["no_gpu"].as<bool>();
+            c.no_root = n["no_root"] && n["no_root"].as<bool>();
             out.push_back(std::move(c));
         }
     } catch (const std::exception& e) {
@@ -93,10 +95,10 @@ bool gpu_driver_present() {
     return h != nullptr;
 }
 
-// Makes `path` unwritable for this process. Root ignores file modes, so as root it takes the immutable attribute, which
-// not every file system (or container) allows: returns why it could not, or "" when done.
+// Makes `path` (a file or a folder) unwritable for this process. Root ignores file modes, so as root it takes the
+// immutable attribute, which not every file system (or container) allows: returns why it could not, or "" when done.
 std::string make_unwritable(const fs::path& path) {
-    ::chmod(path.c_str(), 0444);
+    ::chmod(path.c_str(), fs::is_directory(path) ? 0555 : 0444);
     if (::geteuid() == 0 &&
         std::system(("chattr +i " + shell_quote(path.string()) + " >/dev/null 2>&1").c_str()) != 0)
         return "running as root, which ignores file modes, and chattr +i is not available here";
@@ -108,7 +110,10 @@ class CliCase : public ::testing::TestWithParam<Case> {
 protected:
     void TearDown() override {
         // An immutable file would make the sandbox's removal fail: clear the attribute first.
-        if (m_immutable) std::system(("chattr -i " + shell_quote(m_immutable->string()) + " 2>/dev/null").c_str());
+        for (const fs::path& p : m_unwritable) {
+            if (::geteuid() == 0) std::system(("chattr -i " + shell_quote(p.string()) + " 2>/dev/null").c_str());
+            ::chmod(p.c_str(), 0755);
+        }
         m_box.reset();
     }
 
@@ -119,9 +124,13 @@ protected:
             Store::open(path.string());
         } else if (name == "readonly.db") {
             Store::open(path.string());
-            const std::string why = make_unwritable(path);
-            if (::geteuid() == 0 && why.empty()) m_immutable = path;
-            return why;
+            m_unwritable.push_back(path);
+            return make_unwritable(path);
+        } else if (name == "readonly_dir") {
+            fs::create_directories(path);
+            Store::open((path / "results.db").string());
+            m_unwritable.push_back(path);
+            return make_unwritable(path);
         } else if (name == "newer.db") {
             sqlite3* db = nullptr;
             EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -141,7 +150,7 @@ protected:
     }
 
     std::optional<Sandbox> m_box;
-    std::optional<fs::path> m_immutable;
+    std::vector<fs::path> m_unwritable;
 };
 
 TEST_P(CliCase, ExitsWithItsCodeSaysWhatIsWrongAndWritesNothing) {
@@ -162,7 +171,7 @@ TEST_P(CliCase, ExitsWithItsCodeSaysWhatIsWrongAndWritesNothing) {
     for (const auto& a : c.args) args.push_back(expand(a, box.work()));
 
     const auto before = snapshot(box.work());
-    const RunResult r = run_ktune(box, args);
+    const RunResult r = run_ktune(box, args, !c.no_root);
     const std::string shown = "\nstderr:\n" + r.err + "stdout:\n" + r.out.substr(0, 2000);
 
     EXPECT_EQ(r.signal, 0) << "ktune died of signal " << r.signal << shown;

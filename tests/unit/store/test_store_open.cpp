@@ -1,4 +1,8 @@
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <iterator>
 
 #include "tests/unit/store/store_test_util.hpp"
@@ -152,6 +156,60 @@ TEST_F(StoreOpen, ReadOnlyOpenOfAnEmptyFileSaysItHasNoSchema) {
 TEST_F(StoreOpen, AnEmptyFileOpenedReadWriteGetsTheSchema) {
     { std::ofstream out(db_path()); }
     EXPECT_EQ(Store::open(db_path()).schema_version(), 5);
+}
+
+}  // namespace
+}  // namespace ktune::test
+
+namespace ktune::test {
+namespace {
+
+using StoreReadOnly = StoreTest;
+
+bool has_side_files(const std::string& path) {
+    return std::filesystem::exists(path + "-wal") || std::filesystem::exists(path + "-shm");
+}
+
+TEST_F(StoreReadOnly, ReadingLeavesNoWalOrShmFileBehind) {
+    Store::open(db_path()).begin_run(RunInfo{});
+    ASSERT_FALSE(has_side_files(db_path()));
+    {
+        const Store store = Store::open(db_path(), Store::Mode::read_only);
+        EXPECT_TRUE(store.run(1).has_value());
+    }
+    EXPECT_FALSE(has_side_files(db_path()));
+}
+
+TEST_F(StoreReadOnly, ReadsADatabaseInAFolderThatCannotBeWritten) {
+    const auto folder = dir() / "sealed";
+    std::filesystem::create_directories(folder);
+    const std::string path = (folder / "results.db").string();
+    Store::open(path).begin_run(RunInfo{});
+    // Root ignores file modes; the immutable attribute binds root too.
+    std::filesystem::permissions(folder, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    if (::geteuid() == 0) std::system(("chattr +i '" + folder.string() + "' 2>/dev/null").c_str());
+    if (::access(folder.c_str(), W_OK) == 0) {
+        std::filesystem::permissions(folder, std::filesystem::perms::owner_all);
+        GTEST_SKIP() << "cannot make a folder unwritable here";
+    }
+    std::optional<RunInfo> run;
+    try {
+        run = Store::open(path, Store::Mode::read_only).run(1);
+    } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+    }
+    if (::geteuid() == 0) std::system(("chattr -i '" + folder.string() + "' 2>/dev/null").c_str());
+    std::filesystem::permissions(folder, std::filesystem::perms::owner_all);
+    EXPECT_TRUE(run.has_value());
+    EXPECT_FALSE(has_side_files(path));
+}
+
+TEST_F(StoreReadOnly, RefusesToWrite) {
+    Store::open(db_path());
+    Store store = Store::open(db_path(), Store::Mode::read_only);
+    const Error e = error_of([&] { store.begin_run(RunInfo{}); });
+    EXPECT_EQ(e.category(), ErrorCategory::store);
+    EXPECT_TRUE(contains(e.message(), "opened read-only")) << e.message();
 }
 
 }  // namespace
