@@ -97,7 +97,7 @@ struct TuneCliOptions {
     int device = 0;
     unsigned threads = 0;  // 0: all cores
     std::uint64_t seed = 1;
-    std::vector<std::string> dtypes, problems, configs, shapes;
+    std::vector<std::string> dtypes, problems, configs, shapes, kernels;
     int min_samples = 10, max_samples = 2000;
     double target_ci = 0.01, time_cap = 1.0;
 };
@@ -196,15 +196,23 @@ json record_json(const ResultRecord& r, const std::optional<DeviceInfo>& dev) {
               {"spill_bytes", m.compile.spill_store_bytes + m.compile.spill_load_bytes},
               {"measured_at", r.measured_at},
               {"device_key", r.device_key},
-              {"source_hash", r.kernel.source_hash}};
+              {"source_hash", r.kernel.source_hash},
+              {"kernel", r.kernel.alternative}};
     for (const auto& [axis, v] : r.problem.shape) j["shape"][axis] = v;
     if (dev && dev->copy_gbps > 0) j["pct_of_copy"] = 100.0 * m.gbps / dev->copy_gbps;
     return j;
 }
 
 void print_best_table(const std::vector<ResultRecord>& rows, const std::optional<DeviceInfo>& dev) {
-    fmt::print("{:<26} {:<44} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>5}\n", "problem", "best configuration", "p50 us",
-               "p95 us", "p99 us", "kernel us", "GB/s", "% copy", "regs");
+    // A space of alternative kernels says which won each problem, before its configuration.
+    const bool alternatives =
+        std::any_of(rows.begin(), rows.end(), [](const ResultRecord& r) { return !r.kernel.alternative.empty(); });
+    auto configuration = [&](const ResultRecord& r) {
+        return alternatives ? fmt::format("{}: {}", r.kernel.alternative, r.config_key) : r.config_key;
+    };
+    fmt::print("{:<26} {:<44} {:>9} {:>9} {:>9} {:>10} {:>8} {:>7} {:>5}\n", "problem",
+               alternatives ? "best kernel: configuration" : "best configuration", "p50 us", "p95 us", "p99 us",
+               "kernel us", "GB/s", "% copy", "regs");
     bool any_kernel_ranked = false;
     for (const ResultRecord& r : rows) {
         const auto& m = r.measurement;
@@ -213,7 +221,7 @@ void print_best_table(const std::vector<ResultRecord>& rows, const std::optional
             m.kernel_us > 0 ? fmt::format("{:.3f}{}", m.kernel_us, m.ranked_by_kernel_time() ? "*" : " ") : "- ";
         any_kernel_ranked = any_kernel_ranked || m.ranked_by_kernel_time();
         fmt::print("{:<26} {:<44} {:>9.2f} {:>9.2f} {:>9.2f} {:>10} {:>8.0f} {:>7} {:>5}{}\n", r.problem.key(),
-                   r.config_key, m.stats.p50, m.stats.p95, m.stats.p99, kernel, m.gbps, pct, m.compile.registers,
+                   configuration(r), m.stats.p50, m.stats.p95, m.stats.p99, kernel, m.gbps, pct, m.compile.registers,
                    m.time_cap_hit ? "  (time cap hit: CI above target)" : "");
     }
     if (any_kernel_ranked)
@@ -287,13 +295,18 @@ int cmd_list(const GlobalOptions& g) {
     std::vector<std::array<std::string, 6>> rows{{"space", "op", "variant", "params", "problems", "description"}};
     for (const auto& f : files) {
         try {
-            const SearchSpace s = SearchSpace::load_file(f.string());
+            const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(f.string());
+            const SearchSpace& s = kernels.front();
             std::string summary;
             try {
                 summary = std::string(op_of(s).summary());
             } catch (const Error& e) {
                 summary = "(no registered op: " + e.message() + ")";
             }
+            std::vector<std::string> names;
+            for (const SearchSpace& k : kernels)
+                if (!k.alternative().empty()) names.push_back(k.alternative());
+            if (!names.empty()) summary = fmt::format("[{} kernels: {}] {}", names.size(), fmt::join(names, ", "), summary);
             out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"op", s.op()},
                            {"variant", s.variant()}, {"parameters", s.parameters().size()},
                            {"cartesian_size", s.cartesian_size()}, {"problems", s.problems().size()},
@@ -325,9 +338,8 @@ int cmd_list(const GlobalOptions& g) {
     return exit_ok;
 }
 
-int cmd_space(const GlobalOptions& g) {
-    const Paths p = resolve_paths(g, RootUse::names_only);
-    const SearchSpace s = SearchSpace::load_file(space_file(p, g_space.op));
+// One kernel of a space: its parameters, rules, problems and valid configurations (JSON into `out`, or printed).
+int show_space(const SearchSpace& s, json* out) {
     const auto problems = s.problems();
     std::vector<std::pair<Problem, std::vector<Config>>> valid;
     std::uint64_t total_valid = 0;
@@ -336,7 +348,7 @@ int cmd_space(const GlobalOptions& g) {
         total_valid += v.size();
         valid.emplace_back(pr, std::move(v));
     }
-    if (g_space.json) {
+    if (out != nullptr) {
         json j = {{"file", s.file()}, {"op", s.op()}, {"variant", s.variant()}, {"kernel", s.kernel_source()},
                   {"cartesian_size", s.cartesian_size()}, {"valid_total", total_valid}};
         for (const auto& prm : s.parameters()) j["parameters"].push_back({{"name", prm.name}, {"values", prm.values},
@@ -348,11 +360,13 @@ int cmd_space(const GlobalOptions& g) {
             for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) pj["examples"].push_back(v[i].key());
             j["problems"].push_back(pj);
         }
-        std::cout << json_text(j) << "\n";
+        if (!s.alternative().empty()) j["alternative"] = s.alternative();
+        *out = std::move(j);
         if (total_valid == 0) s.require_some_valid_config();
         return exit_ok;
     }
-    fmt::print("{} ({} {}): kernel {}\n", s.file(), s.op(), s.variant(), s.kernel_source());
+    fmt::print("{} ({} {}): kernel {}{}\n", s.file(), s.op(), s.variant(),
+               s.alternative().empty() ? "" : s.alternative() + ", ", s.kernel_source());
     fmt::print("parameters ({} combinations before constraints):\n", s.cartesian_size());
     for (const auto& prm : s.parameters())
         fmt::print("  {:<16} {:<28} {}\n", prm.name, fmt::format("{}", fmt::join(prm.values, ", ")), prm.doc);
@@ -385,6 +399,31 @@ int cmd_space(const GlobalOptions& g) {
     return exit_ok;
 }
 
+int cmd_space(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g, RootUse::names_only);
+    const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(space_file(p, g_space.op));
+    if (g_space.json) {
+        json j;
+        if (kernels.size() == 1) {
+            show_space(kernels.front(), &j);
+        } else {
+            j = {{"file", kernels.front().file()}, {"op", kernels.front().op()}, {"variant", kernels.front().variant()}};
+            for (const SearchSpace& k : kernels) {
+                json one;
+                show_space(k, &one);
+                j["alternatives"].push_back(std::move(one));
+            }
+        }
+        std::cout << json_text(j) << "\n";
+        return exit_ok;
+    }
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+        if (i > 0) fmt::print("\n");
+        show_space(kernels[i], nullptr);
+    }
+    return exit_ok;
+}
+
 int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     const Paths p = resolve_paths(g);
     TuneOptions o;
@@ -392,8 +431,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     o.space_path = space_file(p, g_tune.op);
     {
         // What the YAML gets wrong beyond its own validation fails here, naming the file, before anything is written.
-        const SearchSpace space = SearchSpace::load_file(o.space_path);
-        op_of(space);
+        for (const SearchSpace& space : SearchSpace::load_alternatives(o.space_path)) op_of(space);
     }
     require_writable_cache(p.cache);
     o.db_path = p.db;
@@ -417,6 +455,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     }
     for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
     for (const auto& f : g_tune.configs) o.config_filters.push_back(parse_named_values(f, "--config", "PARAM"));
+    o.alternatives = g_tune.kernels;
     for (const auto& f : g_tune.shapes) o.shapes.push_back(parse_named_values(f, "--shape", "AXIS"));
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
@@ -592,6 +631,8 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     tune->add_option("--config", g_tune.configs,
                      "Only configurations matching PARAM=V[,PARAM=V...] (e.g. a stored best, to re-measure it or "
                      "run it under compute-sanitizer); repeatable");
+    tune->add_option("--kernel", g_tune.kernels,
+                     "Only this kernel of a space of alternative kernels (its name under alternatives:); repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
     auto* hot = tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
     tune->add_option("--flush", g_tune.flush,

@@ -85,7 +85,8 @@ std::vector<fs::path> space_files(const std::string& root) {
 }
 
 SpaceRef space_of_file(const std::string& path) {
-    const SearchSpace s = SearchSpace::load_file(path);
+    const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(path);
+    const SearchSpace& s = kernels.front();
     return SpaceRef{s.op(), s.variant(), {s.variant()}, {path}};
 }
 
@@ -150,7 +151,8 @@ SpaceRef resolve_space(const std::string& root, const std::string& name) {
     for (const fs::path& f : space_files(root)) {
         known.push_back(f.stem().string());
         try {
-            const SearchSpace s = SearchSpace::load_file(f.string());
+            const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(f.string());
+            const SearchSpace& s = kernels.front();
             if (s.op() != op || (!variant.empty() && s.variant() != variant)) continue;
             ref.files.push_back(f.string());
             variants.insert(s.variant());

@@ -21,8 +21,8 @@ double op_flops(const std::string& root, const std::string& op, const std::strin
     try {
         for (const OpDescription* o : all_ops())
             if (o->name() == op && o->variant() == variant) return o->flops(p);
-        const SearchSpace space = SearchSpace::load_file(find_space_file(root, op, variant));
-        return op_of(space).flops(p);
+        const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(find_space_file(root, op, variant));
+        return op_of(kernels.front()).flops(p);
     } catch (const Error&) {
         return 0;
     }

@@ -489,6 +489,21 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
             return std::find(o.alternatives.begin(), o.alternatives.end(), k.alternative()) == o.alternatives.end();
         });
     }
+    if (kernels.size() > 1 && !o.config_filters.empty()) {
+        // --config names parameters of some kernels: the others have no configuration it could match.
+        std::erase_if(kernels, [&](const SearchSpace& k) {
+            return std::any_of(o.config_filters.begin(), o.config_filters.end(), [&](const NamedValues& f) {
+                return std::any_of(f.begin(), f.end(), [&](const auto& nv) {
+                    return std::none_of(k.parameters().begin(), k.parameters().end(),
+                                        [&](const ParameterSpec& p) { return p.name == nv.first; });
+                });
+            });
+        });
+        if (kernels.empty())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("no kernel of {} has every parameter that --config names", o.space_path),
+                        "--config");
+    }
     TuneSummary s;
     for (const SearchSpace& k : kernels) {
         if (progress && !k.alternative().empty()) {
