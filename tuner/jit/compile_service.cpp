@@ -208,8 +208,15 @@ struct CompileService::Impl {
             result.kernels.push_back(std::move(kernel));
         }
 
-        detail::CacheEntry entry{p.key,      request.arch,   nvrtc_version(),        request.source_path,
-                                 result.options, result.log, result.compile_seconds, result.kernels};
+        detail::CacheEntry entry;
+        entry.key = p.key;
+        entry.arch = request.arch;
+        entry.nvrtc_version = nvrtc_version();
+        entry.source_path = request.source_path;
+        entry.options = result.options;
+        entry.log = result.log;
+        entry.compile_seconds = result.compile_seconds;
+        entry.kernels = result.kernels;
         detail::write_cache_entry(cache_dir, entry, cubin);
         result.ok = true;
         result.cubin_path = detail::cubin_path(cache_dir, p.key).string();
