@@ -170,6 +170,19 @@ double Located::number() const {
     return v;
 }
 
+std::string excerpt(std::string_view text, std::size_t max) {
+    std::string out;
+    const std::size_t shown = std::min(text.size(), max);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') out += "\\n";
+        else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+        else out += text[i];
+    }
+    if (shown < text.size()) out += fmt::format("... ({} characters)", text.size());
+    return out;
+}
+
 const Located* find_field(const std::vector<std::pair<std::string, Located>>& fields, std::string_view key) {
     for (const auto& [name, value] : fields)
         if (name == key) return &value;

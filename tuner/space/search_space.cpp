@@ -22,6 +22,7 @@ namespace {
 
 using detail::find_field;
 using detail::Located;
+using detail::excerpt;
 
 constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a C++ int template argument
 constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
@@ -120,6 +121,7 @@ private:
     void check_variables(const Expression& e, bool parameters_allowed) const;
     std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
                                                              const std::vector<Dtype>& dtypes) const;
+    static void check_source_path(const Located& node);
 
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
@@ -177,6 +179,8 @@ Parsed Loader::load(const std::string& yaml) {
         out.library = library->text();
         const LibraryBaseline* lib = find_library_baseline(out.library);
         if (lib == nullptr) {
+    if (source != nullptr) check_source_path(*source);
+    if (reference_source != nullptr) check_source_path(*reference_source);
             std::string known;
             for (const LibraryBaseline& l : library_baselines()) known += (known.empty() ? "" : ", ") + std::string(l.name);
             library->fail(fmt::format("unknown library baseline '{}' (known: {})", out.library, known));
@@ -374,7 +378,23 @@ void Loader::check_reference_name(const Located& node) const {
         if (p.placeholder && p.text != "T")
             node.fail(fmt::format("placeholder {{{}}} in the reference name is not allowed: only {{T}} is, the "
                                   "reference kernel has no parameters",
-                                  p.text));
+                                  excerpt(p.text)));
+}
+
+// The compile service resolves sources against the kernel root and refuses, symlinks resolved, whatever lies outside
+// it; a path that is absolute or steps upwards is refused here already, with the line it is on.
+void Loader::check_source_path(const Located& node) {
+    const std::string path = node.text();
+    if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+        node.fail("a kernel file path may not contain control characters");
+    if (path.front() == '/' || path.front() == '~')
+        node.fail(fmt::format("'{}' is an absolute path: give a path relative to the kernel root, like "
+                              "kernels/rmsnorm/rmsnorm_fwd.cuh",
+                              detail::excerpt(path)));
+    for (const auto& part : std::filesystem::path(path))
+        if (part == "..")
+            node.fail(fmt::format("'{}' steps out with '..': kernel files must lie under the kernel root",
+                                  detail::excerpt(path)));
 }
 
 Expression Loader::read_expression(const Located& node) const { return Expression(node.text(), node.where()); }
