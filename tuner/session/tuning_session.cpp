@@ -289,6 +289,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
                                     space.file(), p.key()),
                         "--shape");
     }
+    space.check_launches();  // a bad grid for any problem fails now, GPU or not (--compile-only)
     auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
 
     CompileService jit({o.root, o.cache_dir, "", o.threads});
