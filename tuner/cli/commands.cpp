@@ -341,11 +341,21 @@ int cmd_list(const GlobalOptions& g) {
 // One kernel of a space: its parameters, rules, problems and valid configurations (JSON into `out`, or printed).
 int show_space(const SearchSpace& s, json* out) {
     const auto problems = s.problems();
-    std::vector<std::pair<Problem, std::vector<Config>>> valid;
+    // Counts and a few examples per problem, not every valid configuration of every problem (memory).
+    struct Valid {
+        std::uint64_t count = 0;
+        std::vector<Config> examples;
+    };
+    std::vector<std::pair<Problem, Valid>> valid;
     std::uint64_t total_valid = 0;
     for (const Problem& pr : problems) {
-        auto v = s.valid_configs(pr);
-        total_valid += v.size();
+        Valid v;
+        s.for_each_config([&](const Config& c) {
+            if (!s.is_valid(c, pr)) return true;
+            if (v.count++ < std::uint64_t(g_space.show)) v.examples.push_back(c);
+            return true;
+        });
+        total_valid += v.count;
         valid.emplace_back(pr, std::move(v));
     }
     if (out != nullptr) {
@@ -356,13 +366,14 @@ int show_space(const SearchSpace& s, json* out) {
         for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
         for (const auto& c : s.prune()) j["prune"].push_back(c.text());
         for (const auto& [pr, v] : valid) {
-            json pj = {{"problem", pr.key()}, {"valid", v.size()}};
-            for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) pj["examples"].push_back(v[i].key());
+            json pj = {{"problem", pr.key()}, {"valid", v.count}};
+            for (const Config& c : v.examples) pj["examples"].push_back(c.key());
             j["problems"].push_back(pj);
         }
         if (!s.alternative().empty()) j["alternative"] = s.alternative();
         *out = std::move(j);
         if (total_valid == 0) s.require_some_valid_config();
+        s.check_launches();
         return exit_ok;
     }
     fmt::print("{} ({} {}): kernel {}{}\n", s.file(), s.op(), s.variant(),
@@ -377,9 +388,10 @@ int show_space(const SearchSpace& s, json* out) {
         for (const auto& c : s.prune()) fmt::print("  {}\n", c.text());
     }
     fmt::print("problems ({}), valid configurations each ({} in all):\n", problems.size(), total_valid);
-    for (const auto& [pr, v] : valid) fmt::print("  {:<28} {:>6}\n", pr.key(), v.size());
+    for (const auto& [pr, v] : valid) fmt::print("  {:<28} {:>6}\n", pr.key(), v.count);
     if (!valid.empty()) {
-        const auto& [pr, v] = valid.back();
+        const Problem& pr = valid.back().first;
+        const std::vector<Config> v = s.valid_configs(pr);
         fmt::print("examples for {}:\n", pr.key());
         for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) {
             const auto& c = v[std::size_t(i) * v.size() / std::size_t(std::max(1, g_space.show))];
@@ -392,10 +404,9 @@ int show_space(const SearchSpace& s, json* out) {
                        lg.block[0], lg.block[1], lg.block[2], lg.shared_bytes);
         }
     }
-    if (total_valid == 0) {
-        std::fflush(stdout);  // the table first, then the error on stderr
-        s.require_some_valid_config();
-    }
+    std::fflush(stdout);  // the table first, then the error on stderr
+    if (total_valid == 0) s.require_some_valid_config();
+    s.check_launches();
     return exit_ok;
 }
 

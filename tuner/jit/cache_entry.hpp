@@ -3,6 +3,7 @@
 // per kernel, the log, the options), so a hit needs no NVRTC. Files are written under a temporary name in the same
 // folder and renamed into place, the sidecar last: a crash or a concurrent ktune process never leaves a torn entry,
 // and a sidecar that is present means its cubin is complete.
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,7 +14,8 @@
 namespace ktune::detail {
 
 // v2: entries written with NVRTC's own cache on could hold 0 registers (CompileService's constructor says why).
-inline constexpr const char* k_cache_format = "ktune-jit-cache-v2";
+// v3: the sidecar records the cubin's size and SHA-256, so a truncated or replaced cubin is recompiled.
+inline constexpr const char* k_cache_format = "ktune-jit-cache-v3";
 
 struct CacheEntry {
     std::string key;
@@ -23,6 +25,8 @@ struct CacheEntry {
     std::string options;
     std::string log;
     double compile_seconds = 0;  // what the original compilation took, for the record
+    std::uint64_t cubin_bytes = 0;  // set by write_cache_entry from the cubin it writes
+    std::string cubin_sha256;       // hex
     std::vector<CompiledKernel> kernels;
 };
 
@@ -32,8 +36,9 @@ std::filesystem::path sidecar_path(const std::filesystem::path& cache_dir, const
 // Writes the cubin, then the sidecar. Throws Error(store) naming the path when the cache cannot be written.
 void write_cache_entry(const std::filesystem::path& cache_dir, const CacheEntry& entry, const std::string& cubin);
 
-// The entry for this key, or nothing when it is absent, unreadable, of another format, or its cubin is missing or not
-// an ELF file: any of those is a miss, and the recompilation overwrites it.
+// The entry for this key, or nothing when it is absent, unreadable, of another format, or its cubin is missing, not an
+// ELF file, or not the size and SHA-256 the sidecar records: any of those is a miss, and the recompilation overwrites
+// it.
 std::optional<CacheEntry> read_cache_entry(const std::filesystem::path& cache_dir, const std::string& key);
 
 // Writes bytes to path through a temporary file in the same folder and a rename. Throws Error(store).

@@ -96,6 +96,7 @@ struct CompileService::Impl {
     fs::path kernel_root;
     fs::path cache_dir;
     std::vector<fs::path> cuda_include_dirs;
+    std::vector<fs::path> include_dirs;
     detail::ThreadPool pool;
 
     explicit Impl(unsigned threads) : pool(threads) {}
@@ -110,9 +111,10 @@ struct CompileService::Impl {
     Prepared prepare(const CompileRequest& request) const {
         check_arch(request.arch);
         Prepared p;
-        p.files = detail::collect_sources(kernel_root, request.source_path, cuda_include_dirs);
+        p.files = detail::collect_sources(kernel_root, request.source_path, cuda_include_dirs, include_dirs);
         p.options = {"-arch=" + request.arch, "-std=c++17", "-Xptxas=-v", "-lineinfo", "-DKTUNE_NVRTC=1",
                      "-I" + kernel_root.string()};
+        for (const fs::path& dir : include_dirs) p.options.push_back("-I" + dir.string());
         for (const fs::path& dir : cuda_include_dirs) p.options.push_back("-I" + dir.string());
         p.options.insert(p.options.end(), request.extra_options.begin(), request.extra_options.end());
 
@@ -162,9 +164,9 @@ struct CompileService::Impl {
     }
 
     CompileResult compile_program(const CompileRequest& request, const Prepared& p, CompileResult result) const {
-        // The program is named by its absolute path so that NVRTC resolves the source's own quoted includes next to
-        // it, as a compiler reading the file would.
-        const std::string program_name = (kernel_root / request.source_path).lexically_normal().string();
+        // The program is named by its absolute, resolved path so that NVRTC resolves the source's own quoted
+        // includes next to it, where collect_sources checked them.
+        const std::string program_name = p.files.front().path.string();
         ProgramGuard guard;
         check_nvrtc(nvrtcCreateProgram(&guard.program, p.files.front().text.c_str(), program_name.c_str(), 0, nullptr,
                                        nullptr),
@@ -208,8 +210,15 @@ struct CompileService::Impl {
             result.kernels.push_back(std::move(kernel));
         }
 
-        detail::CacheEntry entry{p.key,      request.arch,   nvrtc_version(),        request.source_path,
-                                 result.options, result.log, result.compile_seconds, result.kernels};
+        detail::CacheEntry entry;
+        entry.key = p.key;
+        entry.arch = request.arch;
+        entry.nvrtc_version = nvrtc_version();
+        entry.source_path = request.source_path;
+        entry.options = result.options;
+        entry.log = result.log;
+        entry.compile_seconds = result.compile_seconds;
+        entry.kernels = result.kernels;
         detail::write_cache_entry(cache_dir, entry, cubin);
         result.ok = true;
         result.cubin_path = detail::cubin_path(cache_dir, p.key).string();
@@ -233,7 +242,8 @@ struct CompileService::Impl {
     }
 };
 
-CompileService::CompileService(CompileServiceOptions options) : m_options(std::move(options)) {
+CompileService::CompileService(CompileServiceOptions options, std::vector<std::string> include_dirs)
+    : m_options(std::move(options)), m_include_dirs(std::move(include_dirs)) {
     // Resolve every default once, so options() reports what is actually used.
     if (m_options.cache_dir.empty()) {
         throw Error(ErrorCategory::bad_input, "no cache directory given for the NVRTC compile service", "cache_dir");
@@ -266,6 +276,10 @@ CompileService::CompileService(CompileServiceOptions options) : m_options(std::m
     m_impl->kernel_root = m_options.kernel_root;
     m_impl->cache_dir = m_options.cache_dir;
     m_impl->cuda_include_dirs = split_dirs(m_options.cuda_include_dir);
+    for (std::string& dir : m_include_dirs) {
+        dir = without_trailing_slash(fs::absolute(dir)).string();
+        m_impl->include_dirs.emplace_back(dir);
+    }
     m_options.threads = m_impl->pool.size();
 }
 
@@ -284,7 +298,8 @@ std::string CompileService::cache_key(const CompileRequest& request) const { ret
 std::string CompileService::source_hash(const std::string& source_path) const {
     detail::Sha256 sha;
     add_field(sha, "format", "ktune-source-v1");
-    add_sources(sha, detail::collect_sources(m_impl->kernel_root, source_path, m_impl->cuda_include_dirs));
+    add_sources(sha, detail::collect_sources(m_impl->kernel_root, source_path, m_impl->cuda_include_dirs,
+                                             m_impl->include_dirs));
     return detail::to_hex(sha.finish());
 }
 

@@ -49,7 +49,9 @@ struct CompileServiceOptions {
 
 class CompileService {
 public:
-    explicit CompileService(CompileServiceOptions options);
+    // include_dirs: explicit include folders (-I), searched after the kernel root for sources and headers. A kernel
+    // source or header outside the kernel root and these folders is refused (bad_input), symlinks resolved.
+    explicit CompileService(CompileServiceOptions options, std::vector<std::string> include_dirs = {});
     ~CompileService();  // waits for queued work
 
     // Queues a compilation; never throws for a compile error (the result says ok=false with the log).
@@ -63,10 +65,12 @@ public:
 
     static std::string nvrtc_version();  // "13.0"
     const CompileServiceOptions& options() const { return m_options; }
+    const std::vector<std::string>& include_dirs() const { return m_include_dirs; }  // absolute
 
 private:
     struct Impl;
     CompileServiceOptions m_options;
+    std::vector<std::string> m_include_dirs;
     std::unique_ptr<Impl> m_impl;
 };
 

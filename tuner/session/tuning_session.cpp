@@ -295,6 +295,7 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& o, const Pro
                                     space.file(), p.key()),
                         "--shape");
     }
+    space.check_launches();  // a bad grid for any problem fails now, GPU or not (--compile-only)
     auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
 
     CompileService jit({o.root, o.cache_dir, "", o.threads});

@@ -14,9 +14,12 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "tuner/space/located_yaml.hpp"  // excerpt
 
 namespace ktune {
 namespace {
+
+using detail::excerpt;
 
 // Thrown from inside muParser callbacks, which know nothing of the expression; evaluate() turns it into an Error
 // that names the expression and its origin.
@@ -26,14 +29,47 @@ struct EvalFailure {
 
 bool integral(double v) { return std::abs(v) < 9.0e15 && std::floor(v) == v; }
 
+// Integral operands divide as C++ divides integers: truncating toward zero. Real operands reach '/' only in an
+// expression the constructor refused (first_real_value), so the real branch is for safety, not for use.
 double op_div(double a, double b) {
     if (b == 0) throw EvalFailure{"division by zero"};
+    if (integral(a) && integral(b))
+        return static_cast<double>(static_cast<std::int64_t>(a) / static_cast<std::int64_t>(b));
     return a / b;
 }
 
 double op_rem(double a, double b) {
     if (b == 0) throw EvalFailure{"remainder by zero"};
-    return std::fmod(a, b);  // same sign rule as C's % on integers
+    // C++'s sign rule: the remainder takes the dividend's sign, so (a / b) * b + a % b == a.
+    if (integral(a) && integral(b))
+        return static_cast<double>(static_cast<std::int64_t>(a) % static_cast<std::int64_t>(b));
+    return std::fmod(a, b);
+}
+
+// The first real value of an expression's text: a literal with a point or an exponent ("0.5", "1e3"), or a call of
+// log2 (whose result is real). "" when every value is an integer.
+std::string first_real_value(const std::string& text) {
+    auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            std::size_t j = i;
+            while (j < text.size() && name_char(text[j])) ++j;
+            const std::string name = text.substr(i, j - i);
+            std::size_t k = text.find_first_not_of(" \t", j);
+            if (name == "log2" && k != std::string::npos && text[k] == '(') return "log2(...)";
+            i = j;
+        } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+            std::size_t j = i;
+            while (j < text.size() && (name_char(text[j]) || text[j] == '.')) ++j;
+            const std::string literal = text.substr(i, j - i);
+            if (literal.find_first_of(".eE") != std::string::npos) return literal;
+            i = j;
+        } else {
+            ++i;
+        }
+    }
+    return {};
 }
 
 double fn_ceil_div(double a, double b) {
@@ -179,14 +215,27 @@ Expression::Expression(std::string text, std::string where)
             // named by its digits; DefineVar would then throw.
             if (!name.empty() && (std::isdigit(static_cast<unsigned char>(name[0])) || name[0] == '.'))
                 throw Error(ErrorCategory::bad_input,
-                            fmt::format("number '{}' in expression '{}' is not a finite double", name, m_text),
+                            fmt::format("number '{}' in expression '{}' is not a finite double", excerpt(name, 24),
+                                        excerpt(m_text)),
                             m_where);
             m_impl->names.push_back(name);
+        }
+        // The kernel's static_asserts divide integers as C++ does, and so does evaluation here; with a real value
+        // in the expression, which operands C++ would see as integers is not something ktune tracks.
+        if (m_text.find_first_of("/%") != std::string::npos) {
+            if (const std::string real = first_real_value(m_text); !real.empty())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("expression '{}' mixes the real value {} with '/' or '%', which divide "
+                                        "integers as in C++ (7 / 2 is 3): write it with integers only, e.g. X * 3 / 2 "
+                                        "for X * 1.5",
+                                        excerpt(m_text), excerpt(real, 24)),
+                            m_where);
         }
         m_impl->idle.push_back(m_impl->make(m_text));
     } catch (const mu::ParserError& e) {
         // muParser's exception is not a std::exception: none may leave this constructor.
-        throw Error(ErrorCategory::bad_input, fmt::format("syntax error in expression '{}': {}", m_text, e.GetMsg()),
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("syntax error in expression '{}': {}", excerpt(m_text), excerpt(e.GetMsg(), 160)),
                     m_where);
     }
 }
@@ -209,7 +258,9 @@ double Expression::evaluate(const std::map<std::string, double>& vars) const {
         if (it == vars.end()) {
             m_impl->release(std::move(e));
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("variable '{}' used in expression '{}' has no value", names[i], m_text), m_where);
+                        fmt::format("variable '{}' used in expression '{}' has no value", excerpt(names[i]),
+                                    excerpt(m_text)),
+                        m_where);
         }
         e->slots[i] = it->second;
     }
@@ -221,14 +272,17 @@ double Expression::evaluate(const std::map<std::string, double>& vars) const {
         std::string values;
         for (std::size_t i = 0; i < names.size(); ++i)
             values += fmt::format("{}{}={}", i ? ", " : " with ", names[i], e->slots[i]);
-        throw Error(ErrorCategory::bad_input, fmt::format("{} in expression '{}'{}", f.what, m_text, values), m_where);
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{} in expression '{}'{}", f.what, excerpt(m_text), excerpt(values, 240)), m_where);
     } catch (const mu::ParserError& err) {
-        throw Error(ErrorCategory::bad_input, fmt::format("cannot evaluate expression '{}': {}", m_text, err.GetMsg()),
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("cannot evaluate expression '{}': {}", excerpt(m_text), excerpt(err.GetMsg(), 160)),
                     m_where);
     }
     m_impl->release(std::move(e));
     if (!std::isfinite(result))
-        throw Error(ErrorCategory::bad_input, fmt::format("expression '{}' evaluated to {}", m_text, result), m_where);
+        throw Error(ErrorCategory::bad_input, fmt::format("expression '{}' evaluated to {}", excerpt(m_text), result),
+                    m_where);
     return result;
 }
 
@@ -242,8 +296,8 @@ long long Expression::evaluate_int(const std::map<std::string, double>& vars) co
                     m_where);
     if (!integral(v))
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("expression '{}' evaluated to {}, which is not an integer (ceil_div rounds up)", m_text,
-                                v),
+                    fmt::format("expression '{}' evaluated to {}, which is not an integer (ceil_div rounds up)",
+                                excerpt(m_text), v),
                     m_where);
     return static_cast<long long>(v);
 }

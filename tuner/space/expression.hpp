@@ -1,8 +1,12 @@
 #pragma once
 // Arithmetic and boolean expressions over parameters and problem sizes, as written in search-space YAML files:
 //   "BLOCK * VEC <= H", "H % VEC == 0", "ceil_div(M, ROWS_PER_BLOCK)", "BLOCK >= 64 && UNROLL <= 8".
-// Operators: + - * / % (integer remainder), comparison (== != < <= > >=), && || !, ?:, parentheses.
+// Operators: + - * / %, comparison (== != < <= > >=), && || !, ?:, parentheses.
 // Functions: min(a,b), max(a,b), ceil_div(a,b), log2(a), is_pow2(a), align_up(a,b).
+// Arithmetic means what it means in the kernel's C++: '/' on integers truncates toward zero (7 / 2 == 3, -7 / 2 == -3)
+// and '%' takes the dividend's sign (-7 % 2 == -1), so "BLOCK / 3 * 3 == BLOCK" holds only for multiples of 3, as in a
+// static_assert. An expression with a real value (a literal such as 0.5 or 1e3, or log2) may not use '/' or '%': which
+// operands C++ would see as integers is not tracked, so it is refused when parsed.
 // Division or remainder by zero is an error (not inf), so a constraint cannot silently pass.
 #include <map>
 #include <memory>

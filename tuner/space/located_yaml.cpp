@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -40,7 +41,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string describe(const YAML::Node& node) {
     switch (node.Type()) {
         case YAML::NodeType::Null: return "nothing";
-        case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
+        case YAML::NodeType::Scalar: return fmt::format("'{}'", excerpt(node.Scalar()));
         case YAML::NodeType::Sequence: return "a list";
         case YAML::NodeType::Map: return "a mapping";
         default: return "an undefined node";
@@ -77,6 +78,7 @@ Located Located::missing(std::string_view key) const {
 std::vector<std::pair<std::string, Located>> Located::entries(std::string_view what) const {
     if (!m_node || !m_node.IsMap()) fail(fmt::format("expected a mapping, got {}", describe(m_node)));
     std::vector<std::pair<std::string, Located>> out;
+    std::unordered_map<std::string, int> first_line;  // n log n over many keys, not n^2
     for (const auto& kv : m_node) {
         // Copies: yaml-cpp's iterator hands out temporaries, a reference into one dangles.
         const YAML::Node key = kv.first;
@@ -87,11 +89,10 @@ std::vector<std::pair<std::string, Located>> Located::entries(std::string_view w
         std::string name = key.Scalar();
         Located value(node, join_field(m_field, name), line_of(node, key_line), m_file);
         // yaml-cpp 0.7 keeps repeated keys; silently taking one of them would hide a mistake.
-        for (const auto& [seen, loc] : out)
-            if (seen == name)
-                Located(key, value.field(), key_line, m_file)
-                    .fail(fmt::format("duplicated {} '{}' (first defined on line {})", what, name, loc.m_line));
         if (node.IsNull()) value.m_line = key_line;
+        if (const auto [it, added] = first_line.try_emplace(name, value.m_line); !added)
+            Located(key, value.field(), key_line, m_file)
+                .fail(fmt::format("duplicated {} '{}' (first defined on line {})", what, excerpt(name), it->second));
         value.m_key_line = key_line;
         out.emplace_back(std::move(name), std::move(value));
     }
@@ -106,6 +107,7 @@ std::vector<std::pair<std::string, Located>> Located::fields(std::initializer_li
         std::string_view best;
         std::size_t best_distance = 3;  // suggest only close misspellings
         for (auto a : allowed) {
+            if (name.size() > a.size() + best_distance) continue;  // too far anyway; and a huge key costs nothing
             std::size_t d = edit_distance(name, a);
             if (d < best_distance) best_distance = d, best = a;
         }
@@ -114,7 +116,7 @@ std::vector<std::pair<std::string, Located>> Located::fields(std::initializer_li
         std::string hint = best.empty() ? fmt::format("expected one of: {}", list)
                                         : fmt::format("did you mean '{}'?", best);
         Located(value.node(), value.field(), value.key_line(), m_file)
-            .fail(fmt::format("unknown key '{}' ({})", name, hint));
+            .fail(fmt::format("unknown key '{}' ({})", excerpt(name), hint));
     }
     for (auto r : required)
         if (!find_field(out, r)) missing(r).fail(fmt::format("missing required key '{}'", join_field(m_field, r)));
@@ -152,8 +154,8 @@ std::int64_t Located::integer(std::int64_t lo, std::int64_t hi, std::string_view
     auto [ptr, ec] = std::from_chars(begin, end, v);
     bool all_digits = begin != end && ptr == end;
     if (all_digits && ec == std::errc::result_out_of_range)
-        fail(fmt::format("{} {} is out of range: expected an integer in [{}, {}]", what, s, lo, hi));
-    if (!all_digits || ec != std::errc()) fail(fmt::format("{} '{}' is not an integer", what, s));
+        fail(fmt::format("{} {} is out of range: expected an integer in [{}, {}]", what, excerpt(s), lo, hi));
+    if (!all_digits || ec != std::errc()) fail(fmt::format("{} '{}' is not an integer", what, excerpt(s)));
     if (v < lo || v > hi) fail(fmt::format("{} {} is out of range: expected an integer in [{}, {}]", what, v, lo, hi));
     return v;
 }
@@ -166,8 +168,21 @@ double Located::number() const {
     double v = 0;
     auto [ptr, ec] = std::from_chars(begin, end, v);
     if (begin == end || ptr != end || ec != std::errc() || !std::isfinite(v))
-        fail(fmt::format("'{}' is not a finite number", s));
+        fail(fmt::format("'{}' is not a finite number", excerpt(s)));
     return v;
+}
+
+std::string excerpt(std::string_view text, std::size_t max) {
+    std::string out;
+    const std::size_t shown = std::min(text.size(), max);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') out += "\\n";
+        else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+        else out += text[i];
+    }
+    if (shown < text.size()) out += fmt::format("... ({} characters)", text.size());
+    return out;
 }
 
 const Located* find_field(const std::vector<std::pair<std::string, Located>>& fields, std::string_view key) {

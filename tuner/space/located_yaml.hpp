@@ -56,6 +56,10 @@ private:
     const std::string* m_file;
 };
 
+// User text as a message quotes it: at most `max` characters (then "..." and the full length), control characters as
+// escapes, so a 50 MB one-line value or a newline cannot flood or forge a message.
+std::string excerpt(std::string_view text, std::size_t max = 80);
+
 // The value of `key` among `fields`, if present.
 const Located* find_field(const std::vector<std::pair<std::string, Located>>& fields, std::string_view key);
 

@@ -9,6 +9,8 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,7 @@ struct ParsedSpace {
 
 namespace {
 
+using detail::excerpt;
 using detail::find_field;
 using detail::Located;
 
@@ -46,6 +49,10 @@ constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                //
 constexpr std::int64_t max_values_per_parameter = 65536;
 // all_configs() materialises every configuration: a few million are fine, 2^33 would exhaust memory.
 constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 22;
+// Checking a space evaluates every (configuration, problem) pair, streaming: 2^24 take seconds; 2^32 would take hours.
+constexpr std::uint64_t max_pairs = std::uint64_t{1} << 24;
+// The dynamic shared memory a block can opt into on sm_80 and later (227 KiB).
+constexpr long long max_shared_bytes = 232448;
 // problems() materialises every problem: a dozen axes of eight values would be 7e10 of them.
 constexpr std::uint64_t max_problems = std::uint64_t{1} << 16;
 constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
@@ -122,6 +129,7 @@ private:
     std::vector<ProblemAxis> read_axes(const Located& node) const;
     std::vector<Dtype> read_dtypes(const Located& node) const;
     void check_kernel_name(const Located& node) const;
+    static void check_source_path(const Located& node);
     void check_reference_name(const Located& node) const;
     Expression read_expression(const Located& node) const;
     LaunchSpec read_launch(const Located& node, bool parameters_allowed) const;
@@ -145,11 +153,11 @@ detail::ParsedSpace Loader::load(const Located& root) {
     const Located& op = *find_field(top, "op");
     out.op = op.text();
     if (!is_identifier(out.op))
-        op.fail(fmt::format("op '{}' is not an identifier like rmsnorm or layer_norm", out.op));
+        op.fail(fmt::format("op '{}' is not an identifier like rmsnorm or layer_norm", excerpt(out.op)));
     if (const Located* v = find_field(top, "variant")) {
         out.variant = v->text();
         if (!is_identifier(out.variant, true))
-            v->fail(fmt::format("variant '{}' is not an identifier like fwd", out.variant));
+            v->fail(fmt::format("variant '{}' is not an identifier like fwd", excerpt(out.variant)));
     }
 
     out.parameters = read_parameters(*find_field(top, "parameters"));
@@ -186,6 +194,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
     out.reference_name = find_field(kernel, "reference")->text();
     check_reference_name(*find_field(kernel, "reference"));
     const Located* reference_source = find_field(kernel, "reference_source");
+    if (source != nullptr) check_source_path(*source);
+    if (reference_source != nullptr) check_source_path(*reference_source);
     if (source != nullptr) {
         out.kernel_source = source->text();
     } else {
@@ -194,7 +204,7 @@ detail::ParsedSpace Loader::load(const Located& root) {
         if (lib == nullptr) {
             std::string known;
             for (const LibraryBaseline& l : library_baselines()) known += (known.empty() ? "" : ", ") + std::string(l.name);
-            library->fail(fmt::format("unknown library baseline '{}' (known: {})", out.library, known));
+            library->fail(fmt::format("unknown library baseline '{}' (known: {})", excerpt(out.library), known));
         }
         for (const ParameterSpec& p : out.parameters)
             if (std::find(lib->parameters.begin(), lib->parameters.end(), p.name) == lib->parameters.end())
@@ -238,7 +248,7 @@ detail::ParsedSpace Loader::load(const Located& root) {
                     throw Error(ErrorCategory::bad_input,
                                 fmt::format("launch expression '{}' uses parameter {}, so a reference_launch section "
                                             "is required (the reference kernel has no parameters)",
-                                            e.text(), v),
+                                            excerpt(e.text()), v),
                                 e.where());
             return Expression(e.text(), e.where());
         };
@@ -251,12 +261,17 @@ detail::ParsedSpace Loader::load(const Located& root) {
 
     std::uint64_t size = 1;
     for (const auto& p : out.parameters) {
-        size *= p.values.size();
+        size *= p.values.size();  // both factors are at most 2^22 and 2^16: no overflow before the check
         if (size > max_cartesian_size)
             find_field(top, "parameters")
-                ->fail(fmt::format("the parameters' cartesian product has more than {} configurations",
+                ->fail(fmt::format("the parameters' cartesian product has more than {} (2^22) configurations",
                                    max_cartesian_size));
     }
+    if (size * problem_count > max_pairs)
+        find_field(top, "parameters")
+            ->fail(fmt::format("{} configurations x {} problems make {} (configuration, problem) pairs, more than the "
+                               "{} (2^24) a space may have: narrow the parameters or the problems",
+                               size, problem_count, size * problem_count, max_pairs));
     return out;
 }
 
@@ -271,8 +286,8 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
     if (!is_upper_snake(name))
         node.fail(fmt::format("parameter name '{}' must be UPPER_SNAKE, like BLOCK or ROWS_PER_BLOCK: it is the "
                               "kernel's template parameter",
-                              name));
-    if (reserved_names().count(name)) node.fail(fmt::format("parameter name '{}' is reserved", name));
+                              excerpt(name)));
+    if (reserved_names().count(name)) node.fail(fmt::format("parameter name '{}' is reserved", excerpt(name)));
 
     ParameterSpec spec;
     spec.name = name;
@@ -293,12 +308,12 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
     if (const Located* values = find_field(f, "values")) {
         auto items = values->items();
         if (items.empty()) values->fail(fmt::format("parameter {} has an empty list of values", name));
+        std::unordered_map<std::int64_t, std::size_t> index;  // n log n over long lists, not n^2
         for (std::size_t i = 0; i < items.size(); ++i) {
             std::int64_t v = items[i].integer(1, max_parameter_value, what);
-            auto seen = std::find(spec.values.begin(), spec.values.end(), v);
-            if (seen != spec.values.end())
+            if (const auto [seen, added] = index.try_emplace(v, i); !added)
                 items[i].fail(fmt::format("duplicate value {} in parameter {} (also values[{}])", v, name,
-                                          seen - spec.values.begin()));
+                                          seen->second));
             spec.values.push_back(v);
         }
         return spec;
@@ -331,17 +346,17 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
 std::vector<ProblemAxis> Loader::read_axes(const Located& node) const {
     std::vector<ProblemAxis> out;
     for (const auto& [name, value] : node.entries("axis")) {
-        if (!is_identifier(name)) value.fail(fmt::format("axis name '{}' is not an identifier", name));
-        if (reserved_names().count(name)) value.fail(fmt::format("axis name '{}' is reserved", name));
+        if (!is_identifier(name)) value.fail(fmt::format("axis name '{}' is not an identifier", excerpt(name)));
+        if (reserved_names().count(name)) value.fail(fmt::format("axis name '{}' is reserved", excerpt(name)));
         if (std::find(m_parameter_names.begin(), m_parameter_names.end(), name) != m_parameter_names.end())
             value.fail(fmt::format("axis '{}' has the same name as a parameter", name));
         ProblemAxis axis{name, {}};
         auto items = value.items();
         if (items.empty()) value.fail(fmt::format("axis {} has an empty list of values", name));
+        std::unordered_set<std::int64_t> seen;
         for (const Located& item : items) {
             std::int64_t v = item.integer(1, max_axis_value, "axis value");
-            if (std::find(axis.values.begin(), axis.values.end(), v) != axis.values.end())
-                item.fail(fmt::format("duplicate value {} in axis {}", v, name));
+            if (!seen.insert(v).second) item.fail(fmt::format("duplicate value {} in axis {}", v, name));
             axis.values.push_back(v);
         }
         out.push_back(std::move(axis));
@@ -357,7 +372,7 @@ std::vector<Dtype> Loader::read_dtypes(const Located& node) const {
     for (const Located& item : items) {
         std::string name = item.text();
         auto d = parse_dtype(name);
-        if (!d) item.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", name));
+        if (!d) item.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", excerpt(name)));
         if (std::find(out.begin(), out.end(), *d) != out.end())
             item.fail(fmt::format("dtype {} is listed twice", dtype_name(*d)));
         out.push_back(*d);
@@ -374,7 +389,7 @@ void Loader::check_kernel_name(const Located& node) const {
         if (p.text != "T" &&
             std::find(m_parameter_names.begin(), m_parameter_names.end(), p.text) == m_parameter_names.end())
             node.fail(fmt::format("placeholder {{{}}} in the kernel name is neither T nor a parameter (parameters: {})",
-                                  p.text, join(m_parameter_names)));
+                                  excerpt(p.text), join(m_parameter_names)));
         used.insert(p.text);
     }
     // A parameter that never reaches the kernel multiplies the work for nothing.
@@ -390,7 +405,23 @@ void Loader::check_reference_name(const Located& node) const {
         if (p.placeholder && p.text != "T")
             node.fail(fmt::format("placeholder {{{}}} in the reference name is not allowed: only {{T}} is, the "
                                   "reference kernel has no parameters",
-                                  p.text));
+                                  excerpt(p.text)));
+}
+
+// The compile service resolves sources against the kernel root and refuses, symlinks resolved, whatever lies outside
+// it; a path that is absolute or steps upwards is refused here already, with the line it is on.
+void Loader::check_source_path(const Located& node) {
+    const std::string path = node.text();
+    if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+        node.fail("a kernel file path may not contain control characters");
+    if (path.front() == '/' || path.front() == '~')
+        node.fail(fmt::format("'{}' is an absolute path: give a path relative to the kernel root, like "
+                              "kernels/rmsnorm/rmsnorm_fwd.cuh",
+                              detail::excerpt(path)));
+    for (const auto& part : std::filesystem::path(path))
+        if (part == "..")
+            node.fail(fmt::format("'{}' steps out with '..': kernel files must lie under the kernel root",
+                                  detail::excerpt(path)));
 }
 
 // op_spec: the op declared inline, or the path of a file declaring it (relative to this file's folder), which the
@@ -431,11 +462,11 @@ void Loader::check_variables(const Expression& e, bool parameters_allowed) const
             throw Error(ErrorCategory::bad_input,
                         fmt::format("reference_launch expression '{}' uses parameter {}: the reference kernel has no "
                                     "parameters, only problem axes and DTYPE_BYTES",
-                                    e.text(), v),
+                                    excerpt(e.text()), v),
                         e.where());
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("unknown variable '{}' in expression '{}' (known: {}{}; problem axes: {}; {})", v,
-                                e.text(), parameters_allowed ? "parameters: " : "",
+                    fmt::format("unknown variable '{}' in expression '{}' (known: {}{}; problem axes: {}; {})",
+                                excerpt(v), excerpt(e.text()), parameters_allowed ? "parameters: " : "",
                                 parameters_allowed ? join(m_parameter_names) : "no parameters", join(m_axis_names),
                                 dtype_bytes_variable),
                     e.where());
@@ -468,7 +499,7 @@ std::vector<std::pair<Dtype, Tolerance>> Loader::read_tolerances(const Located& 
     std::vector<std::pair<Dtype, Tolerance>> out;
     for (const auto& [name, value] : node.entries("dtype")) {
         auto d = parse_dtype(name);
-        if (!d) value.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", name));
+        if (!d) value.fail(fmt::format("unknown dtype '{}' (expected fp32, fp16 or bf16)", excerpt(name)));
         for (const auto& [seen, tol] : out)
             if (seen == *d) value.fail(fmt::format("tolerance for {} is given twice", dtype_name(*d)));
         auto f = value.fields({"rtol", "atol"}, {"rtol", "atol"});
@@ -476,7 +507,7 @@ std::vector<std::pair<Dtype, Tolerance>> Loader::read_tolerances(const Located& 
         for (const char* key : {"rtol", "atol"}) {
             const Located& l = *find_field(f, key);
             double v = l.number();
-            if (v < 0) l.fail(fmt::format("{} must be a non-negative number, got {}", key, l.scalar()));
+            if (v < 0) l.fail(fmt::format("{} must be a non-negative number, got {}", key, excerpt(l.scalar())));
             (std::string_view(key) == "rtol" ? t.rtol : t.atol) = v;
         }
         out.emplace_back(*d, t);
@@ -505,8 +536,8 @@ LaunchGeometry evaluate_launch(const LaunchSpec& spec, const std::map<std::strin
         long long v = e.evaluate_int(vars);
         if (v < 1 || v > grid_limit[i])
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("grid.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i], e.text(), v,
-                                    ctx, grid_limit[i]),
+                        fmt::format("grid.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i],
+                                    excerpt(e.text()), v, ctx, grid_limit[i]),
                         e.where());
         g.grid[i] = static_cast<unsigned>(v);
     }
@@ -515,22 +546,23 @@ LaunchGeometry evaluate_launch(const LaunchSpec& spec, const std::map<std::strin
         long long v = e.evaluate_int(vars);
         if (v < 1 || v > block_limit[i])
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("block.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i], e.text(), v,
-                                    ctx, block_limit[i]),
+                        fmt::format("block.{} '{}' is {} for {}; it must be in [1, {}]", axis_names[i],
+                                    excerpt(e.text()), v, ctx, block_limit[i]),
                         e.where());
         g.block[i] = static_cast<unsigned>(v);
     }
     if (g.threads() > 1024) {
         std::string texts;
-        for (const auto& e : spec.block) texts += fmt::format("{}'{}'", texts.empty() ? "" : " x ", e.text());
+        for (const auto& e : spec.block) texts += fmt::format("{}'{}'", texts.empty() ? "" : " x ", excerpt(e.text()));
         throw Error(ErrorCategory::bad_input,
                     fmt::format("block {} has {} threads for {}; at most 1024 are allowed", texts, g.threads(), ctx),
                     spec.block.front().where());
     }
     long long shared = spec.shared_bytes.evaluate_int(vars);
-    if (shared < 0 || shared > std::numeric_limits<unsigned>::max())
+    if (shared < 0 || shared > max_shared_bytes)
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("shared_bytes '{}' is {} for {}", spec.shared_bytes.text(), shared, ctx),
+                    fmt::format("shared_bytes '{}' is {} for {}; it must be in [0, {}]",
+                                excerpt(spec.shared_bytes.text()), shared, ctx, max_shared_bytes),
                     spec.shared_bytes.where());
     g.shared_bytes = static_cast<unsigned>(shared);
     return g;
@@ -698,18 +730,30 @@ std::uint64_t SearchSpace::cartesian_size() const {
 std::vector<Config> SearchSpace::all_configs() const {
     std::vector<Config> out;
     out.reserve(cartesian_size());
+    for_each_config([&](const Config& c) {
+        out.push_back(c);
+        return true;
+    });
+    return out;
+}
+
+bool SearchSpace::for_each_config(const std::function<bool(const Config&)>& visit) const {
+    // One Config, its values turned like an odometer (the last parameter fastest): no allocation per configuration.
+    Config c;
+    c.values.reserve(m_parameters.size());
+    for (const auto& p : m_parameters) c.values.emplace_back(p.name, p.values.front());
     std::vector<std::size_t> index(m_parameters.size(), 0);
     while (true) {
-        Config c;
-        c.values.reserve(m_parameters.size());
-        for (std::size_t i = 0; i < m_parameters.size(); ++i)
-            c.values.emplace_back(m_parameters[i].name, m_parameters[i].values[index[i]]);
-        out.push_back(std::move(c));
+        if (!visit(c)) return false;
         std::size_t i = m_parameters.size();
-        while (i > 0 && ++index[i - 1] == m_parameters[i - 1].values.size()) index[--i] = 0;
-        if (i == 0) break;
+        while (i > 0 && ++index[i - 1] == m_parameters[i - 1].values.size()) {
+            index[i - 1] = 0;
+            c.values[i - 1].second = m_parameters[i - 1].values[0];
+            --i;
+        }
+        if (i == 0) return true;
+        c.values[i - 1].second = m_parameters[i - 1].values[index[i - 1]];
     }
-    return out;
 }
 
 bool SearchSpace::is_valid(const Config& c, const Problem& p) const { return failed_constraint(c, p).empty(); }
@@ -718,16 +762,18 @@ bool SearchSpace::is_valid(const Config& c, const Problem& p) const { return fai
 // it fails before anything is compiled or written.
 void SearchSpace::require_some_valid_config() const {
     const std::vector<Problem> all_problems = problems();
-    for (const Problem& p : all_problems)
-        if (!valid_configs(p).empty()) return;
     std::map<std::string, std::int64_t> first_failures;  // rule text -> pairs it is the first to reject
     std::int64_t pairs = 0;
-    const auto configs = all_configs();
-    for (const Problem& p : all_problems)
-        for (const Config& c : configs) {
-            ++first_failures[failed_constraint(c, p)];
+    for (const Problem& p : all_problems) {
+        const bool stopped = !for_each_config([&](const Config& c) {
+            std::string rule = failed_constraint(c, p);
+            if (rule.empty()) return false;
+            ++first_failures[std::move(rule)];
             ++pairs;
-        }
+            return true;
+        });
+        if (stopped) return;
+    }
     if (first_failures.empty())
         throw Error(ErrorCategory::bad_input, "the space has no problem to tune", m_file);
     const auto& [rule, rejected] = *std::max_element(
@@ -739,8 +785,19 @@ void SearchSpace::require_some_valid_config() const {
     throw Error(ErrorCategory::bad_input,
                 fmt::format("no configuration is valid for any problem of {}: '{}' is the first rule to reject {} of "
                             "the {} (configuration, problem) pairs",
-                            m_file, rule, rejected, pairs),
+                            m_file, excerpt(rule), rejected, pairs),
                 where);
+}
+
+void SearchSpace::check_launches() const {
+    for (const Problem& p : problems()) {
+        reference_launch(p);
+        if (is_library()) continue;
+        for_each_config([&](const Config& c) {
+            if (is_valid(c, p)) launch(c, p);  // throws for the first geometry out of range
+            return true;
+        });
+    }
 }
 
 std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) const {
@@ -754,9 +811,20 @@ std::string SearchSpace::failed_constraint(const Config& c, const Problem& p) co
 
 std::vector<Config> SearchSpace::valid_configs(const Problem& p) const {
     std::vector<Config> out;
-    for (auto& c : all_configs())
-        if (is_valid(c, p)) out.push_back(std::move(c));
+    for_each_config([&](const Config& c) {
+        if (is_valid(c, p)) out.push_back(c);
+        return true;
+    });
     return out;
+}
+
+std::uint64_t SearchSpace::count_valid_configs(const Problem& p) const {
+    std::uint64_t n = 0;
+    for_each_config([&](const Config& c) {
+        n += is_valid(c, p) ? 1 : 0;
+        return true;
+    });
+    return n;
 }
 
 LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {

@@ -33,6 +33,7 @@
 //     dtypes: [fp32, fp16, bf16]
 //   tolerances: {fp32: {rtol: 1e-5, atol: 1e-5}, fp16: {...}, bf16: {...}}   # one entry per dtype used
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -119,15 +120,24 @@ public:
     // Every configuration of the parameters' cartesian product, in lexicographic order of declaration.
     std::uint64_t cartesian_size() const;
     std::vector<Config> all_configs() const;
+    // The same one at a time, without materialising them: `visit` returns false to stop. Returns false when stopped.
+    bool for_each_config(const std::function<bool(const Config&)>& visit) const;
 
     // True when every constraint and every prune rule holds for this (config, problem): a configuration to measure.
     bool is_valid(const Config& c, const Problem& p) const;
     // The first constraint or prune rule that fails, as its text, or "" when all hold.
     std::string failed_constraint(const Config& c, const Problem& p) const;
     std::vector<Config> valid_configs(const Problem& p) const;
+    std::uint64_t count_valid_configs(const Problem& p) const;
     // Throws Error(bad_input) when no problem has a valid configuration, naming the rule that rejects the most
-    // (configuration, problem) pairs first, with its file:line.
+    // (configuration, problem) pairs first, with its file:line. Streams: nothing is materialised.
     void require_some_valid_config() const;
+    // Evaluates the launch geometry of every valid (configuration, problem), streaming, and throws Error(bad_input)
+    // for the first one out of range (a zero or oversized grid, a block over 1024 threads, shared memory over the
+    // 227 KiB a block can have), naming the expression's file:line, the configuration and the problem. What the GPU
+    // would only find for some problems is found here, without one. The reference kernel's launch is checked for every
+    // problem too.
+    void check_launches() const;
 
     LaunchGeometry launch(const Config& c, const Problem& p) const;
     // The launch section's expressions as one line ("grid: ...; block: ...; shared_bytes: ..."; "" for a library

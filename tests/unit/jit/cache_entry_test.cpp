@@ -78,6 +78,34 @@ TEST(CacheEntry, IsAMissWhenItsCubinIsMissing) {
     EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
 }
 
+TEST(CacheEntry, IsAMissWhenItsCubinIsTruncated) {
+    test::TempDir dir;
+    const detail::CacheEntry e = sample_entry();
+    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF rest of a cubin"));
+    std::filesystem::resize_file(detail::cubin_path(dir.path(), e.key), 8);
+    EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
+}
+
+TEST(CacheEntry, IsAMissWhenItsCubinHasTheRecordedSizeButOtherBytes) {
+    test::TempDir dir;
+    const detail::CacheEntry e = sample_entry();
+    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF rest of a cubin"));
+    std::ofstream(detail::cubin_path(dir.path(), e.key), std::ios::binary | std::ios::trunc)
+        << std::string("\x7f" "ELF rest of a cubix");
+    EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
+}
+
+TEST(CacheEntry, RecordsTheCubinSizeAndHashInTheSidecar) {
+    test::TempDir dir;
+    const detail::CacheEntry e = sample_entry();
+    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF"));
+    const auto back = detail::read_cache_entry(dir.path(), e.key);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->cubin_bytes, 4u);
+    // SHA-256 of the four bytes 7f 45 4c 46.
+    EXPECT_EQ(back->cubin_sha256, "3bdbb4fe8397cd2b842430b39ccff01a8663c751945ef5e9a09e267fb8b1d359");
+}
+
 TEST(CacheEntry, LeavesNoTemporaryFilesBehind) {
     test::TempDir dir;
     detail::write_cache_entry(dir.path(), sample_entry(), std::string("\x7f" "ELF"));

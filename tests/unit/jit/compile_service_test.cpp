@@ -125,6 +125,18 @@ TEST_F(CompileServiceTest, RecompilesWhenTheSidecarIsCorrupt) {
     EXPECT_TRUE(service.compile(scale_request()).cache_hit) << "the recompilation repaired the entry";
 }
 
+TEST_F(CompileServiceTest, RecompilesWhenTheCachedCubinIsTruncated) {
+    CompileService service(options());
+    const CompileResult first = service.compile(scale_request());
+    ASSERT_TRUE(first.ok) << first.log;
+    const auto size = fs::file_size(first.cubin_path);
+    fs::resize_file(first.cubin_path, size / 2);
+    const CompileResult again = service.compile(scale_request());
+    ASSERT_TRUE(again.ok) << again.log;
+    EXPECT_FALSE(again.cache_hit);
+    EXPECT_EQ(fs::file_size(again.cubin_path), size) << "the recompilation wrote the whole cubin again";
+}
+
 TEST_F(CompileServiceTest, ReportsAStaticAssertFailureWithItsMessageInTheLog) {
     CompileService service(options());
     const CompileResult r = service.compile(scale_request("float", 48));

@@ -39,7 +39,36 @@ TEST(Expression, EvaluatesArithmeticWithUsualPrecedence) {
     EXPECT_EQ(eval("-3 * 2 + 10"), 4);
 }
 
-TEST(Expression, DivisionIsExactNotTruncating) { EXPECT_DOUBLE_EQ(eval("7 / 2"), 3.5); }
+TEST(Expression, DividesIntegersTruncatingTowardZeroAsCppDoes) {
+    EXPECT_EQ(eval("7 / 2"), 3);
+    EXPECT_EQ(eval("-7 / 2"), -3);
+    EXPECT_EQ(eval("7 / -2"), -3);
+    EXPECT_EQ(eval("H / VEC", {{"H", 4100}, {"VEC", 8}}), 512);
+}
+
+TEST(Expression, HoldsBlockOverThreeTimesThreeOnlyForMultiplesOfThreeAsAStaticAssertDoes) {
+    EXPECT_EQ(eval("BLOCK / 3 * 3 == BLOCK", {{"BLOCK", 64}}), 0);
+    EXPECT_EQ(eval("BLOCK / 3 * 3 == BLOCK", {{"BLOCK", 96}}), 1);
+}
+
+TEST(Expression, TakesTheRemaindersSignFromTheDividendAsCppDoes) {
+    EXPECT_EQ(eval("-7 % 2"), -1);
+    EXPECT_EQ(eval("7 % -2"), 1);
+    EXPECT_EQ(eval("(-7 / 2) * 2 + -7 % 2"), -7);
+}
+
+TEST(Expression, RefusesARealLiteralMixedWithDivisionNamingIt) {
+    Error err = expect_bad_input([] { Expression("BLOCK * 0.5 / 2 >= 1", "space.yaml:4: constraints[0]"); });
+    EXPECT_THAT(err.message(), HasSubstr("real value 0.5"));
+    EXPECT_EQ(err.where(), "space.yaml:4: constraints[0]");
+    expect_bad_input([] { Expression("1e3 % 7", "test"); });
+    expect_bad_input([] { Expression("log2(BLOCK) / 2 <= 5", "test"); });
+}
+
+TEST(Expression, KeepsRealValuesWhereNoDivisionIsInvolved) {
+    EXPECT_EQ(eval("VEC * 0.5 <= 4", {{"VEC", 8}}), 1);
+    EXPECT_EQ(eval("log2(BLOCK) == 8", {{"BLOCK", 256}}), 1);
+}
 
 TEST(Expression, RemainderBindsLikeMultiplication) {
     EXPECT_EQ(eval("H % VEC == 0", {{"H", 4096}, {"VEC", 8}}), 1);
@@ -176,11 +205,17 @@ TEST(Expression, EvaluateBoolIsTrueForNonZero) {
 }
 
 TEST(Expression, EvaluateIntRejectsAFractionalResult) {
-    Expression e("M / 3", "space.yaml:20: launch.grid[0]");
-    EXPECT_EQ(e.evaluate_int({{"M", 9}}), 3);
-    Error err = expect_bad_input([&] { e.evaluate_int({{"M", 10}}); });
+    Expression e("M * 0.5", "space.yaml:20: launch.grid[0]");
+    EXPECT_EQ(e.evaluate_int({{"M", 8}}), 4);
+    Error err = expect_bad_input([&] { e.evaluate_int({{"M", 9}}); });
     EXPECT_THAT(err.message(), HasSubstr("not an integer"));
     EXPECT_EQ(err.where(), "space.yaml:20: launch.grid[0]");
+}
+
+TEST(Expression, QuotesAtMostAnExcerptOfAHugeExpressionInItsError) {
+    const std::string huge = "BLOCK + " + std::string(1 << 20, '(');
+    Error err = expect_bad_input([&] { Expression(huge, "test"); });
+    EXPECT_LT(err.message().size(), 1000u);
 }
 
 TEST(Expression, MovedExpressionKeepsWorking) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "core/error.hpp"
@@ -324,6 +326,118 @@ TEST(SearchSpacePrune, APruneRuleNamingAnUnknownVariableIsAnError) {
         EXPECT_THAT(e.what(), ::testing::HasSubstr("BLOKC"));
         EXPECT_THAT(e.where(), ::testing::HasSubstr("prune.yaml:5"));
     }
+}
+
+// Runs `f`, which must throw Error(bad_input), and returns the error.
+template <typename F>
+Error bad_input_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input) << e.what();
+        return e;
+    }
+    ADD_FAILURE() << "no Error was thrown";
+    return Error(ErrorCategory::internal, "not thrown");
+}
+
+TEST(SearchSpaceBounds, ChecksTheLaunchOfEveryValidPairAndNamesTheFirstBadOneWithItsLine) {
+    // A zero grid only for M = 1: a GPU run of M = 70000 alone would never see it.
+    const SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: [\"M / 2\"], block: [\"256\"]}\n",
+                                                               "reference_launch: {grid: [\"M\"], block: [\"1\"]}\n"),
+                                                   "mem.yaml");
+    const Error e = bad_input_of([&] { s.check_launches(); });
+    EXPECT_THAT(e.message(), HasSubstr("grid.x 'M / 2' is 0"));
+    EXPECT_THAT(e.message(), HasSubstr("fp16:M=1"));
+    EXPECT_EQ(e.where(), "mem.yaml:5: launch.grid[0]");
+}
+
+TEST(SearchSpaceBounds, RefusesABlockOfMoreThan1024ThreadsForAnyValidConfiguration) {
+    const SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: [\"M\"], block: [\"BLOCK\"]}\n",
+                                                               "reference_launch: {grid: [\"M\"], block: [\"1\"]}\n"),
+                                                   "mem.yaml");
+    EXPECT_THAT(bad_input_of([&] { s.check_launches(); }).message(), HasSubstr("block.x 'BLOCK' is 2048"));
+}
+
+TEST(SearchSpaceBounds, RefusesSharedMemoryBeyondWhatABlockCanHave) {
+    const SearchSpace s = SearchSpace::load_string(
+        small_space("launch: {grid: [\"M\"], block: [\"32\"], shared_bytes: \"BLOCK * 128\"}\n",
+                    "reference_launch: {grid: [\"M\"], block: [\"1\"]}\n"),
+        "mem.yaml");
+    EXPECT_THAT(bad_input_of([&] { s.check_launches(); }).message(), HasSubstr("shared_bytes 'BLOCK * 128' is 262144"));
+}
+
+TEST(SearchSpaceBounds, AcceptsTheLaunchesOfEveryShippedSpace) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(KTUNE_SOURCE_ROOT) + "/search_spaces")) {
+        if (entry.path().extension() != ".yaml") continue;
+        const SearchSpace s = SearchSpace::load_file(entry.path().string());
+        EXPECT_NO_THROW(s.check_launches()) << entry.path();
+    }
+}
+
+TEST(SearchSpaceBounds, RefusesMoreConfigurationProblemPairsThanItCanCheckWithAClearError) {
+    // 2^22 configurations (the most allowed) times 1024 problems: refused on load, not a std::bad_alloc later.
+    const std::string yaml =
+        "op: t\n"
+        "kernel: {source: k.cuh, name: \"k<{T}, {A}, {B}>\", reference: \"r<{T}>\"}\n"
+        "parameters:\n  A: {range: [1, 2048]}\n  B: {range: [1, 2048]}\n"
+        "launch: {grid: [\"M\"], block: [\"32\"]}\n"
+        "problems: {axes: {M: {range_placeholder}}, dtypes: [fp16]}\n"
+        "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
+    std::string axis = "[";
+    for (int m = 1; m <= 1024; ++m) axis += (m > 1 ? ", " : "") + std::to_string(m);
+    axis += "]";
+    std::string text = yaml;
+    text.replace(text.find("{range_placeholder}"), std::string("{range_placeholder}").size(), axis);
+    const Error e = bad_input_of([&] { SearchSpace::load_string(text, "big.yaml"); });
+    EXPECT_THAT(e.message(), HasSubstr("4194304 configurations x 1024 problems"));
+    EXPECT_THAT(e.where(), HasSubstr(": parameters"));
+}
+
+TEST(SearchSpaceBounds, EnumeratesValidConfigurationsWithoutMaterialisingTheCartesianProduct) {
+    const SearchSpace s = load_good("full.yaml");
+    const Problem p = s.problems().front();
+    std::uint64_t visited = 0;
+    s.for_each_config([&](const Config&) { return ++visited < 3; });
+    EXPECT_EQ(visited, 3u);  // stopped when asked
+    EXPECT_EQ(s.count_valid_configs(p), s.valid_configs(p).size());
+}
+
+TEST(SearchSpaceBounds, VisitsConfigurationsInTheOrderOfAllConfigs) {
+    const SearchSpace s = load_good("full.yaml");
+    std::vector<Config> visited;
+    s.for_each_config([&](const Config& c) {
+        visited.push_back(c);
+        return true;
+    });
+    EXPECT_EQ(visited, s.all_configs());
+    EXPECT_EQ(visited.size(), s.cartesian_size());
+}
+
+TEST(SearchSpaceBounds, FindsADuplicateAmongManyValuesQuickly) {
+    std::string values = "[";
+    for (int v = 1; v <= 65536; ++v) values += std::to_string(v) + ", ";
+    values += "65536]";
+    const std::string yaml = "op: t\n"
+                             "kernel: {source: k.cuh, name: \"k<{T}, {A}>\", reference: \"r<{T}>\"}\n"
+                             "parameters:\n  A: {values: " + values + "}\n"
+                             "launch: {grid: [\"M\"], block: [\"32\"]}\n"
+                             "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
+                             "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THAT(bad_input_of([&] { SearchSpace::load_string(yaml, "dup.yaml"); }).message(),
+                HasSubstr("duplicate value 65536 in parameter A (also values[65535])"));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+}
+
+TEST(SearchSpaceBounds, QuotesAtMostAnExcerptOfAHugeValueInItsError) {
+    // Not an identifier, so the op is refused and quoted.
+    const std::string huge = "a" + std::string((1 << 22) - 1, '.');
+    std::string yaml = small_space("launch: {grid: [M], block: ['32']}\n");
+    yaml.replace(yaml.find("op: t"), 5, "op: " + huge);
+    const Error e = bad_input_of([&] { SearchSpace::load_string(yaml, "huge.yaml"); });
+    EXPECT_LT(e.message().size(), 400u);
+    EXPECT_THAT(e.message(), HasSubstr("(4194304 characters)"));
 }
 
 }  // namespace

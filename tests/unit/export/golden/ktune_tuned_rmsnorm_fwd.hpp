@@ -197,7 +197,13 @@ inline bool same_shape(const long long* a, const long long* b, int axes) {
 inline double ex_nan() { return std::numeric_limits<double>::quiet_NaN(); }
 inline bool ex_integral(double v) { return std::fabs(v) < 9.0e15 && std::floor(v) == v; }
 inline double ex_bool(bool b) { return b ? 1.0 : 0.0; }
-inline double ex_div(double a, double b) { return b == 0 ? ex_nan() : a / b; }
+// Integers divide as C++ divides them (truncating toward zero), as the search space does.
+inline double ex_div(double a, double b) {
+    if (b == 0 || std::isnan(a) || std::isnan(b)) return ex_nan();
+    if (ex_integral(a) && ex_integral(b))
+        return static_cast<double>(static_cast<long long>(a) / static_cast<long long>(b));
+    return a / b;
+}
 inline double ex_rem(double a, double b) { return b == 0 ? ex_nan() : std::fmod(a, b); }
 inline double ex_ceil_div(double a, double b) {
     if (b == 0 || std::isnan(a) || std::isnan(b)) return ex_nan();
