@@ -1,6 +1,7 @@
 #include "tuner/session/tuning_session.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <future>
 #include <map>
@@ -298,7 +299,10 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& o, const Pro
     space.check_launches();  // a bad grid for any problem fails now, GPU or not (--compile-only)
     auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
 
-    CompileService jit({o.root, o.cache_dir, "", o.threads});
+    // Kernel sources resolve against the root, then the space file's own folder: a user's op kept beside its YAML,
+    // outside the repository, needs no --root of its own.
+    CompileService jit({o.root, o.cache_dir, "", o.threads},
+                       {std::filesystem::absolute(space.file()).parent_path().string()});
     TuneSummary s;
     std::unique_ptr<GpuWorker> gpu;
     if (!o.compile_only) {
