@@ -1,14 +1,15 @@
 #include "tuner/export/export_header.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -30,6 +31,7 @@ constexpr Dtype k_dtypes[] = {Dtype::fp32, Dtype::fp16, Dtype::bf16};  // the he
 
 struct ConfigInstance {
     Dtype dtype = Dtype::fp32;
+    std::size_t alternative = 0;  // index into Model::kernels
     Config config;
     std::string kernel;  // the template instance: "rmsnorm_fwd<__nv_bfloat16, 256, 8, 2, 1>"
 };
@@ -48,7 +50,8 @@ struct Device {
 };
 
 struct Model {
-    const OpBinding* binding = nullptr;
+    std::shared_ptr<const OpBinding> binding;
+    std::vector<const SearchSpace*> kernels;  // the space's kernels: one, or its alternatives in file order
     std::string stem;  // "rmsnorm_fwd": the dispatcher's name
     std::vector<ConfigInstance> configs;
     std::vector<Device> devices;
@@ -180,6 +183,23 @@ std::vector<std::int64_t> bound_shape(const Problem& p, const OpBinding& b, cons
     return shape;
 }
 
+// A declared op's problem as the dispatcher's shape: every axis in the op's order, optional ones at their defaults.
+std::vector<std::int64_t> declared_shape(const Problem& p, const DeclaredOp& op, const std::string& where) {
+    std::map<std::string, double> vars;
+    try {
+        vars = op.variables(p);
+    } catch (const Error& e) {
+        throw Error(ErrorCategory::bad_input, e.what(), where);
+    }
+    std::vector<std::int64_t> shape;
+    for (const OpAxis& a : op.axes()) {
+        const auto v = static_cast<std::int64_t>(vars.at(a.name));
+        if (v < 1) throw Error(ErrorCategory::bad_input, fmt::format("problem {} has {} < 1", p.key(), a.name), where);
+        shape.push_back(v);
+    }
+    return shape;
+}
+
 // The axis an optional axis defaults to (its own index for a required axis).
 std::size_t default_index(const OpBinding& b, std::size_t axis) {
     for (std::size_t i = 0; i < b.axes.size(); ++i)
@@ -200,14 +220,36 @@ bool device_selected(const std::string& key, const std::vector<std::string>& fil
                        [&](const std::string& f) { return key == f || key.find(f) != std::string::npos; });
 }
 
-Model collect(const Store& store, const SearchSpace& space, const ExportOptions& o) {
+// The alternative of a stored result: its index among the space's kernels.
+std::size_t alternative_of(const ResultRecord& r, const std::vector<const SearchSpace*>& kernels,
+                           const std::string& where) {
+    for (std::size_t i = 0; i < kernels.size(); ++i)
+        if (kernels[i]->alternative() == r.kernel.alternative) return i;
+    std::string known;
+    for (const SearchSpace* k : kernels) known += (known.empty() ? "" : ", ") + k->alternative();
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("the stored result names kernel '{}', which the search space {} does not have ({})",
+                            comment_text(r.kernel.alternative), kernels.front()->file(),
+                            known.empty() ? "one kernel, no alternatives" : known),
+                where);
+}
+
+Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels, const ExportOptions& o) {
+    const SearchSpace& space = *kernels.front();
     Model m;
-    m.binding = find_op_binding(space.op(), space.variant());
+    m.kernels = kernels;
+    // A hand-written binding stays where there is one: rmsnorm's takes eps at run time, where its op spec fixes it.
+    if (const OpBinding* hand = find_op_binding(space.op(), space.variant()))
+        m.binding = std::make_shared<OpBinding>(*hand);
+    else if (space.declared_op() != nullptr)
+        m.binding = std::make_shared<OpBinding>(derive_op_binding(*space.declared_op(), space.file() + ": op_spec"));
     if (m.binding == nullptr) {
         std::string known;
         for (const std::string& s : exportable_ops()) known += (known.empty() ? "" : ", ") + s;
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("export-header cannot export {}/{}: it exports {}", space.op(), space.variant(), known),
+                    fmt::format("export-header cannot export {}/{}: it has no op spec (op_spec:) to derive the "
+                                "dispatcher from, and no hand-written one ({})",
+                                space.op(), space.variant(), known),
                     "--op");
     }
     m.stem = identifier(space.op() + "_" + space.variant());
@@ -222,6 +264,7 @@ Model collect(const Store& store, const SearchSpace& space, const ExportOptions&
                         "--devices");
 
     std::map<std::pair<Dtype, std::string>, std::size_t> config_index;
+    const bool declared = find_op_binding(space.op(), space.variant()) == nullptr;  // the binding is derived
     for (const std::string& key : tuned) {
         if (!device_selected(key, o.devices)) continue;
         std::optional<DeviceInfo> info = store.device(key);
@@ -236,12 +279,17 @@ Model collect(const Store& store, const SearchSpace& space, const ExportOptions&
             const std::string where = fmt::format("{} ({} on {})", store.path(), r.problem.key(), key);
             Entry e;
             e.problem = r.problem;
-            e.shape = bound_shape(r.problem, *m.binding, where);
+            e.shape = declared ? declared_shape(r.problem, *space.declared_op(), where)
+                               : bound_shape(r.problem, *m.binding, where);
             e.p50_us = r.measurement.stats.p50;
-            Config c = parse_config(r.config_key, space, where);
-            auto [it, added] = config_index.try_emplace({r.problem.dtype, c.key()}, m.configs.size());
+            const std::size_t alt = alternative_of(r, kernels, where);
+            const SearchSpace& kernel = *kernels[alt];
+            Config c = parse_config(r.config_key, kernel, where);
+            auto [it, added] =
+                config_index.try_emplace({r.problem.dtype, kernel.alternative() + ":" + c.key()}, m.configs.size());
             if (added)
-                m.configs.push_back({r.problem.dtype, c, instance_name(space.kernel_name(c, r.problem.dtype), where)});
+                m.configs.push_back(
+                    {r.problem.dtype, alt, c, instance_name(kernel.kernel_name(c, r.problem.dtype), where)});
             e.config = it->second;
             d.source_hash = r.kernel.source_hash;
             d.entries.push_back(std::move(e));
@@ -261,6 +309,7 @@ Model collect(const Store& store, const SearchSpace& space, const ExportOptions&
         const auto& ca = m.configs[a];
         const auto& cb = m.configs[b];
         if (ca.dtype != cb.dtype) return ca.dtype < cb.dtype;
+        if (ca.alternative != cb.alternative) return ca.alternative < cb.alternative;
         return ca.config.values < cb.config.values;
     });
     std::vector<std::size_t> new_index(order.size());
@@ -296,13 +345,16 @@ Model collect(const Store& store, const SearchSpace& space, const ExportOptions&
 
 // Checks that the launch texts read from the file are the expressions the space evaluates: their values must agree
 // with SearchSpace::launch() for every exported (configuration, problem).
-void check_launch_texts(const export_detail::LaunchTexts& t, const SearchSpace& space, const Model& m) {
-    std::vector<Expression> grid, block;
-    for (const auto& s : t.grid) grid.emplace_back(s, t.where);
-    for (const auto& s : t.block) block.emplace_back(s, t.where);
-    const Expression shared(t.shared_bytes, t.where);
+void check_launch_texts(const std::vector<export_detail::LaunchTexts>& launches, const Model& m) {
     for (const Device& d : m.devices)
         for (const Entry& e : d.entries) {
+            const std::size_t alt = m.configs[e.config].alternative;
+            const export_detail::LaunchTexts& t = launches[alt];
+            const SearchSpace& space = *m.kernels[alt];
+            std::vector<Expression> grid, block;
+            for (const auto& s : t.grid) grid.emplace_back(s, t.where);
+            for (const auto& s : t.block) block.emplace_back(s, t.where);
+            const Expression shared(t.shared_bytes, t.where);
             const Config& c = m.configs[e.config].config;
             const LaunchGeometry g = space.launch(c, e.problem);
             const auto vars = expression_variables(c, e.problem);
@@ -341,8 +393,12 @@ private:
     std::string m_text;
 };
 
-std::string render(const Model& m, const SearchSpace& space, const export_detail::LaunchTexts& launch,
-                   const Store& store, const ExportOptions& o) {
+std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>& launches, const Store& store,
+                   const ExportOptions& o) {
+    const SearchSpace& space = *m.kernels.front();
+    const bool alternatives = !space.alternative().empty();  // each configuration names its kernel
+    std::size_t parameter_count = 0;
+    for (const SearchSpace* k : m.kernels) parameter_count = std::max(parameter_count, k->parameters().size());
     const OpBinding& b = *m.binding;
     const std::string file_name = "ktune_tuned_" + m.stem + ".hpp";
     const std::string table = m.stem + "_table";
@@ -372,8 +428,17 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
         }
         w.line(line);
     }
-    w.linef("// Kernel {} (search space {}). Tuned devices, in lookup order:", comment_text(space.kernel_source()),
-            comment_text(fs::path(space.file()).filename().string()));
+    if (!alternatives) {
+        w.linef("// Kernel {} (search space {}). Tuned devices, in lookup order:", comment_text(space.kernel_source()),
+                comment_text(fs::path(space.file()).filename().string()));
+    } else {
+        w.linef("// Alternative kernels of search space {}, each bucket launching the one that won it:",
+                comment_text(fs::path(space.file()).filename().string()));
+        for (const SearchSpace* k : m.kernels)
+            w.linef("//   {}: {} ({})", comment_text(k->alternative()), comment_text(k->kernel_name_template()),
+                    comment_text(k->kernel_source()));
+        w.line("// Tuned devices, in lookup order:");
+    }
     for (std::size_t i = 0; i < m.devices.size(); ++i)
         w.linef("//   [{}] {}: {} problems, kernel identity {} (sources, name template, L2 state)", i,
                 comment_text(m.devices[i].info.key), m.devices[i].entries.size(),
@@ -398,8 +463,12 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line("#include <limits>");
     w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
     w.line("#include <cuda_runtime.h>");
-    w.linef("#include \"{}\"", include_path(space.kernel_source(), space.file() + ": kernel.source"));
+    std::set<std::string> included;
+    for (const SearchSpace* k : m.kernels)
+        if (included.insert(k->kernel_source()).second)
+            w.linef("#include \"{}\"", include_path(k->kernel_source(), k->file() + ": kernel.source"));
     w.line("#endif");
+    if (!b.host_header.empty()) w.linef("#include \"{}\"", include_path(b.host_header, "the op's host header"));
     w.line();
     w.raw(export_detail::header_common_text());
     w.line();
@@ -408,11 +477,26 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line();
     w.linef("inline constexpr const char* op = {};", cpp_string(space.op()));
     w.linef("inline constexpr const char* variant = {};", cpp_string(space.variant()));
-    w.linef("inline constexpr const char* kernel_source = {};", cpp_string(space.kernel_source()));
     std::string axis_names, param_names;
+    if (!alternatives) {
+        w.linef("inline constexpr const char* kernel_source = {};", cpp_string(space.kernel_source()));
+        for (const ParameterSpec& p : space.parameters())
+            param_names += (param_names.empty() ? "" : ", ") + cpp_string(p.name);
+    } else {
+        std::string names, sources;
+        for (const SearchSpace* k : m.kernels) {
+            names += (names.empty() ? "" : ", ") + cpp_string(k->alternative());
+            sources += (sources.empty() ? "" : ", ") + cpp_string(k->kernel_source());
+            std::string own;
+            for (std::size_t i = 0; i < parameter_count; ++i)
+                own += (i ? ", " : "") + cpp_string(i < k->parameters().size() ? k->parameters()[i].name : "");
+            param_names += fmt::format("{}{{{}}}", param_names.empty() ? "" : ", ", own);
+        }
+        w.linef("inline constexpr int alternative_count = {};", m.kernels.size());
+        w.linef("inline constexpr const char* alternative_names[alternative_count] = {{{}}};", names);
+        w.linef("inline constexpr const char* kernel_sources[alternative_count] = {{{}}};", sources);
+    }
     for (const AxisBinding& a : b.axes) axis_names += (axis_names.empty() ? "" : ", ") + cpp_string(a.axis);
-    for (const ParameterSpec& p : space.parameters())
-        param_names += (param_names.empty() ? "" : ", ") + cpp_string(p.name);
     std::string axis_doc;
     for (const AxisBinding& a : b.axes)
         axis_doc += fmt::format("{}{} = {}{}", axis_doc.empty() ? "" : ", ", a.axis, a.cpp,
@@ -420,12 +504,20 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.linef("// Shape axes: {}.", axis_doc);
     w.linef("inline constexpr int axis_count = {};", axes);
     w.linef("inline constexpr const char* axis_names[axis_count] = {{{}}};", axis_names);
-    w.linef("inline constexpr int parameter_count = {};", space.parameters().size());
-    w.linef("inline constexpr const char* parameter_names[parameter_count] = {{{}}};", param_names);
+    if (!alternatives) {
+        w.linef("inline constexpr int parameter_count = {};", space.parameters().size());
+        w.linef("inline constexpr const char* parameter_names[parameter_count] = {{{}}};", param_names);
+    } else {
+        w.line("// Per alternative, its parameters (the most any alternative has; \"\" pads).");
+        w.linef("inline constexpr int parameter_count = {};", parameter_count);
+        w.linef("inline constexpr const char* parameter_names[alternative_count][parameter_count] = {{{}}};",
+                param_names);
+    }
     w.line();
 
     w.line("struct Config {");
     w.line("    Dtype dtype;");
+    if (alternatives) w.line("    int alternative;  // the kernel: alternative_names[alternative]");
     w.line("    int values[parameter_count];");
     w.line("    const char* key;");
     w.line("    const char* kernel;");
@@ -436,7 +528,11 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
         const ConfigInstance& c = m.configs[i];
         std::string values;
         for (const auto& [name, v] : c.config.values) values += (values.empty() ? "" : ", ") + std::to_string(v);
-        w.linef("    /* {} */ {{{}, {{{}}}, {}, {}}},", i, dtype_enum(c.dtype), values, cpp_string(c.config.key()),
+        if (alternatives)
+            for (std::size_t k = c.config.values.size(); k < parameter_count; ++k)
+                values += values.empty() ? "0" : ", 0";
+        w.linef("    /* {} */ {{{}, {}{{{}}}, {}, {}}},", i, dtype_enum(c.dtype),
+                alternatives ? std::to_string(c.alternative) + ", " : "", values, cpp_string(c.config.key()),
                 cpp_string(c.kernel));
     }
     w.line("};");
@@ -504,7 +600,7 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line("    switch (config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
         std::string conds;
-        for (const Expression& c : space.constraints()) {
+        for (const Expression& c : m.kernels[m.configs[i].alternative]->constraints()) {
             const auto vars = c.variables();
             if (std::none_of(vars.begin(), vars.end(), [&](const std::string& v) { return axis_set.count(v) > 0; }))
                 continue;
@@ -528,6 +624,7 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line("    switch (config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
         const CppExpressionNames n = names_for(m.configs[i], b);
+        const export_detail::LaunchTexts& launch = launches[m.configs[i].alternative];
         w.linef("    case {}:", i);
         for (std::size_t k = 0; k < launch.grid.size(); ++k)
             w.linef("        g->grid[{}] = detail::ex_dim({}, {});", k, expression_to_cpp(launch.grid[k], n, launch.where),
@@ -601,6 +698,20 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line("    return false;");
     w.line("}");
     w.line();
+    if (!b.shape_checks.empty()) {
+        w.line(
+            "// The op spec's checks, in order: the message of the first that fails for this shape (the axes in the "
+            "order");
+        w.line("// of axis_names) and element size, or nullptr when all hold.");
+        w.line("inline const char* failed_check(const long long* shape, int elem_bytes) {");
+        w.line("    (void)shape;");
+        w.line("    (void)elem_bytes;");
+        for (const OpBinding::ShapeCheck& c : b.shape_checks)
+            w.linef("    if (!detail::ex_holds({})) return {};", c.cpp, cpp_string(c.message));
+        w.line("    return nullptr;");
+        w.line("}");
+        w.line();
+    }
     w.linef("}}  // namespace {}", table);
     w.line();
 
@@ -634,7 +745,7 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line();
 
     w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
-    for (const std::string& d : b.doc) w.linef("// {}", d);
+    for (const std::string& d : b.doc) w.linef("// {}", comment_text(d));
     w.line("// Validates the arguments, selects the configuration (see the top of this file) and launches it. Writes what");
     w.line("// it picked to *choice when given. Never faults on bad input: returns a Status instead.");
     w.linef("inline Status {}(const DeviceProps& device, Dtype dtype, {}, cudaStream_t stream = nullptr,", m.stem,
@@ -657,6 +768,16 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
     w.line("    switch (c.config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
         std::string args = b.call_arguments;
+        if (!b.call_arguments_by_dtype.empty()) {
+            const auto it = b.call_arguments_by_dtype.find(m.configs[i].dtype);
+            if (it == b.call_arguments_by_dtype.end())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("{}/{} was tuned at {}, for which its op spec names no element type of some "
+                                        "buffer",
+                                        space.op(), space.variant(), dtype_name(m.configs[i].dtype)),
+                            space.file() + ": op_spec");
+            args = it->second;
+        }
         const std::string type(dtype_cpp_type(m.configs[i].dtype));
         for (std::size_t p = args.find("{T}"); p != std::string::npos; p = args.find("{T}", p + type.size()))
             args.replace(p, 3, type);
@@ -689,6 +810,13 @@ std::string render(const Model& m, const SearchSpace& space, const export_detail
 }  // namespace
 
 RenderedHeader render_header(const Store& store, const SearchSpace& space, const ExportOptions& options) {
+    return render_header(store, std::vector<const SearchSpace*>{&space}, options);
+}
+
+RenderedHeader render_header(const Store& store, const std::vector<const SearchSpace*>& kernels,
+                             const ExportOptions& options) {
+    if (kernels.empty()) throw Error(ErrorCategory::internal, "no kernel to export", "render_header");
+    const SearchSpace& space = *kernels.front();
     if (space.is_library())
         throw Error(ErrorCategory::bad_input,
                     fmt::format("{} is a library baseline ({}): it has no kernel to export, only measurements to "
@@ -700,12 +828,14 @@ RenderedHeader render_header(const Store& store, const SearchSpace& space, const
                     fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),
                                 options.op, options.variant),
                     "--op");
-    const Model m = collect(store, space, options);
-    const export_detail::LaunchTexts launch = export_detail::read_launch_texts(space.file());
-    check_launch_texts(launch, space, m);
+    const Model m = collect(store, kernels, options);
+    std::vector<export_detail::LaunchTexts> launches;
+    for (const SearchSpace* k : kernels)
+        launches.push_back(export_detail::read_launch_texts(k->file(), k->alternative()));
+    check_launch_texts(launches, m);
 
     RenderedHeader h;
-    h.text = render(m, space, launch, store, options);
+    h.text = render(m, launches, store, options);
     h.result.file_name = "ktune_tuned_" + m.stem + ".hpp";
     h.result.function = "ktune_tuned::" + m.stem;
     for (const Device& d : m.devices) {
@@ -722,8 +852,10 @@ ExportResult export_header(const Store& store, const ExportOptions& options) {
     const std::string space_path = options.space_path.empty()
                                        ? find_space_file(options.root, options.op, options.variant)
                                        : options.space_path;
-    const SearchSpace space = SearchSpace::load_file(space_path);
-    RenderedHeader h = render_header(store, space, options);
+    const std::vector<SearchSpace> spaces = SearchSpace::load_alternatives(space_path);
+    std::vector<const SearchSpace*> kernels;
+    for (const SearchSpace& k : spaces) kernels.push_back(&k);
+    RenderedHeader h = render_header(store, kernels, options);
 
     const fs::path dir(options.out_dir);
     std::error_code ec;

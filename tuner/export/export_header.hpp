@@ -55,6 +55,11 @@ struct RenderedHeader {
 // exported, no device has tuned results for it (after the device filter), or a stored configuration does not fit the
 // search space; Error(store) on a database failure.
 RenderedHeader render_header(const Store& store, const SearchSpace& space, const ExportOptions& options);
+// The same for a space of alternative kernels (SearchSpace::load_alternatives, in file order): each bucket launches
+// the kernel of the alternative that won it (ResultRecord::kernel.alternative), and the header includes every
+// alternative's source.
+RenderedHeader render_header(const Store& store, const std::vector<const SearchSpace*>& kernels,
+                             const ExportOptions& options);
 
 // Loads the search space (options.space_path or the one found under <root>/search_spaces), renders the header and
 // writes it to <out_dir>/ktune_tuned_<op>_<variant>.hpp (through a temporary file: a failed export writes nothing).

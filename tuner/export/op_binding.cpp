@@ -52,6 +52,22 @@ const OpBinding* find_op_binding(std::string_view op, std::string_view variant) 
     return nullptr;
 }
 
+HostHeader host_header_of(std::string_view op) {
+    // The tuner fills packed buffers with random bytes; a caller with real weights packs them with these.
+    if (op == "linear_int4")
+        return {"kernels/quant_linear/quant_linear_pack.hpp",
+                {"w, scales, zeros are in the kernels' packed layout (kernels/quant_linear/quant_linear_layout.cuh):",
+                 "ktune::pack_int4() and ktune::pack_int4_params() in kernels/quant_linear/quant_linear_pack.hpp",
+                 "(included below; link kernels/quant_linear/quant_linear_pack.cpp) pack plain weights into it."}};
+    if (op == "linear_int8")
+        return {
+            "kernels/quant_linear/quant_linear_pack.hpp",
+            {"w is in the kernels' packed layout (kernels/quant_linear/quant_linear_layout.cuh): ktune::pack_int8()",
+             "in kernels/quant_linear/quant_linear_pack.hpp (included below; link",
+             "kernels/quant_linear/quant_linear_pack.cpp) packs plain weights into it."}};
+    return {};
+}
+
 std::vector<std::string> exportable_ops() {
     std::vector<std::string> out;
     for (const OpBinding& b : bindings())

@@ -3,11 +3,16 @@
 // it validates them, and the tuned kernel's argument list. The tables, the selection and the launch geometry are
 // generic (export_header.cpp); only this part knows the kernel's signature. One entry per exportable op
 // (op_binding.cpp).
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/types.hpp"
+
 namespace ktune {
+
+class DeclaredOp;
 
 struct AxisBinding {
     std::string axis;          // the problem axis: "M"
@@ -29,12 +34,36 @@ struct OpBinding {
     // The kernel's arguments; "{T}" stands for the element type of the instance.
     std::string call_arguments;
     std::vector<std::string> doc;  // comment lines above the dispatcher
+
+    // What a binding derived from an op spec adds (derive_op_binding); empty for a hand-written one.
+    struct ShapeCheck {
+        std::string cpp;      // true when the check holds; in scope: `shape` (the axes' values) and `elem_bytes`
+        std::string message;  // the op spec's message, as written (the renderer escapes it)
+    };
+    std::vector<ShapeCheck> shape_checks;                  // rendered as <table>::failed_check()
+    std::map<Dtype, std::string> call_arguments_by_dtype;  // replaces call_arguments when not empty
+    std::string host_header;                               // a host header to include (weight packing), or ""
 };
 
 // The binding of op/variant, or nullptr when the op cannot be exported.
 const OpBinding* find_op_binding(std::string_view op, std::string_view variant);
 
-// "rmsnorm/fwd", ...: for messages.
+// "rmsnorm/fwd", ...: the ops with a hand-written binding, for messages.
 std::vector<std::string> exportable_ops();
+
+// The dispatcher of an op declared as data (tuner/space/op_spec.hpp): buffers by role and element type (a pointer to
+// the element type, const for inputs; void pointers for a buffer whose type follows the dtype), then every axis as a
+// long long; the op spec's checks; the kernel's arguments in its order, scalars computed from their expressions and
+// refused (Status::bad_argument) when not representable. Throws Error(bad_input, where) when a buffer or axis name
+// cannot be a C++ parameter name or an expression cannot be translated.
+OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where);
+
+// The host header of an op whose callers must prepare data on the host (linear_int4 and linear_int8: weight
+// packing, kernels/quant_linear/quant_linear_pack.hpp), with the comment lines that say what it offers; "" when none.
+struct HostHeader {
+    std::string path;
+    std::vector<std::string> doc;
+};
+HostHeader host_header_of(std::string_view op);
 
 }  // namespace ktune

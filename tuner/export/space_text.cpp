@@ -21,13 +21,15 @@ std::vector<std::string> texts_of(const YAML::Node& node) {
 
 }  // namespace
 
-LaunchTexts read_launch_texts(const std::string& yaml_path) {
+LaunchTexts read_launch_texts(const std::string& yaml_path, const std::string& alternative) {
     const std::string text = read_file(yaml_path, "the search space file");
     // The file was validated when the SearchSpace was loaded: only its launch section is read here.
     const detail::Located root = detail::Located::parse(text, &yaml_path);
-    const YAML::Node launch = root.node()["launch"];
+    const YAML::Node top = root.node();
+    const bool own = !alternative.empty() && top["alternatives"][alternative]["launch"];
+    const YAML::Node launch = own ? top["alternatives"][alternative]["launch"] : top["launch"];
     LaunchTexts t;
-    t.where = yaml_path + ": launch";
+    t.where = yaml_path + (own ? ": alternatives." + alternative + ".launch" : ": launch");
     t.grid = texts_of(launch["grid"]);
     t.block = texts_of(launch["block"]);
     if (launch["shared_bytes"]) t.shared_bytes = launch["shared_bytes"].as<std::string>();

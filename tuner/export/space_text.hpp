@@ -14,7 +14,9 @@ struct LaunchTexts {
     std::string where;               // "file: launch"
 };
 
-// Throws Error(bad_input) naming the file when it cannot be read or has no launch section.
-LaunchTexts read_launch_texts(const std::string& yaml_path);
+// The launch of the file's kernel, or of one of its alternatives (SearchSpace::alternative(): its own launch
+// section, else the top level's). Throws Error(bad_input) naming the file when it cannot be read or has no launch
+// section.
+LaunchTexts read_launch_texts(const std::string& yaml_path, const std::string& alternative = "");
 
 }  // namespace ktune::export_detail

@@ -340,4 +340,39 @@ void DeclaredOp::cpu_reference(const Problem& p, HostBuffers&) const {
                 p.key());
 }
 
+std::vector<DeclaredOp::BufferDeclaration> DeclaredOp::buffer_declarations() const {
+    std::vector<BufferDeclaration> out;
+    for (const Buffer& b : m_buffers) {
+        BufferDeclaration d;
+        d.name = b.name;
+        d.role = b.role;
+        d.per_dtype = b.type.problem_dtype || !b.type.by_dtype.empty();
+        for (const Dtype dt : {Dtype::fp32, Dtype::fp16, Dtype::bf16}) {
+            if (b.type.problem_dtype)
+                d.types[dt] = elem_type(dt);
+            else if (b.type.by_dtype.empty())
+                d.types[dt] = b.type.fixed;
+        }
+        for (const auto& [dt, e] : b.type.by_dtype) d.types[dt] = e;
+        for (const Expression& e : b.shape) d.shape.push_back(e.text());
+        for (const Expression& e : b.strides) d.strides.push_back(e.text());
+        d.where = b.where;
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+std::vector<DeclaredOp::ArgumentDeclaration> DeclaredOp::argument_declarations() const {
+    std::vector<ArgumentDeclaration> out;
+    for (const Argument& a : m_arguments)
+        out.push_back({a.kind, a.buffer, a.value ? a.value->text() : "", a.value ? a.value->where() : m_where});
+    return out;
+}
+
+std::vector<DeclaredOp::CheckDeclaration> DeclaredOp::check_declarations() const {
+    std::vector<CheckDeclaration> out;
+    for (const Check& c : m_checks) out.push_back({c.require.text(), c.message, c.require.where()});
+    return out;
+}
+
 }  // namespace ktune

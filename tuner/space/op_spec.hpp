@@ -23,6 +23,7 @@
 // (filled by the seeded generator in `range`, default [-1, 1)), output (poisoned, compared with the reference's),
 // inout (restored before each run, compared), scratch (zeroed, never compared). Expressions see the axes (optional ones
 // at their value or default) and DTYPE_BYTES. Every error names the file, line and field.
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,6 +68,30 @@ public:
     // Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the op and the problem.
     std::map<std::string, double> variables(const Problem& p) const;
     const std::string& where() const { return m_where; }
+
+    // The declaration itself, independent of any problem: what a code generator (tuner/export) translates.
+    struct BufferDeclaration {
+        std::string name;
+        BufferRole role = BufferRole::input;
+        bool per_dtype = false;            // T or a mapping: the element type follows the problem's dtype
+        std::map<Dtype, ElemType> types;   // per dtype; every dtype for T and a fixed type, those named for a map
+        std::vector<std::string> shape;    // expression texts (count: one entry)
+        std::vector<std::string> strides;  // empty: dense
+        std::string where;
+    };
+    struct ArgumentDeclaration {
+        KernelArg::Kind kind = KernelArg::Kind::buffer;
+        std::string buffer;  // Kind::buffer
+        std::string value;   // a scalar: its expression's text
+        std::string where;
+    };
+    struct CheckDeclaration {
+        std::string require, message, where;
+    };
+    // Buffers in declaration order, arguments in the kernel's order, checks in order.
+    std::vector<BufferDeclaration> buffer_declarations() const;
+    std::vector<ArgumentDeclaration> argument_declarations() const;
+    std::vector<CheckDeclaration> check_declarations() const;
 
 private:
     struct TypeRule {

@@ -66,7 +66,7 @@ inline DeviceInfo h100_pcie() {
 inline ResultRecord tuned(const DeviceInfo& d, Dtype dtype, std::int64_t m, std::int64_t h, const std::string& config,
                           double p50, const std::string& variant = "fwd") {
     ResultRecord r;
-    r.kernel = KernelInfo{"rmsnorm", variant, "kernels/rmsnorm/rmsnorm_fwd.cuh", "0123456789abcdef0123", ""};
+    r.kernel = KernelInfo{"rmsnorm", variant, "kernels/rmsnorm/rmsnorm_fwd.cuh", "0123456789abcdef0123", "", ""};
     r.config_key = config;
     r.problem = Problem{dtype, {{"M", m}, {"H", h}}};
     r.device_key = d.key;
@@ -113,6 +113,53 @@ inline ExportOptions golden_options(const std::string& out_dir = {}) {
     o.generated_at = "2026-11-22T00:00:00Z";
     o.note = "synthetic test data (tests/unit/export/export_test_util.hpp), not a tuning";
     return o;
+}
+
+// A user's op outside the repository, declared inline (op_spec) with two alternative kernels (flat, rows), and the
+// root its kernel sources are relative to.
+inline std::string user_root() { return source_root() + "/tests/data/export/user_root"; }
+inline std::string user_space_path() { return user_root() + "/spaces/bias_gelu.yaml"; }
+
+// A result of one kernel of a space (its alternative, if any) for one problem and configuration.
+inline ResultRecord kernel_result(const DeviceInfo& d, const SearchSpace& kernel, const Problem& p, const Config& c,
+                                  double p50) {
+    ResultRecord r = tuned(d, p.dtype, 1, 1, c.key(), p50);
+    r.kernel = KernelInfo{kernel.op(), kernel.variant(),    kernel.kernel_source(), "hash-" + kernel.alternative(),
+                          "",          kernel.alternative()};
+    r.problem = p;
+    return r;
+}
+
+inline std::vector<const SearchSpace*> pointers(const std::vector<SearchSpace>& spaces) {
+    std::vector<const SearchSpace*> out;
+    for (const SearchSpace& s : spaces) out.push_back(&s);
+    return out;
+}
+
+inline ExportOptions user_options(const std::string& out_dir = {}) {
+    ExportOptions o;
+    o.op = "bias_gelu";
+    o.variant = "fwd";
+    o.space_path = user_space_path();
+    o.root = user_root();
+    o.out_dir = out_dir;
+    o.generated_at = "2026-11-22T00:00:00Z";
+    return o;
+}
+
+// The user op's synthetic tuning on the SXM: fp16 buckets won by both kernels, fp32 by the flat one.
+inline void fill_user_store(Store& store, const std::vector<SearchSpace>& kernels) {
+    const DeviceInfo sxm = h100_sxm();
+    store.upsert_device(sxm);
+    const SearchSpace& flat = kernels.at(0);
+    const SearchSpace& rows = kernels.at(1);
+    const Config flat_config{{{"VEC", 2}, {"BLOCK", 128}}};
+    const Config rows_config{{{"VEC", 2}, {"WARPS", 2}}};
+    store.record(kernel_result(sxm, flat, Problem{Dtype::fp16, {{"R", 64}, {"C", 4096}}}, flat_config, 3.0));
+    store.record(kernel_result(sxm, rows, Problem{Dtype::fp16, {{"R", 64}, {"C", 4096}}}, rows_config, 4.0));
+    store.record(kernel_result(sxm, flat, Problem{Dtype::fp16, {{"R", 1}, {"C", 1024}}}, flat_config, 2.0));
+    store.record(kernel_result(sxm, rows, Problem{Dtype::fp16, {{"R", 1}, {"C", 1024}}}, rows_config, 1.5));
+    store.record(kernel_result(sxm, flat, Problem{Dtype::fp32, {{"R", 1}, {"C", 1024}}}, flat_config, 2.5));
 }
 
 inline std::string read_text(const std::string& path) {
