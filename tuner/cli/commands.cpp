@@ -265,7 +265,9 @@ int cmd_space(const GlobalOptions& g) {
     if (g_space.json) {
         json j = {{"file", s.file()}, {"op", s.op()}, {"variant", s.variant()}, {"kernel", s.kernel_source()},
                   {"cartesian_size", s.cartesian_size()}, {"valid_total", total_valid}};
-        for (const auto& prm : s.parameters()) j["parameters"].push_back({{"name", prm.name}, {"values", prm.values},
+        for (const auto& prm : s.parameters())
+            j["parameters"].push_back({{"name", prm.name},
+                                       {"values", prm.labels.empty() ? json(prm.values) : json(prm.labels)},
                                                                          {"doc", prm.doc}});
         for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
         for (const auto& c : s.prune()) j["prune"].push_back(c.text());
@@ -282,7 +284,10 @@ int cmd_space(const GlobalOptions& g) {
     fmt::print("{} ({} {}): kernel {}\n", s.file(), s.op(), s.variant(), s.kernel_source());
     fmt::print("parameters ({} combinations before constraints):\n", s.cartesian_size());
     for (const auto& prm : s.parameters())
-        fmt::print("  {:<16} {:<28} {}\n", prm.name, fmt::format("{}", fmt::join(prm.values, ", ")), prm.doc);
+        fmt::print("  {:<16} {:<28} {}\n", prm.name,
+                   prm.labels.empty() ? fmt::format("{}", fmt::join(prm.values, ", "))
+                                      : fmt::format("{}", fmt::join(prm.labels, ", ")),
+                   prm.doc);
     fmt::print("constraints (legality):\n");
     for (const auto& c : s.constraints()) fmt::print("  {}\n", c.text());
     if (!s.prune().empty()) {
@@ -347,7 +352,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
         o.dtypes.push_back(*parsed);
     }
     for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
-    for (const auto& f : g_tune.configs) o.config_filters.push_back(parse_named_values(f, "--config", "PARAM"));
+    o.config_filter_texts = g_tune.configs;  // read against the space: choice names and bools
     for (const auto& f : g_tune.shapes) o.shapes.push_back(parse_named_values(f, "--shape", "AXIS"));
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
@@ -410,7 +415,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     if (!s.compile_only) {
         for (const auto& po : s.problems)
             // A problem with no valid configuration (not one that --config filtered to nothing).
-            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filters.empty())) return exit_failure;
+            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty())) return exit_failure;
     }
     return s.compile_only && s.compile_failed > 0 && s.no_gpu_reason.empty() ? exit_failure : exit_ok;
 }

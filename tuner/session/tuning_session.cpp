@@ -171,8 +171,9 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
 // those unselected measurements replace the first ones; if a configuration not yet confirmed is then best, it is
 // confirmed in turn. Confirming only the best was not enough: two tunings still settled on different near-equal
 // configurations (2.07 % apart at 4.6 us). Returns the number of re-measurements.
-int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::string& device_key, std::int64_t run_id,
-                    const TuneOptions& o, SpaceMeasurer& measurer, Store& store) {
+int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo& kernel,
+                    const std::string& device_key, std::int64_t run_id, const TuneOptions& o, SpaceMeasurer& measurer,
+                    Store& store) {
     constexpr double kLeaderMargin = 1.03;
     constexpr std::size_t kMaxLeaders = 5;
     constexpr int kMaxConfirmations = 8;
@@ -218,7 +219,7 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
 
     std::set<std::string> confirmed;
     auto confirm = [&](const std::string& config_key) {
-        const Config c{parse_named_values(config_key, "stored configuration", "PARAM")};
+        const Config c = space.parse_config(config_key, "stored configuration");
         ResultRecord rec{kernel, c.key(), p, device_key, run_id, utc_now_iso(),
                          measurer.measure_pooled(c, p, timing, rounds, o.timeout_floor_s)};
         store.record(rec, /*replace=*/true);
@@ -274,9 +275,12 @@ NamedValues parse_named_values(const std::string& text, const std::string& where
     return out;
 }
 
-TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
+TuneSummary run_tuning(const TuneOptions& options, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
-    const SearchSpace space = SearchSpace::load_file(o.space_path);
+    const SearchSpace space = SearchSpace::load_file(options.space_path);
+    TuneOptions o = options;
+    for (const std::string& f : options.config_filter_texts)
+        o.config_filters.push_back(space.parse_config_filter(f, "--config"));
     const OpDescription& op = find_op(space.op(), space.variant());
     space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
@@ -422,7 +426,7 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
         if (pl.outcome.measured > 0) {
             ev.phase = "confirm";
             if (progress) progress(ev);
-            s.confirmations += confirm_leaders(p, kernel, device.key, s.run_id, o, measurer, store);
+            s.confirmations += confirm_leaders(space, p, kernel, device.key, s.run_id, o, measurer, store);
             ev.phase = "measure";
         }
     }

@@ -35,6 +35,8 @@ struct TuneOptions {
     // as a row stride), in each selected dtype: odd sizes, strided rows, a model's own shapes.
     std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
+    // --config as typed ("ENGINE=wgmma,FLAG=true"): read against the space (choice names, bools) into config_filters.
+    std::vector<std::string> config_filter_texts;
     unsigned threads = 0;                      // compile threads (0: all cores)
     std::uint64_t seed = 1;                    // input generator and random strategy
     wire::TimingOptions timing;
