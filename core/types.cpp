@@ -48,6 +48,28 @@ std::optional<std::int64_t> lookup(const NamedValues& v, std::string_view name) 
     return std::nullopt;
 }
 
+std::string Config::key() const {
+    if (labels.empty()) return format_named_values(values);
+    std::string out;
+    for (const auto& [name, value] : values) {
+        if (!out.empty()) out += ',';
+        const std::string* l = label(name);
+        out += l != nullptr ? fmt::format("{}={}", name, *l) : fmt::format("{}={}", name, value);
+    }
+    return out;
+}
+
+const std::string* Config::label(std::string_view name) const {
+    for (const auto& [n, text] : labels)
+        if (n == name) return &text;
+    return nullptr;
+}
+
+std::string Config::text(std::string_view name) const {
+    if (const std::string* l = label(name)) return *l;
+    return std::to_string(at(name));
+}
+
 std::int64_t Config::at(std::string_view name) const {
     if (auto v = lookup(values, name)) return *v;
     throw Error(ErrorCategory::internal, fmt::format("configuration {} has no parameter {}", key(), name));

@@ -24,12 +24,23 @@ using NamedValues = std::vector<std::pair<std::string, std::int64_t>>;
 std::string format_named_values(const NamedValues& v, char sep = ',');
 std::optional<std::int64_t> lookup(const NamedValues& v, std::string_view name);
 
-// One point of the search space: a value for every tunable parameter.
+// One point of the search space: a value for every tunable parameter. A bool or a named choice also has a label, its
+// text ("true", "wgmma"): keys and kernel names show the label, expressions read the value (0/1, the choice's number).
 struct Config {
     NamedValues values;
+    std::vector<std::pair<std::string, std::string>> labels;  // (parameter, text), only for bool and choice parameters
 
-    std::string key() const { return format_named_values(values); }
+    Config() = default;
+    Config(NamedValues v, std::vector<std::pair<std::string, std::string>> l = {})  // NOLINT: Config{values} reads well
+        : values(std::move(v)), labels(std::move(l)) {}
+
+    // "BLOCK=256,VEC=8"; a labelled parameter as its label: "ENGINE=wgmma,FLAG=true". Integer-only keys are exactly
+    // format_named_values(values), so keys stored before labels existed still match.
+    std::string key() const;
     std::int64_t at(std::string_view name) const;  // throws Error(internal) when absent
+    const std::string* label(std::string_view name) const;  // nullptr for an integer parameter
+    // The value as a kernel template argument or key shows it: the label, else the decimal number.
+    std::string text(std::string_view name) const;
     bool operator==(const Config&) const = default;
 };
 

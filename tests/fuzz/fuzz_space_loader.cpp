@@ -27,6 +27,8 @@ void exercise(const ktune::SearchSpace& s) {
         }
         for (const ktune::Config& c : s.valid_configs(p)) {
             (void)s.kernel_name(c, p.dtype);
+            // Keys are stored and read back: every configuration's key must parse into that configuration.
+            if (!(s.parse_config(c.key(), "fuzz") == c)) __builtin_trap();
             try {
                 (void)s.launch(c, p);
             } catch (const ktune::Error&) {

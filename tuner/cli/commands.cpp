@@ -361,7 +361,9 @@ int show_space(const SearchSpace& s, json* out) {
     if (out != nullptr) {
         json j = {{"file", s.file()}, {"op", s.op()}, {"variant", s.variant()}, {"kernel", s.kernel_source()},
                   {"cartesian_size", s.cartesian_size()}, {"valid_total", total_valid}};
-        for (const auto& prm : s.parameters()) j["parameters"].push_back({{"name", prm.name}, {"values", prm.values},
+        for (const auto& prm : s.parameters())
+            j["parameters"].push_back({{"name", prm.name},
+                                       {"values", prm.labels.empty() ? json(prm.values) : json(prm.labels)},
                                                                          {"doc", prm.doc}});
         for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
         for (const auto& c : s.prune()) j["prune"].push_back(c.text());
@@ -380,7 +382,10 @@ int show_space(const SearchSpace& s, json* out) {
                s.alternative().empty() ? "" : s.alternative() + ", ", s.kernel_source());
     fmt::print("parameters ({} combinations before constraints):\n", s.cartesian_size());
     for (const auto& prm : s.parameters())
-        fmt::print("  {:<16} {:<28} {}\n", prm.name, fmt::format("{}", fmt::join(prm.values, ", ")), prm.doc);
+        fmt::print("  {:<16} {:<28} {}\n", prm.name,
+                   prm.labels.empty() ? fmt::format("{}", fmt::join(prm.values, ", "))
+                                      : fmt::format("{}", fmt::join(prm.labels, ", ")),
+                   prm.doc);
     fmt::print("constraints (legality):\n");
     for (const auto& c : s.constraints()) fmt::print("  {}\n", c.text());
     if (!s.prune().empty()) {
@@ -465,7 +470,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
         o.dtypes.push_back(*parsed);
     }
     for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
-    for (const auto& f : g_tune.configs) o.config_filters.push_back(parse_named_values(f, "--config", "PARAM"));
+    o.config_filter_texts = g_tune.configs;  // read against the space: choice names and bools
     o.alternatives = g_tune.kernels;
     for (const auto& f : g_tune.shapes) o.shapes.push_back(parse_named_values(f, "--shape", "AXIS"));
     o.threads = g_tune.threads;
@@ -530,7 +535,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     if (!s.compile_only) {
         for (const auto& po : s.problems)
             // A problem with no valid configuration (not one that --config filtered to nothing).
-            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filters.empty())) return exit_failure;
+            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty())) return exit_failure;
     }
     // The sweep that stands in for a tuning without a GPU fails like an explicit --compile-only one: a kernel that does
     // not compile is a failure whichever way it was found.

@@ -132,38 +132,6 @@ std::string instance_name(const std::string& name, const std::string& where) {
 
 std::string dtype_enum(Dtype d) { return fmt::format("Dtype::{}", dtype_name(d)); }
 
-// "BLOCK=256,VEC=8" -> the values in the space's parameter order; bad_input when it does not fit the space.
-Config parse_config(const std::string& key, const SearchSpace& space, const std::string& where) {
-    Config c;
-    std::size_t start = 0;
-    while (start <= key.size() && !key.empty()) {
-        const std::size_t comma = std::min(key.find(',', start), key.size());
-        const std::string item = key.substr(start, comma - start);
-        const std::size_t eq = item.find('=');
-        std::int64_t value = 0;
-        try {
-            if (eq == std::string::npos) throw std::invalid_argument(item);
-            std::size_t used = 0;
-            value = std::stoll(item.substr(eq + 1), &used);
-            if (used != item.size() - eq - 1) throw std::invalid_argument(item);
-        } catch (const std::exception&) {
-            throw Error(ErrorCategory::bad_input, fmt::format("stored configuration '{}' is not NAME=VALUE,...", key),
-                        where);
-        }
-        c.values.emplace_back(item.substr(0, eq), value);
-        start = comma + 1;
-    }
-    const auto& params = space.parameters();
-    bool fits = c.values.size() == params.size();
-    for (std::size_t i = 0; fits && i < params.size(); ++i) fits = c.values[i].first == params[i].name;
-    if (!fits)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("stored configuration '{}' does not have the parameters of the search space {}", key,
-                                space.file()),
-                    where);
-    return c;
-}
-
 std::vector<std::int64_t> bound_shape(const Problem& p, const OpBinding& b, const std::string& where) {
     for (const auto& [name, value] : p.shape) {
         const bool known = std::any_of(b.axes.begin(), b.axes.end(), [&](const AxisBinding& a) { return a.axis == name; });
@@ -284,7 +252,7 @@ Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels
             e.p50_us = r.measurement.stats.p50;
             const std::size_t alt = alternative_of(r, kernels, where);
             const SearchSpace& kernel = *kernels[alt];
-            Config c = parse_config(r.config_key, kernel, where);
+            Config c = kernel.parse_config(r.config_key, where);
             auto [it, added] =
                 config_index.try_emplace({r.problem.dtype, kernel.alternative() + ":" + c.key()}, m.configs.size());
             if (added)
@@ -357,7 +325,7 @@ void check_launch_texts(const std::vector<export_detail::LaunchTexts>& launches,
             const Expression shared(t.shared_bytes, t.where);
             const Config& c = m.configs[e.config].config;
             const LaunchGeometry g = space.launch(c, e.problem);
-            const auto vars = expression_variables(c, e.problem);
+            const auto vars = space.variables(c, e.problem);
             bool same = shared.evaluate_int(vars) == g.shared_bytes;
             for (std::size_t i = 0; i < grid.size(); ++i) same = same && grid[i].evaluate_int(vars) == g.grid[i];
             for (std::size_t i = 0; i < block.size(); ++i) same = same && block[i].evaluate_int(vars) == g.block[i];
@@ -373,6 +341,8 @@ CppExpressionNames names_for(const ConfigInstance& ci, const OpBinding& b) {
     CppExpressionNames n;
     for (const auto& [name, value] : ci.config.values) n.constants[name] = static_cast<double>(value);
     n.constants["DTYPE_BYTES"] = dtype_bytes(ci.dtype);
+    n.constants["true"] = 1;  // a bool parameter's value is already 0 / 1
+    n.constants["false"] = 0;
     for (std::size_t i = 0; i < b.axes.size(); ++i)
         n.variables[b.axes[i].axis] = fmt::format("static_cast<double>(shape[{}])", i);
     n.helper_prefix = "detail::";
@@ -823,6 +793,13 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
                                 "compare with",
                                 space.file(), space.library()),
                     "--op");
+    for (const ParameterSpec& p : space.parameters())
+        if (p.kind == ParameterKind::choice)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("export-header exports integer and bool parameters; {} of {} is a named choice, "
+                                    "which the header's int table cannot hold",
+                                    p.name, space.file()),
+                        "--op");
     if (!options.op.empty() && (options.op != space.op() || options.variant != space.variant()))
         throw Error(ErrorCategory::bad_input,
                     fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),

@@ -50,7 +50,7 @@ GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const 
 
 std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::string& config_key, int min_samples) {
     Space& s = space_for(c.op, c.variant);
-    const Config config{parse_named_values(config_key, "baseline configuration", "PARAM")};
+    const Config config = s.space.parse_config(config_key, "baseline configuration");
     wire::TimingOptions t = timing_of(m_method);
     t.min_samples = min_samples;
     t.max_samples = min_samples;  // a session is a fixed number of samples: sessions compare like with like

@@ -176,8 +176,9 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
 // those unselected measurements replace the first ones; if a configuration not yet confirmed is then best, it is
 // confirmed in turn. Confirming only the best was not enough: two tunings still settled on different near-equal
 // configurations (2.07 % apart at 4.6 us). Returns the number of re-measurements.
-int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::string& device_key, std::int64_t run_id,
-                    const TuneOptions& o, SpaceMeasurer& measurer, Store& store) {
+int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo& kernel,
+                    const std::string& device_key, std::int64_t run_id, const TuneOptions& o, SpaceMeasurer& measurer,
+                    Store& store) {
     constexpr double kLeaderMargin = 1.03;
     constexpr std::size_t kMaxLeaders = 5;
     constexpr int kMaxConfirmations = 8;
@@ -223,7 +224,7 @@ int confirm_leaders(const Problem& p, const KernelInfo& kernel, const std::strin
 
     std::set<std::string> confirmed;
     auto confirm = [&](const std::string& config_key) {
-        const Config c{parse_named_values(config_key, "stored configuration", "PARAM")};
+        const Config c = space.parse_config(config_key, "stored configuration");
         ResultRecord rec{kernel, c.key(), p, device_key, run_id, utc_now_iso(),
                          measurer.measure_pooled(c, p, timing, rounds, o.timeout_floor_s)};
         store.record(rec, /*replace=*/true);
@@ -282,8 +283,11 @@ NamedValues parse_named_values(const std::string& text, const std::string& where
 namespace {
 
 // Tunes one kernel of the space file (all of it, for a file of one kernel).
-TuneSummary tune_space(const SearchSpace& space, const TuneOptions& o, const ProgressCallback& progress) {
+TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
+    TuneOptions o = options;
+    for (const std::string& f : options.config_filter_texts)
+        o.config_filters.push_back(space.parse_config_filter(f, "--config"));
     const OpDescription& op = op_of(space);
     space.require_some_valid_config();
     const std::vector<Problem> problems = select_problems(space, o);
@@ -432,7 +436,7 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& o, const Pro
         if (pl.outcome.measured > 0) {
             ev.phase = "confirm";
             if (progress) progress(ev);
-            s.confirmations += confirm_leaders(p, kernel, device.key, s.run_id, o, measurer, store);
+            s.confirmations += confirm_leaders(space, p, kernel, device.key, s.run_id, o, measurer, store);
             ev.phase = "measure";
         }
     }
@@ -494,19 +498,23 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
             return std::find(o.alternatives.begin(), o.alternatives.end(), k.alternative()) == o.alternatives.end();
         });
     }
-    if (kernels.size() > 1 && !o.config_filters.empty()) {
+    if (kernels.size() > 1 && !o.config_filter_texts.empty()) {
         // --config names parameters of some kernels: the others have no configuration it could match.
         std::erase_if(kernels, [&](const SearchSpace& k) {
-            return std::any_of(o.config_filters.begin(), o.config_filters.end(), [&](const NamedValues& f) {
-                return std::any_of(f.begin(), f.end(), [&](const auto& nv) {
-                    return std::none_of(k.parameters().begin(), k.parameters().end(),
-                                        [&](const ParameterSpec& p) { return p.name == nv.first; });
-                });
+            return std::any_of(o.config_filter_texts.begin(), o.config_filter_texts.end(), [&](const std::string& f) {
+                try {
+                    k.parse_config_filter(f, "--config");
+                    return false;
+                } catch (const Error& e) {
+                    if (e.category() != ErrorCategory::bad_input) throw;
+                    return true;
+                }
             });
         });
         if (kernels.empty())
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("no kernel of {} has every parameter that --config names", o.space_path),
+                        fmt::format("no kernel of {} takes every --config filter (its parameters and values)",
+                                    o.space_path),
                         "--config");
     }
     TuneSummary s;

@@ -36,6 +36,8 @@ struct TuneOptions {
     std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
     std::vector<std::string> alternatives;     // tune only these kernels of a space of alternatives (empty: all)
+    // --config as typed ("ENGINE=wgmma,FLAG=true"): read against the space (choice names, bools) into config_filters.
+    std::vector<std::string> config_filter_texts;
     unsigned threads = 0;                      // compile threads (0: all cores)
     std::uint64_t seed = 1;                    // input generator and random strategy
     wire::TimingOptions timing;

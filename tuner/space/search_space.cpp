@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include <algorithm>
+#include <charconv>
 #include <array>
 #include <fstream>
 #include <limits>
@@ -34,6 +35,7 @@ struct ParsedSpace {
     std::vector<Dtype> dtypes;
     std::vector<std::pair<Dtype, Tolerance>> tolerances;
     std::shared_ptr<const DeclaredOp> declared_op;
+    std::vector<std::pair<std::string, double>> constants;
 };
 
 }  // namespace detail
@@ -45,6 +47,7 @@ using detail::find_field;
 using detail::Located;
 
 constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a C++ int template argument
+constexpr std::int64_t min_parameter_value = -(std::int64_t{1} << 31);
 constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
 constexpr std::int64_t max_values_per_parameter = 65536;
 // all_configs() materialises every configuration: a few million are fine, 2^33 would exhaust memory.
@@ -59,8 +62,8 @@ constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
 
 // Names that would shadow something in an expression or in kernel.name.
 const std::set<std::string>& reserved_names() {
-    static const std::set<std::string> names{"T", dtype_bytes_variable, "min", "max", "ceil_div", "log2", "is_pow2",
-                                             "align_up"};
+    static const std::set<std::string> names{"T",       dtype_bytes_variable, "min",  "max",  "ceil_div", "log2",
+                                             "is_pow2", "align_up",           "true", "false"};
     return names;
 }
 
@@ -117,6 +120,15 @@ std::string split_template(const std::string& s, std::vector<Piece>& pieces) {
 
 // What a file holds, validated; SearchSpace::load_string moves it into place.
 
+const char* kind_name(ParameterKind k) {
+    switch (k) {
+        case ParameterKind::integer: return "an integer";
+        case ParameterKind::boolean: return "a bool";
+        case ParameterKind::choice: return "a choice";
+    }
+    return "?";
+}
+
 // Validates one file. Parameters and axes are read first: everything else refers to them.
 class Loader {
 public:
@@ -134,6 +146,8 @@ private:
     Expression read_expression(const Located& node) const;
     LaunchSpec read_launch(const Located& node, bool parameters_allowed) const;
     void check_variables(const Expression& e, bool parameters_allowed) const;
+    void number_choices(std::vector<ParameterSpec>& parameters, detail::ParsedSpace& out);
+    void check_choice_names(const std::vector<ParameterSpec>& parameters) const;
     std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
                                                              const std::vector<Dtype>& dtypes) const;
     std::shared_ptr<const DeclaredOp> read_op_spec(const Located& node, const detail::ParsedSpace& out) const;
@@ -141,6 +155,7 @@ private:
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
     std::vector<std::string> m_axis_names;
+    std::set<std::string> m_constant_names;  // choice names, true, false
 };
 
 detail::ParsedSpace Loader::load(const Located& root) {
@@ -162,10 +177,12 @@ detail::ParsedSpace Loader::load(const Located& root) {
 
     out.parameters = read_parameters(*find_field(top, "parameters"));
     for (const auto& p : out.parameters) m_parameter_names.push_back(p.name);
+    number_choices(out.parameters, out);
 
     auto problems = find_field(top, "problems")->fields({"axes", "dtypes"}, {"axes", "dtypes"});
     out.axes = read_axes(*find_field(problems, "axes"));
     for (const auto& a : out.axes) m_axis_names.push_back(a.name);
+    check_choice_names(out.parameters);
     out.dtypes = read_dtypes(*find_field(problems, "dtypes"));
     if (const Located* spec = find_field(top, "op_spec")) {
         out.declared_op = read_op_spec(*spec, out);
@@ -206,13 +223,19 @@ detail::ParsedSpace Loader::load(const Located& root) {
             for (const LibraryBaseline& l : library_baselines()) known += (known.empty() ? "" : ", ") + std::string(l.name);
             library->fail(fmt::format("unknown library baseline '{}' (known: {})", excerpt(out.library), known));
         }
-        for (const ParameterSpec& p : out.parameters)
+        for (const ParameterSpec& p : out.parameters) {
+            if (p.kind != ParameterKind::integer)
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("library baseline {} takes integer parameters; {} is {}", out.library, p.name,
+                                        kind_name(p.kind)),
+                            p.where);
             if (std::find(lib->parameters.begin(), lib->parameters.end(), p.name) == lib->parameters.end())
                 throw Error(ErrorCategory::bad_input,
                             fmt::format("library baseline {} takes no parameter {} (it takes: {})", out.library,
                                         p.name, join(std::vector<std::string>(lib->parameters.begin(),
                                                                               lib->parameters.end()))),
                             p.where);
+        }
         if (reference_source == nullptr)
             kernel_node.fail("a library baseline needs reference_source: the reference kernel's file");
         out.kernel_source = "library:" + out.library;
@@ -292,28 +315,66 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
     ParameterSpec spec;
     spec.name = name;
     spec.where = fmt::format("{}:{}: {}", m_file, node.key_line(), node.field());
-    auto f = node.fields({"values", "range", "pow2", "doc"}, {});
+    auto f = node.fields({"values", "range", "pow2", "choices", "doc"}, {});
     if (const Located* doc = find_field(f, "doc")) spec.doc = doc->scalar();
 
     std::vector<const Located*> kinds;
-    for (const char* k : {"values", "range", "pow2"})
+    for (const char* k : {"values", "range", "pow2", "choices"})
         if (const Located* l = find_field(f, k)) kinds.push_back(l);
-    if (kinds.empty()) node.fail(fmt::format("parameter {} needs exactly one of 'values', 'range' or 'pow2'", name));
+    if (kinds.empty())
+        node.fail(fmt::format("parameter {} needs exactly one of 'values', 'range', 'pow2' or 'choices'", name));
     if (kinds.size() > 1)
-        kinds[1]->fail(fmt::format("parameter {} has more than one of 'values', 'range' and 'pow2'; give exactly one",
-                                   name));
+        kinds[1]->fail(fmt::format(
+            "parameter {} has more than one of 'values', 'range', 'pow2' and 'choices'; give exactly one", name));
     const Located& kind = *kinds.front();
     const std::string what = "parameter value";
+
+    if (const Located* choices = find_field(f, "choices")) {
+        // Numbered by number_choices once every parameter is read.
+        spec.kind = ParameterKind::choice;
+        auto items = choices->items();
+        if (items.empty()) choices->fail(fmt::format("parameter {} has an empty list of choices", name));
+        std::unordered_map<std::string, std::size_t> index;
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string choice = items[i].text();
+            if (!is_identifier(choice))
+                items[i].fail(fmt::format("choice '{}' of parameter {} is not an identifier: it is a constant in "
+                                          "expressions and a name in the kernel's C++",
+                                          excerpt(choice), name));
+            if (reserved_names().count(choice))
+                items[i].fail(fmt::format("choice {} of parameter {} is reserved", choice, name));
+            if (const auto [seen, added] = index.try_emplace(choice, i); !added)
+                items[i].fail(fmt::format("duplicate choice {} in parameter {} (also choices[{}])", choice, name,
+                                          seen->second));
+            spec.labels.push_back(choice);
+        }
+        return spec;
+    }
 
     if (const Located* values = find_field(f, "values")) {
         auto items = values->items();
         if (items.empty()) values->fail(fmt::format("parameter {} has an empty list of values", name));
+        // true / false make a bool parameter; mixed with integers they are a mistake.
+        auto is_bool = [](const Located& item) {
+            return item.node().IsScalar() && (item.node().Scalar() == "true" || item.node().Scalar() == "false");
+        };
+        const std::size_t bools = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), is_bool));
+        if (bools != 0 && bools != items.size())
+            values->fail(fmt::format("parameter {} mixes true/false with integers: a bool takes [false, true], an "
+                                     "integer parameter numbers",
+                                     name));
+        if (bools != 0) spec.kind = ParameterKind::boolean;
         std::unordered_map<std::int64_t, std::size_t> index;  // n log n over long lists, not n^2
         for (std::size_t i = 0; i < items.size(); ++i) {
-            std::int64_t v = items[i].integer(1, max_parameter_value, what);
+            const bool flag = spec.kind == ParameterKind::boolean && items[i].node().Scalar() == "true";
+            std::int64_t v = spec.kind == ParameterKind::boolean
+                                 ? (flag ? 1 : 0)
+                                 : items[i].integer(min_parameter_value, max_parameter_value, what);
+            if (spec.kind == ParameterKind::boolean) spec.labels.push_back(flag ? "true" : "false");
             if (const auto [seen, added] = index.try_emplace(v, i); !added)
-                items[i].fail(fmt::format("duplicate value {} in parameter {} (also values[{}])", v, name,
-                                          seen->second));
+                items[i].fail(fmt::format("duplicate value {} in parameter {} (also values[{}])",
+                                          spec.kind == ParameterKind::boolean ? spec.labels.back() : std::to_string(v),
+                                          name, seen->second));
             spec.values.push_back(v);
         }
         return spec;
@@ -325,8 +386,10 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
         kind.fail(fmt::format("range takes [lo, hi] or [lo, hi, step], got {} element{}", items.size(),
                               items.size() == 1 ? "" : "s"));
     if (!range && items.size() != 2) kind.fail(fmt::format("pow2 takes [lo, hi], got {} elements", items.size()));
-    std::int64_t lo = items[0].integer(1, max_parameter_value, what);
-    std::int64_t hi = items[1].integer(1, max_parameter_value, what);
+    // A range takes any int; pow2 bounds are powers of two, so at least 1.
+    const std::int64_t min_value = range ? min_parameter_value : 1;
+    std::int64_t lo = items[0].integer(min_value, max_parameter_value, what);
+    std::int64_t hi = items[1].integer(min_value, max_parameter_value, what);
     if (range) {
         std::int64_t step = items.size() == 3 ? items[2].integer(1, max_parameter_value, "range step") : 1;
         if (lo > hi) kind.fail(fmt::format("range lower bound {} is greater than upper bound {}", lo, hi));
@@ -451,13 +514,50 @@ std::shared_ptr<const DeclaredOp> Loader::read_op_spec(const Located& node, cons
     return op;
 }
 
+// Every distinct choice name gets one number, in order of first appearance, and is a constant of that value in
+// expressions: "ENGINE == wgmma" compares numbers, and a name two parameters share means the same in both.
+void Loader::number_choices(std::vector<ParameterSpec>& parameters, detail::ParsedSpace& out) {
+    std::map<std::string, std::int64_t> number;
+    for (ParameterSpec& p : parameters) {
+        if (p.kind != ParameterKind::choice) continue;
+        for (const std::string& choice : p.labels) {
+            const auto [it, added] = number.try_emplace(choice, static_cast<std::int64_t>(out.constants.size()));
+            if (added) out.constants.emplace_back(choice, static_cast<double>(it->second));
+            p.values.push_back(it->second);
+        }
+    }
+    out.constants.emplace_back("true", 1.0);
+    out.constants.emplace_back("false", 0.0);
+    for (const auto& [name, value] : out.constants) m_constant_names.insert(name);
+}
+
+// A choice name is a constant in the expressions that also read parameters and axes: it may be neither.
+void Loader::check_choice_names(const std::vector<ParameterSpec>& parameters) const {
+    for (const ParameterSpec& p : parameters)
+        for (const std::string& choice : p.labels) {
+            if (p.kind != ParameterKind::choice) continue;
+            const char* clash = nullptr;
+            if (std::find(m_parameter_names.begin(), m_parameter_names.end(), choice) != m_parameter_names.end())
+                clash = "a parameter";
+            else if (std::find(m_axis_names.begin(), m_axis_names.end(), choice) != m_axis_names.end())
+                clash = "a problem axis";
+            if (clash != nullptr)
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("choice {} of parameter {} has the name of {}: in an expression it would be "
+                                        "ambiguous",
+                                        choice, p.name, clash),
+                            p.where);
+        }
+}
+
 Expression Loader::read_expression(const Located& node) const { return Expression(node.text(), node.where()); }
 
 void Loader::check_variables(const Expression& e, bool parameters_allowed) const {
     for (const auto& v : e.variables()) {
         bool parameter = std::find(m_parameter_names.begin(), m_parameter_names.end(), v) != m_parameter_names.end();
         bool axis = std::find(m_axis_names.begin(), m_axis_names.end(), v) != m_axis_names.end();
-        if (axis || v == dtype_bytes_variable || (parameter && parameters_allowed)) continue;
+        if (axis || v == dtype_bytes_variable || (parameter && parameters_allowed) || m_constant_names.count(v))
+            continue;
         if (parameter)
             throw Error(ErrorCategory::bad_input,
                         fmt::format("reference_launch expression '{}' uses parameter {}: the reference kernel has no "
@@ -679,6 +779,7 @@ SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string&
     s.m_dtypes = std::move(p.dtypes);
     s.m_tolerances = std::move(p.tolerances);
     s.m_declared_op = std::move(p.declared_op);
+    s.m_constants = std::move(p.constants);
     return s;
 }
 
@@ -689,7 +790,7 @@ std::string SearchSpace::kernel_name(const Config& c, Dtype d) const {
     for (const auto& p : pieces) {
         if (!p.placeholder) out += p.text;
         else if (p.text == "T") out += dtype_cpp_type(d);
-        else out += std::to_string(c.at(p.text));
+        else out += c.text(p.text);
     }
     return out;
 }
@@ -739,21 +840,133 @@ std::vector<Config> SearchSpace::all_configs() const {
 
 bool SearchSpace::for_each_config(const std::function<bool(const Config&)>& visit) const {
     // One Config, its values turned like an odometer (the last parameter fastest): no allocation per configuration.
+    constexpr std::size_t no_label = std::size_t(-1);
     Config c;
     c.values.reserve(m_parameters.size());
-    for (const auto& p : m_parameters) c.values.emplace_back(p.name, p.values.front());
+    std::vector<std::size_t> label_slot(m_parameters.size(), no_label);
+    for (std::size_t i = 0; i < m_parameters.size(); ++i) {
+        const ParameterSpec& p = m_parameters[i];
+        c.values.emplace_back(p.name, p.values.front());
+        if (!p.labels.empty()) {
+            label_slot[i] = c.labels.size();
+            c.labels.emplace_back(p.name, p.labels.front());
+        }
+    }
+    auto set = [&](std::size_t i, std::size_t k) {
+        c.values[i].second = m_parameters[i].values[k];
+        if (label_slot[i] != no_label) c.labels[label_slot[i]].second = m_parameters[i].labels[k];
+    };
     std::vector<std::size_t> index(m_parameters.size(), 0);
     while (true) {
         if (!visit(c)) return false;
         std::size_t i = m_parameters.size();
         while (i > 0 && ++index[i - 1] == m_parameters[i - 1].values.size()) {
             index[i - 1] = 0;
-            c.values[i - 1].second = m_parameters[i - 1].values[0];
+            set(i - 1, 0);
             --i;
         }
         if (i == 0) return true;
-        c.values[i - 1].second = m_parameters[i - 1].values[index[i - 1]];
+        set(i - 1, index[i - 1]);
     }
+}
+
+namespace {
+
+// "NAME=TEXT,NAME=TEXT" split, each name once; bad_input naming `where` otherwise.
+std::vector<std::pair<std::string, std::string>> split_key(const std::string& text, const std::string& where) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        const std::size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("'{}' is not PARAM=VALUE (write e.g. BLOCK=256,ENGINE=wgmma,FLAG=true)",
+                                    excerpt(item)),
+                        where);
+        std::string name = item.substr(0, eq);
+        for (const auto& [seen, value] : out)
+            if (seen == name)
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("parameter {} is given twice in '{}'", excerpt(name), excerpt(text)), where);
+        out.emplace_back(std::move(name), item.substr(eq + 1));
+        if (comma == text.size()) return out;
+        start = comma + 1;
+    }
+}
+
+// The value of one parameter from its text in a key, and the index of that value in the parameter's list (or
+// npos for an integer outside it).
+std::pair<std::int64_t, std::size_t> parse_value(const ParameterSpec& p, const std::string& text,
+                                                 const std::string& key, const std::string& where) {
+    constexpr std::size_t npos = std::size_t(-1);
+    if (p.kind == ParameterKind::choice) {
+        for (std::size_t i = 0; i < p.labels.size(); ++i)
+            if (p.labels[i] == text) return {p.values[i], i};
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("'{}' is not a choice of {} in '{}' (choices: {})", excerpt(text), p.name,
+                                excerpt(key), join(p.labels)),
+                    where);
+    }
+    if (p.kind == ParameterKind::boolean) {
+        const std::int64_t v = text == "true" || text == "1" ? 1 : text == "false" || text == "0" ? 0 : -1;
+        if (v < 0)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} is a bool: '{}' in '{}' must be true or false", p.name, excerpt(text),
+                                    excerpt(key)),
+                        where);
+        for (std::size_t i = 0; i < p.values.size(); ++i)
+            if (p.values[i] == v) return {v, i};
+        return {v, npos};
+    }
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("{} needs an integer value, not '{}' (in '{}')", p.name, excerpt(text), excerpt(key)),
+                    where);
+    return {v, npos};
+}
+
+}  // namespace
+
+Config SearchSpace::parse_config(const std::string& key, const std::string& where) const {
+    const auto items = split_key(key, where);
+    Config c;
+    std::vector<std::string> parameter_names;
+    for (const ParameterSpec& p : m_parameters) {
+        parameter_names.push_back(p.name);
+        const auto it = std::find_if(items.begin(), items.end(), [&](const auto& item) { return item.first == p.name; });
+        if (it == items.end())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("configuration '{}' lacks parameter {} of the search space {}", excerpt(key),
+                                    p.name, m_file),
+                        where);
+        const auto [value, index] = parse_value(p, it->second, key, where);
+        c.values.emplace_back(p.name, value);
+        if (p.kind == ParameterKind::boolean) c.labels.emplace_back(p.name, value != 0 ? "true" : "false");
+        if (p.kind == ParameterKind::choice) c.labels.emplace_back(p.name, p.labels[index]);
+    }
+    if (items.size() != m_parameters.size())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("configuration '{}' has parameters the search space {} does not have (it has: {})",
+                                excerpt(key), m_file, join(parameter_names)),
+                    where);
+    return c;
+}
+
+NamedValues SearchSpace::parse_config_filter(const std::string& text, const std::string& where) const {
+    NamedValues out;
+    for (const auto& [name, value] : split_key(text, where)) {
+        const auto p = std::find_if(m_parameters.begin(), m_parameters.end(),
+                                    [&](const ParameterSpec& spec) { return spec.name == name; });
+        if (p == m_parameters.end())
+            throw Error(ErrorCategory::bad_input, fmt::format("'{}' is not a parameter of {}", excerpt(name), m_file),
+                        where);
+        out.emplace_back(name, parse_value(*p, value, text, where).first);
+    }
+    return out;
 }
 
 bool SearchSpace::is_valid(const Config& c, const Problem& p) const { return failed_constraint(c, p).empty(); }
@@ -848,6 +1061,7 @@ LaunchGeometry SearchSpace::reference_launch(const Problem& p) const {
 
 std::map<std::string, double> SearchSpace::variables(const Config& c, const Problem& p) const {
     std::map<std::string, double> vars = expression_variables(c, p);
+    for (const auto& [name, value] : m_constants) vars.emplace(name, value);
     if (m_declared_op)
         for (const auto& [name, value] : m_declared_op->variables(p)) vars.emplace(name, value);
     return vars;

@@ -15,10 +15,17 @@
 //     reference_source: kernels/rmsnorm/rmsnorm_reference.cuh
 //     # or, for a library baseline (core/library.hpp), `library: cublas_gemm` instead of source, with a name
 //     # such as "cublas_gemm<{T}, {ALGO}>", a reference_source and a reference_launch, and no launch section
-//   parameters:                       # each exactly one of values / range / pow2; optional doc
+//   parameters:                       # each exactly one of values / range / pow2 / choices; optional doc
 //     BLOCK: {pow2: [64, 1024], doc: "threads per block"}
-//     VEC: {values: [1, 2, 4, 8]}
+//     VEC: {values: [1, 2, 4, 8]}       # any C++ int, 0 and negatives included
 //     UNROLL: {range: [1, 4]}          # inclusive; optional third element = step
+//     FLAG: {values: [false, true]}    # a bool: {FLAG} is true / false in kernel.name, 1 / 0 in expressions
+//     ENGINE: {choices: [simt, wgmma]} # named choices: {ENGINE} is the name in kernel.name (an enumerator, a type);
+//                                      # in expressions every choice name is a constant, so "ENGINE == wgmma"
+//                                      # tests one. A name is an identifier, once per list, and neither a parameter,
+//                                      # an axis nor reserved (T, DTYPE_BYTES, the functions, true, false); two
+//                                      # parameters may share a name, which then means the same constant in both.
+//   Configuration keys show bools and choices by name: "FLAG=true,ENGINE=wgmma,BLOCK=256" (parse_config).
 //   constraints:                      # legality: all must hold (non-zero); the kernel repeats those that read only
 //     - "BLOCK % (32 * ROWS_PER_BLOCK) == 0"   # parameters and DTYPE_BYTES as static_asserts
 //   prune:                            # optional heuristics: legal configurations not worth measuring
@@ -49,9 +56,14 @@ namespace detail {
 struct ParsedSpace;
 }
 
+enum class ParameterKind { integer, boolean, choice };
+
 struct ParameterSpec {
     std::string name;
-    std::vector<std::int64_t> values;  // expanded, in declaration order, no duplicates
+    ParameterKind kind = ParameterKind::integer;
+    // Expanded, in declaration order, no duplicates: the integers; a bool's 0 / 1; a choice's constants (see labels).
+    std::vector<std::int64_t> values;
+    std::vector<std::string> labels;  // bool and choice: the text of each value ("false", "wgmma"); empty otherwise
     std::string doc;
     std::string where;  // "file:line: parameters.NAME"
 };
@@ -123,6 +135,16 @@ public:
     // The same one at a time, without materialising them: `visit` returns false to stop. Returns false when stopped.
     bool for_each_config(const std::function<bool(const Config&)>& visit) const;
 
+    // What an expression of this space reads for (config, problem): the parameters (a bool as 1 / 0, a choice as its
+    // constant), the problem axes, DTYPE_BYTES, every choice name as its constant, true / false as 1 / 0, and a declared
+    // op's optional axes at their defaults.
+    std::map<std::string, double> variables(const Config& c, const Problem& p) const;
+    // A configuration key read back: "BLOCK=256,ENGINE=wgmma,FLAG=true", every parameter once (any order); integers as
+    // numbers, bools as true / false (or 1 / 0), choices by name. Throws Error(bad_input) naming `where`.
+    Config parse_config(const std::string& key, const std::string& where) const;
+    // Some of the parameters (a --config filter), in the same spellings, as Config::values holds them.
+    NamedValues parse_config_filter(const std::string& text, const std::string& where) const;
+
     // True when every constraint and every prune rule holds for this (config, problem): a configuration to measure.
     bool is_valid(const Config& c, const Problem& p) const;
     // The first constraint or prune rule that fails, as its text, or "" when all hold.
@@ -153,9 +175,6 @@ public:
 private:
     static SearchSpace from_parsed(detail::ParsedSpace&& p, const std::string& path_for_messages,
                                    std::string alternative);
-    // What expressions see for one (config, problem): expression_variables plus the op's optional axes at their
-    // defaults.
-    std::map<std::string, double> variables(const Config& c, const Problem& p) const;
 
     std::string m_file, m_op, m_variant = "default", m_alternative;
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
@@ -166,6 +185,7 @@ private:
     std::vector<Dtype> m_dtypes;
     std::vector<std::pair<Dtype, Tolerance>> m_tolerances;
     std::shared_ptr<const DeclaredOp> m_declared_op;
+    std::vector<std::pair<std::string, double>> m_constants;  // choice names, true, false
 };
 
 // The search-space file of an op and variant under <root>/search_spaces (files that do not load are skipped: they

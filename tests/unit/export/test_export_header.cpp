@@ -118,6 +118,18 @@ TEST_F(ExportHeader, RefusesAnOpWhoseDispatcherItDoesNotKnow) {
     EXPECT_NE(std::string(e.what()).find("rmsnorm/fwd"), std::string::npos) << e.what();
 }
 
+TEST_F(ExportHeader, RefusesASpaceWithANamedChoiceParameter) {
+    Store store = Store::open(db_path());
+    fill_golden_store(store);
+    const SearchSpace space = SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/spaces/good/tunables.yaml");
+    ExportOptions o = golden_options();
+    o.op.clear();
+    const Error e = error_of([&] { render_header(store, space, o); });
+    EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+    EXPECT_NE(e.message().find("ENGINE"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("named choice"), std::string::npos) << e.what();
+}
+
 TEST_F(ExportHeader, RefusesAStoredConfigurationWithOtherParametersThanTheSpace) {
     Store store = Store::open(db_path());
     store.upsert_device(h100_sxm());
