@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune {
@@ -391,12 +393,38 @@ double DeclaredOp::bytes_moved(const Problem& p) const { return m_bytes->evaluat
 
 double DeclaredOp::flops(const Problem& p) const { return m_flops ? m_flops->evaluate(values(p)) : 0.0; }
 
-void DeclaredOp::cpu_reference(const Problem& p, HostBuffers&) const {
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("{} is declared in YAML and has no CPU reference: its reference kernel validates it on the "
-                            "GPU",
-                            key()),
-                p.key());
+std::shared_ptr<const DeclaredOp> DeclaredOp::load_file(const std::string& path) {
+    const std::string text = read_file(path, "the op spec file");
+    const Located root = Located::parse(text, &path);
+    std::string names[2];
+    for (int i = 0; i < 2; ++i) {
+        const char* key = i == 0 ? "op" : "variant";
+        const YAML::Node n = root.node().IsMap() ? root.node()[key] : YAML::Node();
+        if (!n || !n.IsScalar() || n.Scalar().empty())
+            root.fail(fmt::format("an op spec file names the op it declares: it needs '{}'", key));
+        names[i] = n.Scalar();
+    }
+    return parse(root, names[0], names[1]);
+}
+
+std::vector<std::shared_ptr<const DeclaredOp>> DeclaredOp::load_folder(const std::string& folder) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file() && it->path().filename().string().ends_with(".op.yaml")) files.push_back(it->path());
+    if (ec) throw Error(ErrorCategory::bad_input, "cannot list the op spec files: " + ec.message(), folder);
+    std::sort(files.begin(), files.end());
+    std::vector<std::shared_ptr<const DeclaredOp>> ops;
+    for (const fs::path& f : files) {
+        ops.push_back(load_file(f.string()));
+        for (std::size_t i = 0; i + 1 < ops.size(); ++i)
+            if (ops[i]->key() == ops.back()->key())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("op {} is declared twice: in {} and here", ops.back()->key(), ops[i]->where()),
+                            ops.back()->where());
+    }
+    return ops;
 }
 
 }  // namespace ktune

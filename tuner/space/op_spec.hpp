@@ -58,6 +58,11 @@ public:
     // Parses and validates an op_spec mapping for op `name`/`variant`. Throws Error(bad_input) naming file, line and
     // field.
     static std::shared_ptr<const DeclaredOp> parse(const detail::Located& node, std::string name, std::string variant);
+    // An op spec file of its own, which names the op and variant it declares. Throws Error(bad_input) as parse() does.
+    static std::shared_ptr<const DeclaredOp> load_file(const std::string& path);
+    // Every op spec file (*.op.yaml) under `folder`, recursively, in path order: the built-in ops under kernels/.
+    // Throws Error(bad_input) naming the first file that does not load.
+    static std::vector<std::shared_ptr<const DeclaredOp>> load_folder(const std::string& folder);
 
     std::string_view name() const override { return m_name; }
     std::string_view variant() const override { return m_variant; }
@@ -67,8 +72,6 @@ public:
     std::vector<KernelArg> arguments(const Problem& p) const override;
     double bytes_moved(const Problem& p) const override;
     double flops(const Problem& p) const override;
-    // A declared op has no CPU reference: its reference kernel validates it on the GPU. Throws Error(bad_input).
-    void cpu_reference(const Problem& p, HostBuffers& buffers) const override;
 
     const std::vector<OpAxis>& axes() const { return m_axes; }
     bool has_axis(const std::string& name) const;

@@ -1,14 +1,12 @@
-// Every built-in op declared as data (op_spec) against its C++ description (kernels/registry.cpp): the same buffers,
-// arguments, bytes and flops on every problem of every search space that declares it and on probe shapes around
-// them (odd sizes, optional axes away from their defaults), and the same shapes refused.
+// The built-in ops as the search spaces declare them (kernels/<op>/*.op.yaml): every op has one declaration, shared
+// by its spaces, and a CPU reference; each refuses the shapes its kernels cannot take; and the sizes some of them
+// repeat from a layout header the kernels use (scratch buffers, packed weights, split bounds) agree with it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,8 +14,12 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "kernels/attention/decode_attention_layout.cuh"
 #include "kernels/op.hpp"
+#include "kernels/quant_linear/quant_linear_layout.cuh"
+#include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
 #include "ktune_test_config.hpp"
+#include "tuner/session/op_lookup.hpp"
 #include "tuner/space/search_space.hpp"
 
 namespace ktune {
@@ -25,122 +27,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A DeclaredOp refuses buffers above 2^44 elements (far beyond any GPU) that a C++ op sized without complaint.
-constexpr std::int64_t declared_buffer_limit = std::int64_t{1} << 44;
-
-struct Pair {
-    std::string space;  // the file that declares the op
-    SearchSpace declared_space;
-    const OpDescription* cpp;
-};
-
-std::vector<Pair> declared_ops_with_a_cpp_twin() {
+std::vector<SearchSpace> load_spaces() {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(fs::path(KTUNE_SOURCE_ROOT) / "search_spaces"))
         if (e.path().extension() == ".yaml") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    std::vector<Pair> out;
-    for (const fs::path& f : files) {
-        SearchSpace s = SearchSpace::load_file(f.string());
-        if (s.declared_op() == nullptr) continue;
-        for (const OpDescription* op : all_ops())
-            if (op->name() == s.op() && op->variant() == s.variant())
-                out.push_back(Pair{f.filename().string(), std::move(s), op});
-    }
+    std::vector<SearchSpace> out;
+    for (const fs::path& f : files) out.push_back(SearchSpace::load_file(f.string()));
     return out;
 }
 
-const std::vector<Pair>& pairs() {
-    static const std::vector<Pair> p = declared_ops_with_a_cpp_twin();
-    return p;
+const std::vector<SearchSpace>& spaces() {
+    static const std::vector<SearchSpace> s = load_spaces();
+    return s;
 }
 
-// What one method gives: a value, or the message of its refusal.
-template <typename T>
-struct Outcome {
-    std::optional<T> value;
-    std::string refusal;
-};
+std::string key_of(const OpDescription& op) { return fmt::format("{}/{}", op.name(), op.variant()); }
 
-template <typename T>
-Outcome<T> outcome(const std::function<T()>& f) {
-    try {
-        return {f(), ""};
-    } catch (const Error& e) {
-        EXPECT_EQ(e.category(), ErrorCategory::bad_input) << e.message();
-        return {std::nullopt, e.message()};
-    }
+const DeclaredOp& builtin(std::string_view name, std::string_view variant) {
+    for (const auto& op : builtin_ops(KTUNE_SOURCE_ROOT))
+        if (op->name() == name && op->variant() == variant) return *op;
+    throw Error(ErrorCategory::bad_input, fmt::format("no built-in op {}/{}", name, variant), "test");
 }
-
-std::string describe(const BufferSpec& b) {
-    return fmt::format("{} {} x{} {} [{}, {}]", b.name, elem_name(b.type), b.elements, buffer_role_name(b.role), b.lo,
-                       b.hi);
-}
-
-std::string describe(const KernelArg& a) {
-    switch (a.kind) {
-        case KernelArg::Kind::buffer:
-            return a.buffer;
-        case KernelArg::Kind::f32:
-            return fmt::format("f32 {}", a.real);
-        default:
-            return fmt::format("{} {}", arg_kind_name(a.kind), a.integer);
-    }
-}
-
-template <typename T>
-std::vector<std::string> describe_all(const std::vector<T>& v) {
-    std::vector<std::string> out;
-    for (const T& x : v) out.push_back(describe(x));
-    return out;
-}
-
-struct Tally {
-    int accepted = 0, refused = 0;
-};
-
-// Both descriptions of the op at `p`: every method gives the same value, or both refuse. Returns whether the C++ op
-// took the problem.
-bool expect_same(const OpDescription& cpp, const OpDescription& declared, const Problem& p, const std::string& space) {
-    SCOPED_TRACE(fmt::format("{} {}/{} at {}", space, cpp.name(), cpp.variant(), p.key()));
-    const auto cb = outcome<std::vector<BufferSpec>>([&] { return cpp.buffers(p); });
-    const auto db = outcome<std::vector<BufferSpec>>([&] { return declared.buffers(p); });
-    const bool beyond_limit = cb.value && std::any_of(cb.value->begin(), cb.value->end(), [](const BufferSpec& b) {
-                                  return b.elements > declared_buffer_limit;
-                              });
-    if (beyond_limit) {
-        EXPECT_FALSE(db.value) << "a buffer beyond 2^44 elements was accepted";
-    } else {
-        EXPECT_EQ(cb.value.has_value(), db.value.has_value()) << "C++: " << cb.refusal << "; declared: " << db.refusal;
-        if (cb.value && db.value) {
-            EXPECT_EQ(describe_all(*cb.value), describe_all(*db.value));
-        }
-    }
-    const auto ca = outcome<std::vector<KernelArg>>([&] { return cpp.arguments(p); });
-    const auto da = outcome<std::vector<KernelArg>>([&] { return declared.arguments(p); });
-    EXPECT_EQ(ca.value.has_value(), da.value.has_value()) << "C++: " << ca.refusal << "; declared: " << da.refusal;
-    if (ca.value && da.value) {
-        EXPECT_EQ(describe_all(*ca.value), describe_all(*da.value));
-        for (std::size_t i = 0; i < std::min(ca.value->size(), da.value->size()); ++i)  // exactly, not as printed
-            EXPECT_EQ((*ca.value)[i].real, (*da.value)[i].real) << "argument " << i;
-    }
-    for (auto method : {&OpDescription::bytes_moved, &OpDescription::flops}) {
-        const auto c = outcome<double>([&] { return (cpp.*method)(p); });
-        const auto d = outcome<double>([&] { return (declared.*method)(p); });
-        EXPECT_EQ(c.value.has_value(), d.value.has_value()) << "C++: " << c.refusal << "; declared: " << d.refusal;
-        if (c.value && d.value) {
-            EXPECT_DOUBLE_EQ(*c.value, *d.value);
-        }
-    }
-    return cb.value.has_value();
-}
-
-// Probe values for one axis: zero and negative, small and odd sizes, powers of two and their neighbours, the int
-// range's edge. (Beyond it a C++ op could pass an int out of range, linear_int4's G = 2^31, whose argument the
-// declared op refuses.)
-const std::vector<std::int64_t> probe_values = {-1,    0,     1,     2,       3,       5,         7,    17,
-                                                63,    64,    65,    127,     129,     1000,      4095, 4097,
-                                                65535, 65536, 65537, 1 << 20, 1 << 30, 2147483647};
 
 Problem with_axis(Problem p, const std::string& axis, std::int64_t value) {
     for (auto& [name, v] : p.shape)
@@ -157,133 +65,154 @@ Problem without_axis(Problem p, const std::string& axis) {
     return p;
 }
 
-TEST(DeclaredOps, EveryBuiltInOpIsDeclaredByTheSpacesThatTuneIt) {
-    std::set<std::string> declared;
-    for (const Pair& p : pairs()) declared.insert(std::string(p.cpp->name()) + "/" + std::string(p.cpp->variant()));
-    std::set<std::string> all;
-    for (const OpDescription* op : all_ops()) all.insert(std::string(op->name()) + "/" + std::string(op->variant()));
-    EXPECT_EQ(declared, all);
-    EXPECT_EQ(all.size(), 21u);
+TEST(DeclaredOps, EveryBuiltInOpIsDeclaredOnceTunedByASpaceAndHasACpuReference) {
+    std::set<std::string> builtins, tuned, referenced;
+    for (const auto& op : builtin_ops(KTUNE_SOURCE_ROOT)) builtins.insert(key_of(*op));
+    for (const SearchSpace& s : spaces()) {
+        ASSERT_NE(s.declared_op(), nullptr) << s.file() << " declares no op";
+        tuned.insert(key_of(*s.declared_op()));
+    }
+    for (const CpuReference& r : cpu_references()) referenced.insert(fmt::format("{}/{}", r.op, r.variant));
+    EXPECT_EQ(builtins.size(), 21u);
+    EXPECT_EQ(tuned, builtins);
+    EXPECT_EQ(referenced, builtins);
 }
 
-TEST(DeclaredOps, TheDeclarationAgreesWithTheCppOpOnEveryProblemOfItsSpaces) {
-    for (const Pair& p : pairs())
-        for (const Problem& problem : p.declared_space.problems())
-            EXPECT_TRUE(expect_same(*p.cpp, *p.declared_space.declared_op(), problem, p.space))
-                << "the C++ op refused a problem of its own space";
+TEST(DeclaredOps, EverySpaceUsesTheBuiltInDeclarationOfItsOp) {
+    for (const SearchSpace& s : spaces()) {
+        const DeclaredOp& op = *s.declared_op();
+        EXPECT_EQ(op.where(), builtin(op.name(), op.variant()).where()) << s.file();
+    }
 }
 
-TEST(DeclaredOps, TheDeclarationAgreesWithTheCppOpOnProbeShapes) {
-    for (const Pair& p : pairs()) {
-        const DeclaredOp& op = *p.declared_space.declared_op();
-        Tally tally;
-        auto probe = [&](const Problem& problem) {
-            (expect_same(*p.cpp, op, problem, p.space) ? tally.accepted : tally.refused)++;
-        };
-        for (const Problem& base : {p.declared_space.problems().front(), p.declared_space.problems().back()}) {
-            // Every axis, required or optional, at every probe value, the others as in the problem.
-            for (const OpAxis& axis : op.axes())
-                for (std::int64_t v : probe_values) probe(with_axis(base, axis.name, v));
-            // Optional axes just below, at and above their defaults (a row stride S < H, S = H, S = H + 1, ...).
-            const Problem resolved = op.resolved(base);
-            for (const OpAxis& axis : op.axes())
-                if (axis.default_value) {
-                    const std::int64_t d = *lookup(resolved.shape, axis.name);
-                    for (std::int64_t v : {d - 1, d, d + 1, d + 8, 2 * d, d / 2}) probe(with_axis(base, axis.name, v));
-                }
-            // Two axes at odd sizes at once.
-            for (std::size_t i = 0; i + 1 < op.axes().size(); ++i)
-                for (std::int64_t v : {3, 7, 129})
-                    probe(with_axis(with_axis(base, op.axes()[i].name, v), op.axes()[i + 1].name, v + 2));
-            for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16}) probe(Problem{d, base.shape});
+TEST(DeclaredOps, EveryProblemOfEverySpaceIsTakenByItsOp) {
+    for (const SearchSpace& s : spaces())
+        for (const Problem& p : s.problems()) {
+            EXPECT_NO_THROW(s.declared_op()->buffers(p)) << s.file() << " " << p.key();
+            EXPECT_NO_THROW(s.declared_op()->arguments(p)) << s.file() << " " << p.key();
+            EXPECT_GT(s.declared_op()->bytes_moved(p), 0) << s.file() << " " << p.key();
         }
-        EXPECT_GT(tally.accepted, 20) << p.space;
-        EXPECT_GT(tally.refused, 0) << p.space;
-    }
 }
 
-// A shape the declared op refuses in every method.
-void expect_declared_refuses(const Pair& p, const Problem& problem, const std::string& what) {
-    SCOPED_TRACE(fmt::format("{} {}: {}", p.space, what, problem.key()));
-    const DeclaredOp& declared = *p.declared_space.declared_op();
-    EXPECT_THROW(declared.buffers(problem), Error);
-    EXPECT_THROW(declared.arguments(problem), Error);
-    EXPECT_THROW(declared.bytes_moved(problem), Error);
+// A shape the op refuses in every method.
+void expect_refused(const SearchSpace& s, const Problem& problem, const std::string& what) {
+    SCOPED_TRACE(fmt::format("{} {}: {}", s.file(), what, problem.key()));
+    const DeclaredOp& op = *s.declared_op();
+    EXPECT_THROW(op.buffers(problem), Error);
+    EXPECT_THROW(op.arguments(problem), Error);
+    EXPECT_THROW(op.bytes_moved(problem), Error);
 }
 
-bool cpp_refuses(const Pair& p, const Problem& problem) {
-    try {
-        p.cpp->buffers(problem);
-        return false;
-    } catch (const Error&) {
-        return true;
-    }
-}
-
-// A shape both refuse, in every method.
-void expect_both_refuse(const Pair& p, const Problem& problem, const std::string& what) {
-    SCOPED_TRACE(fmt::format("{} {}: {}", p.space, what, problem.key()));
-    const OpDescription& declared = *p.declared_space.declared_op();
-    for (const OpDescription* op : {p.cpp, static_cast<const OpDescription*>(&declared)}) {
-        EXPECT_THROW(op->buffers(problem), Error);
-        EXPECT_THROW(op->arguments(problem), Error);
-        EXPECT_THROW(op->bytes_moved(problem), Error);
-    }
-}
-
-TEST(DeclaredOps, BothRefuseAZeroSizeOnEveryRequiredAxis) {
-    for (const Pair& p : pairs())
-        for (const OpAxis& axis : p.declared_space.declared_op()->axes())
+TEST(DeclaredOps, EveryOpRefusesAZeroOrHugeSizeOnEveryRequiredAxis) {
+    for (const SearchSpace& s : spaces())
+        for (const OpAxis& axis : s.declared_op()->axes())
             if (!axis.default_value)
-                expect_both_refuse(p, with_axis(p.declared_space.problems().front(), axis.name, 0), axis.name + "=0");
+                for (std::int64_t v : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{1} << 62})
+                    expect_refused(s, with_axis(s.problems().front(), axis.name, v),
+                                   fmt::format("{}={}", axis.name, v));
 }
 
-// 2^62 on any axis: the declared op refuses it. So does the C++ op, but where its 64-bit arithmetic wraps (rope's
-// (HQ + HK) * R / 2 and HQ * D at HQ or HK = 2^62, glu's 2 * I at I = 2^62) it took the shape.
-TEST(DeclaredOps, BothRefuseAHugeValueOnEveryRequiredAxis) {
-    int both = 0;
-    for (const Pair& p : pairs())
-        for (const OpAxis& axis : p.declared_space.declared_op()->axes()) {
-            if (axis.default_value) continue;
-            for (std::int64_t huge : {std::int64_t{1} << 40, std::int64_t{1} << 62}) {
-                const Problem problem = with_axis(p.declared_space.problems().front(), axis.name, huge);
-                if (cpp_refuses(p, problem)) {
-                    expect_both_refuse(p, problem, axis.name + " huge");
-                    ++both;
-                } else if (huge == std::int64_t{1} << 62) {
-                    expect_declared_refuses(p, problem, axis.name + "=2^62");
-                }
-            }
-        }
-    EXPECT_GT(both, 80);
-}
-
-TEST(DeclaredOps, BothRefuseAProblemMissingARequiredAxis) {
-    for (const Pair& p : pairs())
-        for (const OpAxis& axis : p.declared_space.declared_op()->axes())
+TEST(DeclaredOps, EveryOpRefusesAProblemMissingARequiredAxisOrWithAnUnknownOne) {
+    for (const SearchSpace& s : spaces()) {
+        for (const OpAxis& axis : s.declared_op()->axes())
             if (!axis.default_value)
-                expect_both_refuse(p, without_axis(p.declared_space.problems().front(), axis.name),
-                                   "without " + axis.name);
+                expect_refused(s, without_axis(s.problems().front(), axis.name), "no " + axis.name);
+        expect_refused(s, with_axis(s.problems().front(), "Q", 4), "unknown axis Q");
+    }
 }
 
-TEST(DeclaredOps, BothRefuseAnAxisTheOpDoesNotHave) {
-    for (const Pair& p : pairs())
-        expect_both_refuse(p, with_axis(p.declared_space.problems().front(), "Q", 4), "unknown axis Q");
-}
-
-TEST(DeclaredOps, BothRefuseARowStrideShorterThanTheRow) {
+TEST(DeclaredOps, EveryStrideShorterThanItsRowIsRefused) {
     int checked = 0;
-    for (const Pair& p : pairs()) {
-        const DeclaredOp& op = *p.declared_space.declared_op();
+    for (const SearchSpace& s : spaces()) {
+        const DeclaredOp& op = *s.declared_op();
         for (const char* stride : {"S", "SO", "SQ", "SK"})
             if (op.has_axis(stride)) {
-                const Problem base = p.declared_space.problems().front();
+                const Problem base = s.problems().front();
                 const std::int64_t row = *lookup(op.resolved(base).shape, stride);
-                expect_both_refuse(p, with_axis(base, stride, row - 1), std::string(stride) + " below the row");
+                expect_refused(s, with_axis(base, stride, row - 1), std::string(stride) + " below the row");
                 ++checked;
             }
     }
     EXPECT_GE(checked, 20);
+}
+
+std::int64_t elements(const DeclaredOp& op, const Problem& p, const std::string& buffer) {
+    for (const BufferSpec& b : op.buffers(p))
+        if (b.name == buffer) return b.elements;
+    throw Error(ErrorCategory::bad_input, "no buffer " + buffer, key_of(op));
+}
+
+std::int64_t last_argument(const DeclaredOp& op, const Problem& p) { return op.arguments(p).back().integer; }
+
+const std::vector<std::int64_t> sizes = {1,   2,    3,    7,    8,    9,    15,   16,   17,    63,
+                                         64,  65,   127,  128,  129,  255,  256,  257,  511,   512,
+                                         513, 1000, 1024, 2048, 4095, 4096, 4100, 8192, 14336, 32768};
+
+TEST(DeclaredOps, RmsNormBackwardSizesItsScratchAsTheLayoutDoes) {
+    const DeclaredOp& op = builtin("rmsnorm", "bwd");
+    for (std::int64_t m : sizes)
+        for (std::int64_t h : sizes)
+            EXPECT_EQ(elements(op, Problem{Dtype::bf16, {{"M", m}, {"H", h}}}, "scratch"),
+                      rmsnorm_bwd_layout::dw_scratch_floats(m, h))
+                << "M=" << m << " H=" << h;
+}
+
+TEST(DeclaredOps, DecodeAttentionSizesItsScratchAndSplitsAsTheLayoutDoes) {
+    const DeclaredOp& op = builtin("decode_attention", "fwd");
+    for (std::int64_t b : {1, 2, 3, 7, 8, 64, 65, 1000, 8192, 65535})
+        for (std::int64_t hk : {1, 2, 3, 8})
+            for (std::int64_t group : {1, 4, 8})
+                for (std::int64_t d : {1, 64, 100, 128, 256}) {
+                    const Problem p{Dtype::fp16, {{"B", b}, {"L", 16}, {"HQ", hk * group}, {"HK", hk}, {"D", d}}};
+                    EXPECT_EQ(elements(op, p, "scratch"), decode_attention_layout::scratch_floats(b, hk, group, d))
+                        << p.key();
+                    EXPECT_EQ(last_argument(op, p), decode_attention_layout::max_splits(b, hk)) << p.key();
+                }
+}
+
+TEST(DeclaredOps, QuantizedLinearsSizeTheirPackedWeightsAndScratchAsTheLayoutDoes) {
+    namespace layout = quant_linear_layout;
+    const DeclaredOp& int4 = builtin("linear_int4", "fwd");
+    const DeclaredOp& int8 = builtin("linear_int8", "fwd");
+    for (std::int64_t m : {1, 3, 4, 8, 9, 16, 64, 4096})
+        for (std::int64_t n : sizes)
+            for (std::int64_t k : {1, 31, 32, 33, 63, 64, 65, 4096, 4100, 4160, 14336}) {
+                const Problem p8{Dtype::bf16, {{"M", m}, {"N", n}, {"K", k}}};
+                EXPECT_EQ(elements(int8, p8, "w"), layout::int8_weight_bytes(n, k)) << p8.key();
+                EXPECT_EQ(elements(int8, p8, "scratch"), layout::scratch_floats(m, n)) << p8.key();
+                EXPECT_EQ(last_argument(int8, p8), layout::max_split_k(m, n)) << p8.key();
+                for (std::int64_t g : {64, 128, 192}) {
+                    const Problem p4{Dtype::fp16, {{"M", m}, {"N", n}, {"K", k}, {"G", g}}};
+                    EXPECT_EQ(elements(int4, p4, "w"), layout::int4_weight_bytes(n, k)) << p4.key();
+                    EXPECT_EQ(elements(int4, p4, "scales"), layout::int4_params(n, k, g)) << p4.key();
+                    EXPECT_EQ(elements(int4, p4, "scratch"), layout::scratch_floats(m, n)) << p4.key();
+                    EXPECT_EQ(last_argument(int4, p4), layout::max_split_k(m, n)) << p4.key();
+                }
+            }
+}
+
+TEST(OpOf, ASpaceWithoutAnOpSpecTakesTheBuiltInOpOfItsName) {
+    const SearchSpace s = SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/cli/spaces/no_valid_config.yaml");
+    ASSERT_EQ(s.declared_op(), nullptr);
+    EXPECT_EQ(op_of(s).summary(), builtin("rmsnorm", "fwd").summary());
+}
+
+TEST(OpOf, AnOpNeitherDeclaredNorBuiltInIsRefusedNamingTheKnownOnes) {
+    const SearchSpace s = SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/cli/spaces/unregistered_op.yaml");
+    try {
+        op_of(s);
+        FAIL() << "an unknown op was found";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(),
+                    ::testing::AllOf(::testing::HasSubstr("unknown op nosuchop/fwd"),
+                                     ::testing::HasSubstr("rmsnorm/fwd"), ::testing::HasSubstr("op_spec")));
+        EXPECT_THAT(e.where(), ::testing::HasSubstr("unregistered_op.yaml: op"));
+    }
+}
+
+TEST(OpFlops, ComeFromTheBuiltInDeclaration) {
+    EXPECT_EQ(op_flops(KTUNE_SOURCE_ROOT, "rmsnorm", "fwd", Problem{Dtype::bf16, {{"M", 2}, {"H", 8}}}), 4.0 * 2 * 8);
+    EXPECT_EQ(op_flops(KTUNE_SOURCE_ROOT, "nosuchop", "fwd", Problem{Dtype::bf16, {{"M", 2}}}), 0.0);
 }
 
 }  // namespace

@@ -153,12 +153,6 @@ TEST(OpSpec, ACppOpHasNoDeclaredOp) {
     EXPECT_EQ(s.declared_op(), nullptr);
 }
 
-TEST(OpSpec, TheCpuReferenceOfADeclaredOpSaysItHasNone) {
-    const SearchSpace s = load(space_with(good_spec));
-    HostBuffers buffers;
-    EXPECT_THROW(s.declared_op()->cpu_reference(bf16(1, 256), buffers), Error);
-}
-
 std::string with_line_replaced(const std::string& spec, const std::string& from, const std::string& to) {
     std::string s = spec;
     const std::size_t at = s.find(from);
@@ -355,6 +349,49 @@ TEST(OpSpecFile, ASpecFileDeclaringAnotherOpIsRefused) {
     } catch (const Error& e) {
         EXPECT_THAT(e.where(), HasSubstr("other.op.yaml:1: op"));
         EXPECT_THAT(e.message(), HasSubstr("the search space is for 'scaled_row'"));
+    }
+    fs::remove_all(dir);
+}
+
+TEST(OpSpecFile, AFileOfItsOwnLoadsAloneNamingItsOp) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_load_file_test";
+    fs::create_directories(dir / "a");
+    std::ofstream(dir / "a" / "one.op.yaml") << "op: one\nvariant: fwd\naxes: {N: {}}\n"
+                                                "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\n"
+                                                "bytes: N\n";
+    std::ofstream(dir / "two.op.yaml") << "op: two\naxes: {N: {}}\n"
+                                          "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\nbytes: N\n";
+    const auto one = DeclaredOp::load_file((dir / "a" / "one.op.yaml").string());
+    EXPECT_EQ(one->name(), "one");
+    EXPECT_EQ(one->variant(), "fwd");
+    try {
+        DeclaredOp::load_folder(dir.string());
+        ADD_FAILURE() << "a file without its variant was loaded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.where(), HasSubstr("two.op.yaml"));
+        EXPECT_THAT(e.message(), HasSubstr("it needs 'variant'"));
+    }
+    fs::remove(dir / "two.op.yaml");
+    const auto all = DeclaredOp::load_folder(dir.string());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0]->name(), "one");
+    fs::remove_all(dir);
+}
+
+TEST(OpSpecFile, TwoFilesDeclaringOneOpAreRefused) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_twice_test";
+    fs::create_directories(dir);
+    for (const char* name : {"a.op.yaml", "b.op.yaml"})
+        std::ofstream(dir / name) << "op: one\nvariant: fwd\naxes: {N: {}}\n"
+                                     "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\nbytes: N\n";
+    try {
+        DeclaredOp::load_folder(dir.string());
+        ADD_FAILURE() << "an op declared twice was loaded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("one/fwd is declared twice"), HasSubstr("a.op.yaml")));
+        EXPECT_THAT(e.where(), HasSubstr("b.op.yaml"));
     }
     fs::remove_all(dir);
 }
