@@ -1,8 +1,8 @@
 #pragma once
-// The host-side description of an operation: the buffers its kernels take, their scalar arguments, the bytes and
-// flops it must move, and a CPU reference for tests. The tuner and the GPU worker are generic: everything
-// op-specific that is not in the YAML search space is here. An op is declared in YAML (tuner/space/op_spec.hpp) or,
-// for what YAML cannot say, in C++ (kernels/registry.cpp).
+// The host-side description of an operation: the buffers its kernels take, their scalar arguments, and the bytes and
+// flops it must move. The tuner and the GPU worker are generic: everything op-specific that is not in the YAML search
+// space is here. Every op is declared in YAML (tuner/space/op_spec.hpp: kernels/<op>/*.op.yaml for the built-in ones);
+// what YAML cannot say, a CPU reference for tests, is C++ (kernels/op.hpp).
 //
 // Conventions every op follows:
 // - The tuned kernel and the reference kernel take the same argument list (arguments()). The worker runs the
@@ -10,7 +10,6 @@
 // - Inputs are filled on the device by the seeded generator in kernels/common/random.cuh: ktune_uniform(seed, index)
 //   mapped to [lo, hi); the seed of a buffer is buffer_seed(run seed, buffer name). Never zeros.
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,9 +54,6 @@ struct KernelArg {
     static KernelArg f32(double v) { return {Kind::f32, {}, 0, v}; }
 };
 
-// Host arrays for the CPU reference, as doubles regardless of the storage type (already rounded to it).
-using HostBuffers = std::map<std::string, std::vector<double>>;
-
 class OpDescription {
 public:
     virtual ~OpDescription() = default;
@@ -71,10 +67,10 @@ public:
 
     // The fewest bytes the op must read and write (each input once, each output once): the roofline numerator.
     virtual double bytes_moved(const Problem& p) const = 0;
-    virtual double flops(const Problem& p) const { (void)p; return 0; }
-
-    // Computes the outputs (and inouts) from the inputs on the CPU. Used by tests at small sizes.
-    virtual void cpu_reference(const Problem& p, HostBuffers& buffers) const = 0;
+    virtual double flops(const Problem& p) const {
+        (void)p;
+        return 0;
+    }
 };
 
 // The spellings of the wire protocol and of op specs: "f32" "f16" "bf16" "i32" "i64" "i8" "u8"; "input" "output"

@@ -1,6 +1,7 @@
 #include "kernels/op.hpp"
 
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,31 +10,34 @@
 
 namespace ktune {
 
-// kernels/registry.cpp: every op, in the order `ktune list` shows them.
-std::vector<const OpDescription*> registered_ops();
+// kernels/registry.cpp: every CPU reference.
+std::vector<CpuReference> registered_cpu_references();
 
-const std::vector<const OpDescription*>& all_ops() {
-    static const std::vector<const OpDescription*> ops = [] {
-        std::vector<const OpDescription*> list = registered_ops();
+const std::vector<CpuReference>& cpu_references() {
+    static const std::vector<CpuReference> references = [] {
+        std::vector<CpuReference> list = registered_cpu_references();
         for (std::size_t i = 0; i < list.size(); ++i)
             for (std::size_t j = 0; j < i; ++j)
-                if (list[i]->name() == list[j]->name() && list[i]->variant() == list[j]->variant())
-                    throw Error(ErrorCategory::internal,
-                                fmt::format("op {}/{} is registered twice", list[i]->name(), list[i]->variant()),
-                                "kernels/registry.cpp");
+                if (list[i].op == list[j].op && list[i].variant == list[j].variant)
+                    throw Error(
+                        ErrorCategory::internal,
+                        fmt::format("the CPU reference of {}/{} is registered twice", list[i].op, list[i].variant),
+                        "kernels/registry.cpp");
         return list;
     }();
-    return ops;
+    return references;
 }
 
-const OpDescription& find_op(std::string_view name, std::string_view variant) {
+const CpuReference& find_cpu_reference(std::string_view op, std::string_view variant) {
     std::string known;
-    for (const OpDescription* op : all_ops()) {
-        if (op->name() == name && op->variant() == variant) return *op;
-        known += fmt::format("{}{}/{}", known.empty() ? "" : ", ", op->name(), op->variant());
+    for (const CpuReference& r : cpu_references()) {
+        if (r.op == op && r.variant == variant) return r;
+        known += fmt::format("{}{}/{}", known.empty() ? "" : ", ", r.op, r.variant);
     }
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("unknown op {}/{}; known ops: {}", name, variant, known.empty() ? "none" : known), "op");
+    throw Error(
+        ErrorCategory::bad_input,
+        fmt::format("no CPU reference for op {}/{}; ops with one: {}", op, variant, known.empty() ? "none" : known),
+        "kernels/registry.cpp");
 }
 
 std::uint64_t buffer_seed(std::uint64_t run_seed, std::string_view buffer_name) {
@@ -46,31 +50,9 @@ std::uint64_t buffer_seed(std::uint64_t run_seed, std::string_view buffer_name) 
     return ktune_splitmix64(run_seed ^ ktune_splitmix64(h));
 }
 
-RowShape row_shape(const Problem& p, std::string_view op_key) {
-    for (const auto& [name, value] : p.shape)
-        if (name != "M" && name != "H" && name != "S")
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} has axes M, H and optionally S; unknown axis {}", op_key, name), p.key());
-    auto required = [&](std::string_view name) {
-        if (auto v = lookup(p.shape, name)) return *v;
-        throw Error(ErrorCategory::bad_input, fmt::format("{} needs axis {}", op_key, name), p.key());
-    };
-    RowShape s;
-    s.m = required("M");
-    s.h = required("H");
-    s.s = lookup(p.shape, "S").value_or(s.h);
-    constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-    if (s.m < 1 || s.h < 1)
-        throw Error(ErrorCategory::bad_input, fmt::format("{} needs M >= 1 and H >= 1, got M={} H={}", op_key, s.m, s.h),
-                    p.key());
-    if (s.m > int_max || s.h > int_max)  // the kernels take rows and hidden as int
-        throw Error(ErrorCategory::bad_input, fmt::format("{} needs M and H <= {}", op_key, int_max), p.key());
-    if (s.s < s.h)
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("{} row stride S={} is smaller than the row length H={}", op_key, s.s, s.h), p.key());
-    if (s.s > std::numeric_limits<std::int64_t>::max() / s.m)
-        throw Error(ErrorCategory::bad_input, fmt::format("{} M*S overflows: M={} S={}", op_key, s.m, s.s), p.key());
-    return s;
+std::int64_t axis(const Problem& p, std::string_view name, std::string_view op_key) {
+    if (const std::optional<std::int64_t> v = lookup(p.shape, name)) return *v;
+    throw Error(ErrorCategory::bad_input, fmt::format("{}: the CPU reference needs axis {}", op_key, name), p.key());
 }
 
 const std::vector<double>& host_input(const HostBuffers& buffers, const std::string& name, std::int64_t elements,
@@ -83,6 +65,12 @@ const std::vector<double>& host_input(const HostBuffers& buffers, const std::str
                     fmt::format("buffer {} has {} elements, the problem needs {}", name, it->second.size(), elements),
                     std::string(op_key));
     return it->second;
+}
+
+std::vector<double>& host_inout(HostBuffers& buffers, const std::string& name, std::int64_t elements,
+                                std::string_view op_key) {
+    host_input(buffers, name, elements, op_key);
+    return buffers[name];
 }
 
 std::vector<double>& host_output(HostBuffers& buffers, const std::string& name, std::int64_t elements) {

@@ -21,8 +21,8 @@ struct ReportOptions {
     // all.
     std::vector<std::string> devices;
     // FLOPs of one call, for ops where FLOP/s matter; the reports module cannot see kernels/, so the caller passes
-    // find_op(op, variant).flops(problem). Unset, or returning 0: no FLOP/s column. Its exceptions propagate: return 0
-    // for an op that kernels/ no longer knows.
+    // the op's declared flops (tuner/session/op_lookup.hpp: op_flops). Unset, or returning 0: no FLOP/s column. Its
+    // exceptions propagate: return 0 for an op that no longer has a declaration.
     std::function<double(const std::string& op, const std::string& variant, const Problem& problem)> flops;
     std::string title = "ktune report";
 };

@@ -125,9 +125,9 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Output check against the family's first impl: relative Frobenius error. A miss is reported, the timing kept.
 CHECK_RTOL = {"bf16": 3e-2, "fp16": 5e-3, "fp32": 2e-4}
 
-RMSNORM_EPS = 1e-6   # kernels/rmsnorm/rmsnorm_fwd_op.cpp, add_rmsnorm_op.cpp, rmsnorm_bwd_op.cpp
-LAYERNORM_EPS = 1e-5  # kernels/layernorm/layernorm_op.cpp
-ROPE_POSITIONS = 8192  # kernels/rope/rope_op.cpp: rows of the cos/sin caches
+RMSNORM_EPS = 1e-6   # the eps argument of kernels/rmsnorm/*.op.yaml, kernels/add_rmsnorm/*.op.yaml
+LAYERNORM_EPS = 1e-5  # the eps argument of kernels/layernorm/*.op.yaml
+ROPE_POSITIONS = 8192  # kernels/rope/*.op.yaml: P, the rows of the cos/sin caches
 INT4_INNER_K_TILES = 8
 
 # ---------------------------------------------------------------------------------------------------------------------

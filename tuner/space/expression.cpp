@@ -38,6 +38,12 @@ double op_div(double a, double b) {
     return a / b;
 }
 
+// Real arithmetic (an op spec's f32 arguments, such as 1 / sqrt(H)): '/' divides as doubles do.
+double op_div_real(double a, double b) {
+    if (b == 0) throw EvalFailure{"division by zero"};
+    return a / b;
+}
+
 double op_rem(double a, double b) {
     if (b == 0) throw EvalFailure{"remainder by zero"};
     // C++'s sign rule: the remainder takes the dividend's sign, so (a / b) * b + a % b == a.
@@ -105,7 +111,7 @@ double fn_max(double a, double b) { return a < b ? b : a; }
 // off for that reason (muParser does not let a built-in be redefined); ?: and parentheses stay built in.
 class KtuneParser : public mu::ParserBase {
 public:
-    KtuneParser() {
+    explicit KtuneParser(Arithmetic arithmetic = Arithmetic::integer) : m_arithmetic(arithmetic) {
         AddValIdent(read_number);
         InitCharSets();
         InitFun();
@@ -131,6 +137,8 @@ public:
 
     void InitConst() override {}
 
+    Arithmetic m_arithmetic;
+
     void InitOprt() override {
         EnableBuiltInOprt(false);
         DefineInfixOprt("-", [](double a) { return -a; });
@@ -138,7 +146,7 @@ public:
         DefineInfixOprt("!", [](double a) { return a == 0 ? 1.0 : 0.0; });
         // Precedence as in C, except that muParser puts all comparisons on one level.
         DefineOprt("*", [](double a, double b) { return a * b; }, mu::prMUL_DIV);
-        DefineOprt("/", op_div, mu::prMUL_DIV);
+        DefineOprt("/", m_arithmetic == Arithmetic::real ? op_div_real : op_div, mu::prMUL_DIV);
         DefineOprt("%", op_rem, mu::prMUL_DIV);
         DefineOprt("+", [](double a, double b) { return a + b; }, mu::prADD_SUB);
         DefineOprt("-", [](double a, double b) { return a - b; }, mu::prADD_SUB);
@@ -167,6 +175,7 @@ private:
 // One parser bound to its own variable slots. muParser's Eval uses per-parser scratch state, so a parser serves
 // one thread at a time; an Expression keeps a small pool of them.
 struct Evaluator {
+    explicit Evaluator(Arithmetic arithmetic) : parser(arithmetic) {}
     KtuneParser parser;
     std::vector<double> slots;
 };
@@ -175,11 +184,12 @@ struct Evaluator {
 
 struct Expression::Impl {
     std::vector<std::string> names;  // sorted, as muParser reports them
+    Arithmetic arithmetic = Arithmetic::integer;
     std::mutex mutex;
     std::vector<std::unique_ptr<Evaluator>> idle;
 
     std::unique_ptr<Evaluator> make(const std::string& text) const {
-        auto e = std::make_unique<Evaluator>();
+        auto e = std::make_unique<Evaluator>(arithmetic);
         e->slots.assign(names.size(), 0.0);
         for (std::size_t i = 0; i < names.size(); ++i) e->parser.DefineVar(names[i], &e->slots[i]);
         e->parser.SetExpr(text);
@@ -204,9 +214,10 @@ struct Expression::Impl {
     }
 };
 
-Expression::Expression(std::string text, std::string where)
+Expression::Expression(std::string text, std::string where, Arithmetic arithmetic)
     : m_text(std::move(text)), m_where(std::move(where)), m_impl(std::make_unique<Impl>()) {
-    KtuneParser probe;
+    m_impl->arithmetic = arithmetic;
+    KtuneParser probe(arithmetic);
     try {
         probe.SetExpr(m_text);
         // Parses the whole expression (syntax, argument counts) without needing values for the variables.
@@ -222,7 +233,7 @@ Expression::Expression(std::string text, std::string where)
         }
         // The kernel's static_asserts divide integers as C++ does, and so does evaluation here; with a real value
         // in the expression, which operands C++ would see as integers is not something ktune tracks.
-        if (m_text.find_first_of("/%") != std::string::npos) {
+        if (arithmetic == Arithmetic::integer && m_text.find_first_of("/%") != std::string::npos) {
             if (const std::string real = first_real_value(m_text); !real.empty())
                 throw Error(ErrorCategory::bad_input,
                             fmt::format("expression '{}' mixes the real value {} with '/' or '%', which divide "

@@ -15,11 +15,15 @@
 
 namespace ktune {
 
+// integer: C++'s integer arithmetic, as above (constraints, launch geometry, sizes). real: '/' divides as doubles do
+// and real literals may meet it (an op spec's f32 kernel arguments, such as "1 / sqrt(H)").
+enum class Arithmetic { integer, real };
+
 class Expression {
 public:
     // Parses `text` once. `where` ("file.yaml:12: constraints[0]") prefixes every error message.
     // Throws Error(bad_input) on a syntax error.
-    Expression(std::string text, std::string where);
+    Expression(std::string text, std::string where, Arithmetic arithmetic = Arithmetic::integer);
     ~Expression();
     Expression(Expression&&) noexcept;
     Expression& operator=(Expression&&) noexcept;

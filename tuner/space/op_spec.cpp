@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune {
@@ -34,13 +36,18 @@ std::string join(const std::vector<std::string>& v) {
 
 Expression read_expression(const Located& node) { return Expression(node.text(), node.where()); }
 
-// Every variable of `e` must be one of `known`; the message lists them.
-void check_variables(const Expression& e, const std::vector<std::string>& known, std::string_view what) {
+// Every variable of `e` must be one of the `axes` or the `lets`; the message lists them.
+void check_variables(const Expression& e, const std::vector<std::string>& axes, std::string_view what,
+                     const std::vector<std::string>& lets = {}) {
+    auto known = [](const std::vector<std::string>& names, const std::string& v) {
+        return std::find(names.begin(), names.end(), v) != names.end();
+    };
     for (const std::string& v : e.variables())
-        if (v != dtype_bytes_variable && std::find(known.begin(), known.end(), v) == known.end())
+        if (v != dtype_bytes_variable && !known(axes, v) && !known(lets, v))
             throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} '{}' reads '{}', which is not an axis of the op (axes: {}; and DTYPE_BYTES)",
-                                    what, e.text(), v, join(known)),
+                        fmt::format("{} '{}' reads '{}', which is not {} of the op (axes: {}{}; and DTYPE_BYTES)", what,
+                                    e.text(), v, lets.empty() ? "an axis" : "an axis or a let", join(axes),
+                                    lets.empty() ? "" : "; lets: " + join(lets)),
                         e.where());
 }
 
@@ -61,8 +68,9 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
     op->m_variant = std::move(variant);
     op->m_where = node.where();
     if (node.is_null()) node.fail("the op spec is empty: it needs axes, buffers, arguments and bytes");
-    auto top = node.fields({"op", "variant", "summary", "axes", "buffers", "arguments", "bytes", "flops", "checks"},
-                           {"axes", "buffers", "arguments", "bytes"});
+    auto top =
+        node.fields({"op", "variant", "summary", "axes", "checks", "let", "buffers", "arguments", "bytes", "flops"},
+                    {"axes", "buffers", "arguments", "bytes"});
     // A file of its own names the op it declares, so a space cannot borrow another op's declaration by mistake.
     for (auto [key, expected] : {std::pair{"op", &op->m_name}, std::pair{"variant", &op->m_variant}})
         if (const Located* f = find_field(top, key); f && f->text() != *expected)
@@ -118,6 +126,31 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
     for (std::size_t i = 0; i < declared.size(); ++i) visit(visit, i);
     for (std::size_t i : order) op->m_axes.push_back(std::move(declared[i]));
 
+    if (const Located* checks = find_field(top, "checks"); checks && !checks->is_null()) {
+        for (const Located& item : checks->items()) {
+            auto f = item.fields({"require", "message"}, {"require", "message"});
+            Check c{read_expression(*find_field(f, "require")), find_field(f, "message")->text()};
+            check_variables(c.require, axis_names, "the check");
+            op->m_checks.push_back(std::move(c));
+        }
+    }
+
+    // Lets: named values, each reading the axes and the lets before it.
+    std::vector<std::string> let_names;
+    if (const Located* lets = find_field(top, "let"); lets && !lets->is_null()) {
+        for (const auto& [name, value] : lets->entries("let")) {
+            if (!is_identifier(name) || name == dtype_bytes_variable ||
+                std::find(axis_names.begin(), axis_names.end(), name) != axis_names.end())
+                value.fail(fmt::format("let name '{}' is not an identifier, or is an axis or reserved", name));
+            std::vector<std::pair<std::string, Located>> sqrt_of;  // {sqrt: expr}
+            if (value.node().IsMap()) sqrt_of = value.fields({"sqrt"}, {"sqrt"});
+            Let l{name, read_expression(sqrt_of.empty() ? value : sqrt_of.front().second), !sqrt_of.empty()};
+            check_variables(l.value, axis_names, "the let", let_names);
+            let_names.push_back(name);
+            op->m_lets.push_back(std::move(l));
+        }
+    }
+
     // Buffers.
     const Located& buffers_node = *find_field(top, "buffers");
     std::vector<std::string> buffer_names;
@@ -164,7 +197,7 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
                                           b.shape.size()));
         }
         for (const auto* list : {&b.shape, &b.strides})
-            for (const Expression& e : *list) check_variables(e, axis_names, "the size");
+            for (const Expression& e : *list) check_variables(e, axis_names, "the size", let_names);
         const Located& role = *find_field(f, "role");
         const std::optional<BufferRole> r = parse_buffer_role(role.text());
         if (!r) role.fail(fmt::format("unknown role '{}' (input, output, inout, scratch)", role.text()));
@@ -174,9 +207,14 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
                 range->fail(fmt::format("buffer {} is {}: only inputs and inouts are generated", buffer, role.text()));
             const std::vector<Located> items = range->items();
             if (items.size() != 2) range->fail("range takes [lo, hi]");
-            b.lo = items[0].number();
-            b.hi = items[1].number();
-            if (!(b.lo < b.hi)) range->fail(fmt::format("range [{}, {}] is empty", b.lo, b.hi));
+            for (const Located& item : items) {
+                b.range.push_back(read_expression(item));
+                check_variables(b.range.back(), axis_names, "the range", let_names);
+            }
+            if (b.range[0].variables().empty() && b.range[1].variables().empty()) {
+                const double lo = b.range[0].evaluate({}), hi = b.range[1].evaluate({});
+                if (!(lo <= hi)) range->fail(fmt::format("range [{}, {}] is empty: lo is above hi", lo, hi));
+            }
         }
         buffer_names.push_back(buffer);
         op->m_buffers.push_back(std::move(b));
@@ -206,8 +244,10 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
             if (std::find(buffer_names.begin(), buffer_names.end(), value.text()) != buffer_names.end())
                 value.fail(fmt::format("'{}' is a buffer, not a {} scalar: list it by name ({})", value.text(), kind,
                                        value.text()));
-            a.value = std::make_unique<Expression>(read_expression(value));
-            check_variables(*a.value, axis_names, "the argument");
+            // An f32 argument is real arithmetic ("1 / sqrt(H)"); the integer ones divide as C++ integers do.
+            a.value = std::make_unique<Expression>(value.text(), value.where(),
+                                                   a.kind == KernelArg::Kind::f32 ? Arithmetic::real : Arithmetic::integer);
+            check_variables(*a.value, axis_names, "the argument", let_names);
         }
         op->m_arguments.push_back(std::move(a));
     }
@@ -219,18 +259,10 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
                         b.where);
 
     op->m_bytes = std::make_unique<Expression>(read_expression(*find_field(top, "bytes")));
-    check_variables(*op->m_bytes, axis_names, "bytes");
+    check_variables(*op->m_bytes, axis_names, "bytes", let_names);
     if (const Located* fl = find_field(top, "flops")) {
         op->m_flops = std::make_unique<Expression>(read_expression(*fl));
-        check_variables(*op->m_flops, axis_names, "flops");
-    }
-    if (const Located* checks = find_field(top, "checks"); checks && !checks->is_null()) {
-        for (const Located& item : checks->items()) {
-            auto f = item.fields({"require", "message"}, {"require", "message"});
-            Check c{read_expression(*find_field(f, "require")), find_field(f, "message")->text()};
-            check_variables(c.require, axis_names, "the check");
-            op->m_checks.push_back(std::move(c));
-        }
+        check_variables(*op->m_flops, axis_names, "flops", let_names);
     }
     return op;
 }
@@ -267,6 +299,26 @@ std::map<std::string, double> DeclaredOp::variables(const Problem& p) const {
     return vars;
 }
 
+std::map<std::string, double> DeclaredOp::values(const Problem& p) const {
+    std::map<std::string, double> vars = variables(p);
+    for (const Let& l : m_lets) {
+        const double v = l.value.evaluate(vars);
+        if (l.sqrt && !(v >= 0))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}: the square root of '{}' = {} at {}", key(), l.value.text(), v, p.key()),
+                        l.value.where());
+        vars[l.name] = l.sqrt ? std::sqrt(v) : v;
+    }
+    return vars;
+}
+
+Problem DeclaredOp::resolved(const Problem& p) const {
+    const std::map<std::string, double> vars = variables(p);
+    Problem out{p.dtype, {}};
+    for (const OpAxis& a : m_axes) out.shape.emplace_back(a.name, static_cast<std::int64_t>(vars.at(a.name)));
+    return out;
+}
+
 ElemType DeclaredOp::elem_type_of(const TypeRule& t, const Problem& p, const std::string& where) const {
     if (t.problem_dtype) return elem_type(p.dtype);
     if (t.by_dtype.empty()) return t.fixed;
@@ -278,7 +330,7 @@ ElemType DeclaredOp::elem_type_of(const TypeRule& t, const Problem& p, const std
 }
 
 std::vector<BufferSpec> DeclaredOp::buffers(const Problem& p) const {
-    const std::map<std::string, double> vars = variables(p);
+    const std::map<std::string, double> vars = values(p);
     std::vector<BufferSpec> out;
     for (const Buffer& b : m_buffers) {
         double elements = 1;
@@ -299,14 +351,25 @@ std::vector<BufferSpec> DeclaredOp::buffers(const Problem& p) const {
             throw Error(ErrorCategory::bad_input,
                         fmt::format("{}: buffer {} would have {} elements at {}", key(), b.name, elements, p.key()),
                         b.where);
-        out.push_back(BufferSpec{b.name, elem_type_of(b.type, p, b.where), static_cast<std::int64_t>(elements), b.role,
-                                 b.lo, b.hi});
+        const bool generated = b.role == BufferRole::input || b.role == BufferRole::inout;
+        double lo = generated ? -1 : 0, hi = generated ? 1 : 0;  // outputs and scratch have no generator: [0, 0]
+        if (!b.range.empty()) {
+            lo = b.range[0].evaluate(vars);
+            hi = b.range[1].evaluate(vars);
+            if (!(lo <= hi))
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("{}: buffer {} has the range [{}, {}] at {}: lo is above hi", key(), b.name, lo,
+                                        hi, p.key()),
+                            b.where);
+        }
+        out.push_back(
+            BufferSpec{b.name, elem_type_of(b.type, p, b.where), static_cast<std::int64_t>(elements), b.role, lo, hi});
     }
     return out;
 }
 
 std::vector<KernelArg> DeclaredOp::arguments(const Problem& p) const {
-    const std::map<std::string, double> vars = variables(p);
+    const std::map<std::string, double> vars = values(p);
     std::vector<KernelArg> out;
     for (const Argument& a : m_arguments) {
         switch (a.kind) {
@@ -328,16 +391,42 @@ std::vector<KernelArg> DeclaredOp::arguments(const Problem& p) const {
     return out;
 }
 
-double DeclaredOp::bytes_moved(const Problem& p) const { return m_bytes->evaluate(variables(p)); }
+double DeclaredOp::bytes_moved(const Problem& p) const { return m_bytes->evaluate(values(p)); }
 
-double DeclaredOp::flops(const Problem& p) const { return m_flops ? m_flops->evaluate(variables(p)) : 0.0; }
+double DeclaredOp::flops(const Problem& p) const { return m_flops ? m_flops->evaluate(values(p)) : 0.0; }
 
-void DeclaredOp::cpu_reference(const Problem& p, HostBuffers&) const {
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("{} is declared in YAML and has no CPU reference: its reference kernel validates it on the "
-                            "GPU",
-                            key()),
-                p.key());
+std::shared_ptr<const DeclaredOp> DeclaredOp::load_file(const std::string& path) {
+    const std::string text = read_file(path, "the op spec file");
+    const Located root = Located::parse(text, &path);
+    std::string names[2];
+    for (int i = 0; i < 2; ++i) {
+        const char* key = i == 0 ? "op" : "variant";
+        const YAML::Node n = root.node().IsMap() ? root.node()[key] : YAML::Node();
+        if (!n || !n.IsScalar() || n.Scalar().empty())
+            root.fail(fmt::format("an op spec file names the op it declares: it needs '{}'", key));
+        names[i] = n.Scalar();
+    }
+    return parse(root, names[0], names[1]);
+}
+
+std::vector<std::shared_ptr<const DeclaredOp>> DeclaredOp::load_folder(const std::string& folder) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file() && it->path().filename().string().ends_with(".op.yaml")) files.push_back(it->path());
+    if (ec) throw Error(ErrorCategory::bad_input, "cannot list the op spec files: " + ec.message(), folder);
+    std::sort(files.begin(), files.end());
+    std::vector<std::shared_ptr<const DeclaredOp>> ops;
+    for (const fs::path& f : files) {
+        ops.push_back(load_file(f.string()));
+        for (std::size_t i = 0; i + 1 < ops.size(); ++i)
+            if (ops[i]->key() == ops.back()->key())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("op {} is declared twice: in {} and here", ops.back()->key(), ops[i]->where()),
+                            ops.back()->where());
+    }
+    return ops;
 }
 
 std::vector<DeclaredOp::BufferDeclaration> DeclaredOp::buffer_declarations() const {

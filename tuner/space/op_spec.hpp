@@ -8,21 +8,30 @@
 //     axes:                                # required axes, and optional ones with a default (an expression)
 //       N: {doc: "elements"}
 //       S: {default: "N", doc: "row stride"}
+//     checks:                              # shapes the kernels cannot take, refused before any work, in order
+//       - {require: "N >= 1 && N <= 2147483647", message: "needs 1 <= N < 2^31: the kernels take N as int"}
+//       - {require: "N % 2 == 0", message: "N must be even: the kernels read pairs"}
+//     let:                                 # named values over the axes, in order, each reading the ones before it
+//       PAIRS: "N / 2"
+//       ROOT_N: {sqrt: "N"}                # a square root, which expressions lack
 //     buffers:                             # in the order the worker allocates them
 //       x: {type: T, count: "N", role: input, range: [-4, 4]}     # T: the problem's dtype
 //       w: {type: f32, shape: ["H"], role: input}                 # shape: elements are the product
 //       p: {type: T, shape: ["M", "H"], strides: ["S", "1"], role: output}   # strided: elements span the last one
 //       y: {type: {fp32: f32, fp16: f16, bf16: f32}, count: "N", role: output}   # a type per dtype
-//     arguments: [y, x, {i32: "N"}, {f32: "0.5"}]   # buffers by name; scalars i32 / i64 / f32 of an expression
+//       i: {type: i32, count: "PAIRS", role: input, range: [0, "N"]}  # range bounds may be expressions
+//     arguments: [y, x, {i32: "N"}, {f32: "1 / ROOT_N"}]   # buffers by name (one may be passed twice); scalars i32 /
+//                                                         # i64 / f32 of an expression
 //     bytes: "2 * N * DTYPE_BYTES"         # the fewest bytes the op must move: the roofline numerator
 //     flops: "4 * N"                       # optional
-//     checks:                              # shapes the kernels cannot take, refused before any work
-//       - {require: "N % 2 == 0", message: "N must be even: the kernels read pairs"}
 //
 // Types: f32 f16 bf16 i32 i64 i8 u8, or T for the problem's dtype, or a mapping from dtype to type. Roles: input
-// (filled by the seeded generator in `range`, default [-1, 1)), output (poisoned, compared with the reference's),
-// inout (restored before each run, compared), scratch (zeroed, never compared). Expressions see the axes (optional ones
-// at their value or default) and DTYPE_BYTES. Every error names the file, line and field.
+// (filled by the seeded generator in `range` [lo, hi), default [-1, 1); lo == hi fills every element with lo), output
+// (poisoned, compared with the reference's), inout (generated as an input, restored before each run, compared),
+// scratch (zeroed, never compared). Outputs and scratch take no range (theirs reads [0, 0]). Expressions see the axes
+// (optional ones at their value or default) and DTYPE_BYTES; checks see only those, and everything after them sees the
+// lets too, which may therefore rely on what the checks promise (no division by zero). A problem's axes and
+// DTYPE_BYTES, not the lets, are what a search space's own expressions see. Every error names the file, line and field.
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +59,11 @@ public:
     // Parses and validates an op_spec mapping for op `name`/`variant`. Throws Error(bad_input) naming file, line and
     // field.
     static std::shared_ptr<const DeclaredOp> parse(const detail::Located& node, std::string name, std::string variant);
+    // An op spec file of its own, which names the op and variant it declares. Throws Error(bad_input) as parse() does.
+    static std::shared_ptr<const DeclaredOp> load_file(const std::string& path);
+    // Every op spec file (*.op.yaml) under `folder`, recursively, in path order: the built-in ops under kernels/.
+    // Throws Error(bad_input) naming the first file that does not load.
+    static std::vector<std::shared_ptr<const DeclaredOp>> load_folder(const std::string& folder);
 
     std::string_view name() const override { return m_name; }
     std::string_view variant() const override { return m_variant; }
@@ -59,14 +73,17 @@ public:
     std::vector<KernelArg> arguments(const Problem& p) const override;
     double bytes_moved(const Problem& p) const override;
     double flops(const Problem& p) const override;
-    // A declared op has no CPU reference: its reference kernel validates it on the GPU. Throws Error(bad_input).
-    void cpu_reference(const Problem& p, HostBuffers& buffers) const override;
 
     const std::vector<OpAxis>& axes() const { return m_axes; }
+    bool has_lets() const { return !m_lets.empty(); }
     bool has_axis(const std::string& name) const;
-    // The problem's axes with every optional one at its default, and DTYPE_BYTES: what the op's expressions see.
-    // Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the op and the problem.
+    // The problem's axes with every optional one at its default, and DTYPE_BYTES: what the checks and a search
+    // space's expressions see. Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the
+    // op and the problem.
     std::map<std::string, double> variables(const Problem& p) const;
+    // The problem with every axis of the op, optional ones at their defaults, once its checks hold: the shape a
+    // CPU reference works on. Throws as variables() does.
+    Problem resolved(const Problem& p) const;
     const std::string& where() const { return m_where; }
 
     // The declaration itself, independent of any problem: what a code generator (tuner/export) translates.
@@ -105,7 +122,7 @@ private:
         std::vector<Expression> shape;    // count: one entry
         std::vector<Expression> strides;  // empty: dense
         BufferRole role = BufferRole::input;
-        double lo = -1, hi = 1;
+        std::vector<Expression> range;  // [lo, hi]; empty: [-1, 1)
         std::string where;
     };
     struct Argument {
@@ -117,8 +134,15 @@ private:
         Expression require;
         std::string message;
     };
+    struct Let {
+        std::string name;
+        Expression value;
+        bool sqrt = false;  // {sqrt: expr}
+    };
 
     ElemType elem_type_of(const TypeRule& t, const Problem& p, const std::string& where) const;
+    // variables() and the lets: what buffers, arguments, bytes and flops see.
+    std::map<std::string, double> values(const Problem& p) const;
     std::string key() const { return m_name + "/" + m_variant; }
 
     std::string m_name, m_variant, m_summary, m_where;
@@ -127,6 +151,7 @@ private:
     std::vector<Argument> m_arguments;
     std::unique_ptr<Expression> m_bytes, m_flops;
     std::vector<Check> m_checks;
+    std::vector<Let> m_lets;
 };
 
 }  // namespace ktune

@@ -958,7 +958,9 @@ Config SearchSpace::parse_config(const std::string& key, const std::string& wher
 
 NamedValues SearchSpace::parse_config_filter(const std::string& text, const std::string& where) const {
     NamedValues out;
-    for (const auto& [name, value] : split_key(text, where)) {
+    for (const auto& item : split_key(text, where)) {
+        const std::string& name = item.first;  // not a structured binding: clang 14 cannot capture one
+        const std::string& value = item.second;
         const auto p = std::find_if(m_parameters.begin(), m_parameters.end(),
                                     [&](const ParameterSpec& spec) { return spec.name == name; });
         if (p == m_parameters.end())

@@ -96,6 +96,8 @@ TEST_F(ExportEscaping, RefusesAKernelSourceThatAQuotedIncludeCannotHold) {
     std::string yaml = read_text(rmsnorm_space_path());
     const std::string source = "source: kernels/rmsnorm/rmsnorm_fwd.cuh";
     yaml.replace(yaml.find(source), source.size(), "source: kernels/rms\\\"norm.cuh");
+    const std::string spec = "op_spec: ../kernels/";  // the copy lives elsewhere: name the tree's declaration
+    yaml.replace(yaml.find(spec), spec.size(), "op_spec: " + source_root() + "/kernels/");
     const std::string path = (dir() / "rmsnorm.yaml").string();
     std::ofstream(path) << yaml;
     ExportOptions o = golden_options();

@@ -105,6 +105,10 @@ TEST_F(GeneratedHeaderNvcc, CompilesADeclaredOpWithAlternativesAndEveryBuiltInOp
         const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(f.string());
         const SearchSpace& s = kernels.front();
         if (s.declared_op() == nullptr || s.is_library() || !seen.insert(s.op() + "/" + s.variant()).second) continue;
+        if (s.declared_op()->has_lets()) {  // export refuses these for now (declared_binding.cpp says why)
+            std::cout << "not exported (its op spec has lets): " << s.op() << "/" << s.variant() << "\n";
+            continue;
+        }
         for (const SearchSpace& k : kernels) record_one_per_dtype(store, k);
         ExportOptions o;
         o.op = s.op();

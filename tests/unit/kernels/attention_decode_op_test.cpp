@@ -3,14 +3,14 @@
 #include <cmath>
 #include <string>
 
-#include "kernels/attention/decode_attention_layout.cuh"
-#include "kernels/op.hpp"
 #include "core/error.hpp"
+#include "kernels/attention/decode_attention_layout.cuh"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
 
-const OpDescription& attention() { return find_op("decode_attention", "fwd"); }
+const DeclaredOp& attention() { return declared_op("decode_attention", "fwd"); }
 
 Problem problem(NamedValues shape, Dtype d = Dtype::bf16) { return Problem{d, std::move(shape)}; }
 
@@ -87,7 +87,7 @@ TEST(DecodeAttentionOp, CountsUnevenLengthsAtTheirMean) {
 
 TEST(DecodeAttentionOp, ReturnsTheOnlyValueRowForOneToken) {
     HostBuffers b{{"q", {1.0, 2.0}}, {"k", {0.5, -1.0, 9.0, 9.0}}, {"v", {3.0, -4.0, 7.0, 7.0}}, {"seq_lens", {1.0}}};
-    attention().cpu_reference(problem(shape(1, 2, 1, 1, 2)), b);
+    cpu_reference(attention(), problem(shape(1, 2, 1, 1, 2)), b);
     ASSERT_EQ(b["out"].size(), 2u);
     EXPECT_NEAR(b["out"][0], 3.0, 1e-12);  // token 1 lies past the length and takes no part
     EXPECT_NEAR(b["out"][1], -4.0, 1e-12);
@@ -96,14 +96,14 @@ TEST(DecodeAttentionOp, ReturnsTheOnlyValueRowForOneToken) {
 TEST(DecodeAttentionOp, WeightsTokensBySoftmaxOfTheScaledScores) {
     // D = 1, scale 1: scores 0 and ln 3, weights 1/4 and 3/4.
     HostBuffers b{{"q", {1.0}}, {"k", {0.0, std::log(3.0)}}, {"v", {4.0, 8.0}}, {"seq_lens", {2.0}}};
-    attention().cpu_reference(problem(shape(1, 2, 1, 1, 1)), b);
+    cpu_reference(attention(), problem(shape(1, 2, 1, 1, 1)), b);
     EXPECT_NEAR(b["out"][0], 0.25 * 4.0 + 0.75 * 8.0, 1e-12);
 }
 
 TEST(DecodeAttentionOp, LetsEachGroupOfQueryHeadsShareOneKvHead) {
     // HQ 4, HK 2: q heads 0, 1 read kv head 0 (v = 1), heads 2, 3 read kv head 1 (v = 2).
     HostBuffers b{{"q", {1.0, 1.0, 1.0, 1.0}}, {"k", {0.0, 0.0}}, {"v", {1.0, 2.0}}, {"seq_lens", {1.0}}};
-    attention().cpu_reference(problem(shape(1, 1, 4, 2, 1)), b);
+    cpu_reference(attention(), problem(shape(1, 1, 4, 2, 1)), b);
     EXPECT_DOUBLE_EQ(b["out"][0], 1.0);
     EXPECT_DOUBLE_EQ(b["out"][1], 1.0);
     EXPECT_DOUBLE_EQ(b["out"][2], 2.0);
@@ -113,7 +113,7 @@ TEST(DecodeAttentionOp, LetsEachGroupOfQueryHeadsShareOneKvHead) {
 TEST(DecodeAttentionOp, GivesZeroForAnEmptySequenceAndClampsLengthsToTheCache) {
     HostBuffers b{
         {"q", {1.0, 1.0}}, {"k", {0.0, 0.0, 0.0, 0.0}}, {"v", {5.0, 5.0, 2.0, 4.0}}, {"seq_lens", {0.0, 7.0}}};
-    attention().cpu_reference(problem(shape(2, 2, 1, 1, 1)), b);
+    cpu_reference(attention(), problem(shape(2, 2, 1, 1, 1)), b);
     EXPECT_EQ(b["out"][0], 0.0);
     EXPECT_NEAR(b["out"][1], 3.0, 1e-12);  // length 7 clamped to L = 2: the mean of 2 and 4
 }
@@ -132,13 +132,13 @@ TEST(DecodeAttentionOp, RejectsHeadsThatDoNotGroupAndBadAxes) {
         FAIL() << "expected an Error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
-        EXPECT_NE(e.message().find("U"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("U"), std::string::npos) << e.what();
     }
 }
 
 TEST(DecodeAttentionOp, RejectsAnInputOfTheWrongSize) {
     HostBuffers b{{"q", {1.0}}, {"k", {0.0}}, {"v", {1.0, 2.0}}, {"seq_lens", {1.0}}};
-    EXPECT_THROW(attention().cpu_reference(problem(shape(1, 1, 1, 1, 1)), b), Error);
+    EXPECT_THROW(cpu_reference(attention(), problem(shape(1, 1, 1, 1, 1)), b), Error);
 }
 
 TEST(DecodeAttentionLayout, BoundsSplitsSoThatScratchHoldsAtMost8192Partials) {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/op.hpp"
 #include "core/error.hpp"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
@@ -21,14 +21,14 @@ double silu(double g) { return g / (1.0 + std::exp(-g)); }
 
 TEST(GluOp, RegistersSwigluAndGegluWithSplitAndConcatenatedInputs) {
     for (const char* v : {"swiglu", "swiglu_cat", "geglu", "geglu_cat"}) {
-        const OpDescription& op = find_op("glu", v);
+        const DeclaredOp& op = declared_op("glu", v);
         EXPECT_EQ(op.variant(), v);
         EXPECT_FALSE(op.summary().empty());
     }
 }
 
 TEST(GluOp, SplitLayoutHasInputsGateAndUpAndOutputOut) {
-    const auto specs = find_op("glu", "swiglu").buffers(problem(Dtype::bf16, {{"M", 3}, {"I", 8}}));
+    const auto specs = declared_op("glu", "swiglu").buffers(problem(Dtype::bf16, {{"M", 3}, {"I", 8}}));
     ASSERT_EQ(specs.size(), 3u);
     EXPECT_EQ(buffer(specs, "gate").role, BufferRole::input);
     EXPECT_EQ(buffer(specs, "gate").elements, 24);
@@ -40,7 +40,7 @@ TEST(GluOp, SplitLayoutHasInputsGateAndUpAndOutputOut) {
 }
 
 TEST(GluOp, ConcatenatedLayoutHasOneInputOfTwiceTheColumns) {
-    const auto specs = find_op("glu", "geglu_cat").buffers(problem(Dtype::fp16, {{"M", 3}, {"I", 8}}));
+    const auto specs = declared_op("glu", "geglu_cat").buffers(problem(Dtype::fp16, {{"M", 3}, {"I", 8}}));
     ASSERT_EQ(specs.size(), 2u);
     EXPECT_EQ(buffer(specs, "x").role, BufferRole::input);
     EXPECT_EQ(buffer(specs, "x").elements, 3 * 16);
@@ -48,7 +48,8 @@ TEST(GluOp, ConcatenatedLayoutHasOneInputOfTwiceTheColumns) {
 }
 
 TEST(GluOp, PassesArgumentsInKernelOrder) {
-    const auto args = find_op("glu", "swiglu").arguments(problem(Dtype::fp32, {{"M", 5}, {"I", 64}, {"S", 72}, {"SO", 80}}));
+    const auto args =
+        declared_op("glu", "swiglu").arguments(problem(Dtype::fp32, {{"M", 5}, {"I", 64}, {"S", 72}, {"SO", 80}}));
     ASSERT_EQ(args.size(), 8u);
     EXPECT_EQ(args[0].buffer, "out");
     EXPECT_EQ(args[1].buffer, "gate");
@@ -65,7 +66,7 @@ TEST(GluOp, PassesArgumentsInKernelOrder) {
 }
 
 TEST(GluOp, ConcatenatedLayoutPassesXAsGateAndUpWithATwiceWideDefaultStride) {
-    const auto args = find_op("glu", "swiglu_cat").arguments(problem(Dtype::bf16, {{"M", 2}, {"I", 16}}));
+    const auto args = declared_op("glu", "swiglu_cat").arguments(problem(Dtype::bf16, {{"M", 2}, {"I", 16}}));
     EXPECT_EQ(args[1].buffer, "x");
     EXPECT_EQ(args[2].buffer, "x");
     EXPECT_EQ(args[5].integer, 32);
@@ -74,15 +75,15 @@ TEST(GluOp, ConcatenatedLayoutPassesXAsGateAndUpWithATwiceWideDefaultStride) {
 }
 
 TEST(GluOp, CountsTwoInputsAndOneOutputAsBytesMoved) {
-    EXPECT_DOUBLE_EQ(find_op("glu", "swiglu").bytes_moved(problem(Dtype::bf16, {{"M", 4096}, {"I", 14336}})),
+    EXPECT_DOUBLE_EQ(declared_op("glu", "swiglu").bytes_moved(problem(Dtype::bf16, {{"M", 4096}, {"I", 14336}})),
                      3.0 * 4096 * 14336 * 2);
-    EXPECT_DOUBLE_EQ(find_op("glu", "geglu_cat").bytes_moved(problem(Dtype::fp32, {{"M", 4}, {"I", 8}, {"S", 40}})),
+    EXPECT_DOUBLE_EQ(declared_op("glu", "geglu_cat").bytes_moved(problem(Dtype::fp32, {{"M", 4}, {"I", 8}, {"S", 40}})),
                      3.0 * 4 * 8 * 4);
 }
 
 TEST(GluOp, SwigluMultipliesSiluOfGateByUp) {
     HostBuffers b{{"gate", {0.0, 1.0, -2.0}}, {"up", {5.0, 2.0, 3.0}}};
-    find_op("glu", "swiglu").cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"I", 3}}), b);
+    cpu_reference(declared_op("glu", "swiglu"), problem(Dtype::fp32, {{"M", 1}, {"I", 3}}), b);
     ASSERT_EQ(b["out"].size(), 3u);
     EXPECT_EQ(b["out"][0], 0.0);
     EXPECT_NEAR(b["out"][1], 2.0 * 0.7310585786300049, 1e-15);  // silu(1) = 1 / (1 + e^-1)
@@ -91,7 +92,7 @@ TEST(GluOp, SwigluMultipliesSiluOfGateByUp) {
 
 TEST(GluOp, GegluMultipliesTanhGeluOfGateByUp) {
     HostBuffers b{{"gate", {0.0, 1.0, -3.0}}, {"up", {5.0, 2.0, 1.0}}};
-    find_op("glu", "geglu").cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"I", 3}}), b);
+    cpu_reference(declared_op("glu", "geglu"), problem(Dtype::fp32, {{"M", 1}, {"I", 3}}), b);
     EXPECT_EQ(b["out"][0], 0.0);
     // gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.841191990...
     EXPECT_NEAR(b["out"][1], 2.0 * 0.8411919906082768, 1e-12);
@@ -102,7 +103,7 @@ TEST(GluOp, GegluMultipliesTanhGeluOfGateByUp) {
 TEST(GluOp, ConcatenatedLayoutTakesGateFromTheFirstHalfAndUpFromTheSecond) {
     // Rows of x: [g0 g1 | u0 u1].
     HostBuffers b{{"x", {1.0, 0.0, 3.0, 9.0, -2.0, 1.0, 4.0, 2.0}}};
-    find_op("glu", "swiglu_cat").cpu_reference(problem(Dtype::fp32, {{"M", 2}, {"I", 2}}), b);
+    cpu_reference(declared_op("glu", "swiglu_cat"), problem(Dtype::fp32, {{"M", 2}, {"I", 2}}), b);
     ASSERT_EQ(b["out"].size(), 4u);
     EXPECT_NEAR(b["out"][0], silu(1.0) * 3.0, 1e-15);
     EXPECT_EQ(b["out"][1], 0.0);
@@ -115,7 +116,7 @@ TEST(GluOp, ReadsOnlyTheRowsValidColumnsAndLeavesOutPaddingUntouched) {
     HostBuffers b{{"gate", {1.0, 1.0, 99.0, 1.0, 1.0, 99.0}},
                   {"up", {1.0, 2.0, 99.0, 3.0, 4.0, 99.0}},
                   {"out", {0.0, 0.0, -7.0, 0.0, 0.0, -7.0}}};
-    find_op("glu", "swiglu").cpu_reference(problem(Dtype::fp32, {{"M", 2}, {"I", 2}, {"S", 3}, {"SO", 3}}), b);
+    cpu_reference(declared_op("glu", "swiglu"), problem(Dtype::fp32, {{"M", 2}, {"I", 2}, {"S", 3}, {"SO", 3}}), b);
     EXPECT_EQ(b["out"][2], -7.0);
     EXPECT_EQ(b["out"][5], -7.0);
     EXPECT_NEAR(b["out"][4], silu(1.0) * 4.0, 1e-15);
@@ -123,7 +124,7 @@ TEST(GluOp, ReadsOnlyTheRowsValidColumnsAndLeavesOutPaddingUntouched) {
 
 TEST(GluOp, CreatesAMissingOutputWithNaNPadding) {
     HostBuffers b{{"gate", {1.0, 2.0, 0.0}}, {"up", {1.0, 1.0, 0.0}}};
-    find_op("glu", "geglu").cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"I", 2}, {"S", 3}, {"SO", 3}}), b);
+    cpu_reference(declared_op("glu", "geglu"), problem(Dtype::fp32, {{"M", 1}, {"I", 2}, {"S", 3}, {"SO", 3}}), b);
     ASSERT_EQ(b["out"].size(), 3u);
     EXPECT_TRUE(std::isnan(b["out"][2]));
     EXPECT_FALSE(std::isnan(b["out"][1]));
@@ -131,11 +132,11 @@ TEST(GluOp, CreatesAMissingOutputWithNaNPadding) {
 
 void expect_bad_input(const char* variant, NamedValues shape, const std::string& mentions) {
     try {
-        find_op("glu", variant).buffers(problem(Dtype::fp32, std::move(shape)));
+        declared_op("glu", variant).buffers(problem(Dtype::fp32, std::move(shape)));
         FAIL() << "expected an Error mentioning " << mentions;
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
-        EXPECT_NE(e.message().find(mentions), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
     }
 }
 
@@ -153,7 +154,7 @@ TEST(GluOp, RejectsMissingUnknownAndEmptyAxes) {
 
 TEST(GluOp, RejectsAnInputOfTheWrongSize) {
     HostBuffers b{{"gate", {1.0}}, {"up", {1.0, 2.0}}};
-    EXPECT_THROW(find_op("glu", "swiglu").cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"I", 2}}), b), Error);
+    EXPECT_THROW(cpu_reference(declared_op("glu", "swiglu"), problem(Dtype::fp32, {{"M", 1}, {"I", 2}}), b), Error);
 }
 
 }  // namespace

@@ -7,19 +7,19 @@
 #include <string>
 #include <tuple>
 
-#include "kernels/op.hpp"
+#include "core/error.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 #include "kernels/quant_linear/quant_linear_pack.hpp"
-#include "core/error.hpp"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
 
 namespace layout = quant_linear_layout;
 
-const OpDescription& int4() { return find_op("linear_int4", "fwd"); }
-const OpDescription& int8() { return find_op("linear_int8", "fwd"); }
-const OpDescription& dense() { return find_op("linear", "fwd"); }
+const DeclaredOp& int4() { return declared_op("linear_int4", "fwd"); }
+const DeclaredOp& int8() { return declared_op("linear_int8", "fwd"); }
+const DeclaredOp& dense() { return declared_op("linear", "fwd"); }
 
 Problem problem(NamedValues shape, Dtype d = Dtype::bf16) { return Problem{d, std::move(shape)}; }
 
@@ -142,7 +142,7 @@ TEST(LinearInt4Op, DequantizesWithTheZeroPointAndScaleOfTheGroup) {
                   {"w", std::vector<double>(packed.begin(), packed.end())},
                   {"scales", pack_int4_params(std::vector<double>{0.5}, 1, 2, 64)},
                   {"zeros", pack_int4_params(std::vector<double>{1.0}, 1, 2, 64)}};
-    int4().cpu_reference(problem({{"M", 1}, {"N", 1}, {"K", 2}, {"G", 64}}), b);
+    cpu_reference(int4(), problem({{"M", 1}, {"N", 1}, {"K", 2}, {"G", 64}}), b);
     ASSERT_EQ(b["y"].size(), 1u);
     EXPECT_DOUBLE_EQ(b["y"][0], 5.0);
 }
@@ -159,7 +159,7 @@ TEST(LinearInt4Op, ReferenceOnPackedWeightsEqualsTheReferenceOnPlainWeights) {
                   {"w", std::vector<double>(packed.begin(), packed.end())},
                   {"scales", pack_int4_params(scale, n, k, g)},
                   {"zeros", pack_int4_params(zero, n, k, g)}};
-    int4().cpu_reference(problem({{"M", m}, {"N", n}, {"K", k}, {"G", g}}), b);
+    cpu_reference(int4(), problem({{"M", m}, {"N", n}, {"K", k}, {"G", g}}), b);
     const auto expected = linear_int4_plain_reference(x, plain, scale, zero, m, n, k, g);
     ASSERT_EQ(b["y"].size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(b["y"][i], expected[i], 1e-12) << i;
@@ -174,7 +174,7 @@ TEST(LinearInt8Op, ReferenceOnPackedWeightsEqualsTheReferenceOnPlainWeights) {
     const auto x = random_doubles(static_cast<std::size_t>(m * k), -1, 1, 6);
     const auto scale = random_doubles(static_cast<std::size_t>(n), 0.0005, 0.002, 7);
     HostBuffers b{{"x", x}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", scale}};
-    int8().cpu_reference(problem({{"M", m}, {"N", n}, {"K", k}}), b);
+    cpu_reference(int8(), problem({{"M", m}, {"N", n}, {"K", k}}), b);
     const auto expected = linear_int8_plain_reference(x, plain, scale, m, n, k);
     ASSERT_EQ(b["y"].size(), expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(b["y"][i], expected[i], 1e-12) << i;
@@ -184,7 +184,7 @@ TEST(LinearInt8Op, MultipliesSignedWeightsByThePerChannelScale) {
     const std::vector<std::int8_t> plain{-3, 4, 100, -128};  // N = 2, K = 2
     const auto packed = pack_int8(plain, 2, 2);
     HostBuffers b{{"x", {1.0, 0.5}}, {"w", std::vector<double>(packed.begin(), packed.end())}, {"scales", {2.0, 0.25}}};
-    int8().cpu_reference(problem({{"M", 1}, {"N", 2}, {"K", 2}}), b);
+    cpu_reference(int8(), problem({{"M", 1}, {"N", 2}, {"K", 2}}), b);
     EXPECT_DOUBLE_EQ(b["y"][0], (-3.0 + 4.0 * 0.5) * 2.0);
     EXPECT_DOUBLE_EQ(b["y"][1], (100.0 - 128.0 * 0.5) * 0.25);
 }
@@ -281,7 +281,7 @@ TEST(LinearDenseOp, CpuReferenceIsThePlainProduct) {
     HostBuffers b;
     b["x"] = random_doubles(8, -1, 1, 3);
     b["w"] = random_doubles(12, -1, 1, 4);
-    dense().cpu_reference(p, b);
+    cpu_reference(dense(), p, b);
     ASSERT_EQ(b["y"].size(), 6u);
     for (int m = 0; m < 2; ++m)
         for (int n = 0; n < 3; ++n) {

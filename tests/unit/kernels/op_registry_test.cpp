@@ -3,8 +3,8 @@
 #include <set>
 #include <string>
 
-#include "kernels/op.hpp"
 #include "core/error.hpp"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
@@ -50,28 +50,28 @@ TEST(ElemType, IsNamedAsTheKernelTemplateArgument) {
     EXPECT_EQ(elem_name(ElemType::u8), "unsigned char");
 }
 
-TEST(Registry, ListsRmsNormForward) {
-    bool found = false;
-    for (const OpDescription* op : all_ops()) found |= op->name() == "rmsnorm" && op->variant() == "fwd";
-    EXPECT_TRUE(found);
+TEST(CpuReferences, ListRmsNormForward) {
+    const CpuReference& r = find_cpu_reference("rmsnorm", "fwd");
+    EXPECT_EQ(r.op, "rmsnorm");
+    EXPECT_EQ(r.variant, "fwd");
+    EXPECT_NE(r.run, nullptr);
 }
 
-TEST(Registry, ListsEveryOpVariantOnce) {
+TEST(CpuReferences, ListEveryOpVariantOnce) {
     std::set<std::string> keys;
-    for (const OpDescription* op : all_ops()) keys.insert(std::string(op->name()) + "/" + std::string(op->variant()));
-    EXPECT_EQ(keys.size(), all_ops().size());
+    for (const CpuReference& r : cpu_references()) keys.insert(std::string(r.op) + "/" + std::string(r.variant));
+    EXPECT_EQ(keys.size(), cpu_references().size());
+    EXPECT_EQ(keys.size(), 21u);
 }
 
-TEST(FindOp, ReturnsTheRegisteredDescription) {
-    const OpDescription& op = find_op("rmsnorm", "fwd");
-    EXPECT_EQ(op.name(), "rmsnorm");
-    EXPECT_EQ(op.variant(), "fwd");
-    EXPECT_FALSE(op.summary().empty());
+TEST(CpuReferences, EveryOneHasTheOpOfASearchSpace) {
+    for (const CpuReference& r : cpu_references())
+        EXPECT_EQ(declared_op(r.op, r.variant).name(), r.op) << r.op << "/" << r.variant;
 }
 
-TEST(FindOp, RejectsAnUnknownOpNamingTheKnownOnes) {
+TEST(FindCpuReference, RejectsAnUnknownOpNamingTheKnownOnes) {
     try {
-        find_op("groupnorm", "fwd");
+        find_cpu_reference("groupnorm", "fwd");
         FAIL() << "expected an Error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
@@ -80,13 +80,24 @@ TEST(FindOp, RejectsAnUnknownOpNamingTheKnownOnes) {
     }
 }
 
-TEST(FindOp, RejectsAKnownOpWithAnUnknownVariant) {
+TEST(FindCpuReference, RejectsAKnownOpWithAnUnknownVariant) {
     try {
-        find_op("rmsnorm", "fwd_fp8");
+        find_cpu_reference("rmsnorm", "fwd_fp8");
         FAIL() << "expected an Error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
         EXPECT_NE(e.message().find("rmsnorm/fwd"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CpuReference, NamesAnAxisTheProblemLacks) {
+    HostBuffers b{{"x", {1.0}}};
+    try {
+        find_cpu_reference("copy", "fwd").run(Problem{Dtype::fp32, {}}, b);
+        FAIL() << "expected an Error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+        EXPECT_NE(e.message().find("axis N"), std::string::npos) << e.what();
     }
 }
 

@@ -3,14 +3,14 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/op.hpp"
 #include "core/error.hpp"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
 
-const OpDescription& gemma() { return find_op("rmsnorm", "fwd_gemma"); }
-const OpDescription& plain() { return find_op("rmsnorm", "fwd"); }
+const DeclaredOp& gemma() { return declared_op("rmsnorm", "fwd_gemma"); }
+const DeclaredOp& plain() { return declared_op("rmsnorm", "fwd"); }
 
 Problem problem(Dtype d, NamedValues shape) { return Problem{d, std::move(shape)}; }
 
@@ -49,8 +49,8 @@ TEST(RmsNormFwdGemmaOp, TakesThePlainOpsArgumentsAndBytes) {
 TEST(RmsNormFwdGemmaOp, ScalesByOnePlusW) {
     HostBuffers offset{{"x", {3.0, 4.0}}, {"w", {0.0, -0.25}}};
     HostBuffers scaled{{"x", {3.0, 4.0}}, {"w", {1.0, 0.75}}};
-    gemma().cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"H", 2}}), offset);
-    plain().cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"H", 2}}), scaled);
+    cpu_reference(gemma(), problem(Dtype::fp32, {{"M", 1}, {"H", 2}}), offset);
+    cpu_reference(plain(), problem(Dtype::fp32, {{"M", 1}, {"H", 2}}), scaled);
     EXPECT_DOUBLE_EQ(offset["y"][0], scaled["y"][0]);
     EXPECT_DOUBLE_EQ(offset["y"][1], scaled["y"][1]);
     EXPECT_NEAR(offset["y"][1], 0.75 * 4.0 / std::sqrt(12.5), 1e-6);

@@ -3,15 +3,15 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/op.hpp"
-#include "kernels/rope/fast_divmod.cuh"
 #include "core/error.hpp"
+#include "kernels/rope/fast_divmod.cuh"
+#include "tests/unit/kernels/declared_op.hpp"
 
 namespace ktune {
 namespace {
 
-const OpDescription& neox() { return find_op("rope", "neox"); }
-const OpDescription& gptj() { return find_op("rope", "gptj"); }
+const DeclaredOp& neox() { return declared_op("rope", "neox"); }
+const DeclaredOp& gptj() { return declared_op("rope", "gptj"); }
 
 Problem problem(Dtype d, NamedValues shape) { return Problem{d, std::move(shape)}; }
 
@@ -103,7 +103,7 @@ TEST(RopeOp, NeoxRotatesElementIWithElementIPlusHalf) {
                   {"positions", {0.0}},
                   {"cos_cache", {0.6, 0.0}},
                   {"sin_cache", {0.8, 1.0}}};
-    neox().cpu_reference(problem(Dtype::fp32, tiny_shape()), b);
+    cpu_reference(neox(), problem(Dtype::fp32, tiny_shape()), b);
     // Pair 0 is (q0, q2) by (0.6, 0.8): (1*0.6 - 3*0.8, 3*0.6 + 1*0.8); pair 1 is (q1, q3) by 90 degrees.
     EXPECT_NEAR(b["q"][0], -1.8, 1e-12);
     EXPECT_NEAR(b["q"][2], 2.6, 1e-12);
@@ -121,7 +121,7 @@ TEST(RopeOp, GptjRotatesAdjacentElements) {
                   {"positions", {0.0}},
                   {"cos_cache", {0.6, 0.0}},
                   {"sin_cache", {0.8, 1.0}}};
-    gptj().cpu_reference(problem(Dtype::fp32, tiny_shape()), b);
+    cpu_reference(gptj(), problem(Dtype::fp32, tiny_shape()), b);
     // Pair 0 is (q0, q1) by (0.6, 0.8); pair 1 is (q2, q3) by 90 degrees.
     EXPECT_NEAR(b["q"][0], 1.0 * 0.6 - 2.0 * 0.8, 1e-12);
     EXPECT_NEAR(b["q"][1], 2.0 * 0.6 + 1.0 * 0.8, 1e-12);
@@ -139,9 +139,9 @@ TEST(RopeOp, LeavesTheDimsPastTheRotaryDimUntouched) {
                   {"cos_cache", {0.0}},
                   {"sin_cache", {1.0}}};
     const Problem p = problem(Dtype::fp32, {{"M", 1}, {"HQ", 1}, {"HK", 1}, {"D", 6}, {"R", 2}, {"P", 1}});
-    for (const OpDescription* op : {&neox(), &gptj()}) {
+    for (const DeclaredOp* op : {&neox(), &gptj()}) {
         HostBuffers c = b;
-        op->cpu_reference(p, c);
+        cpu_reference(*op, p, c);
         EXPECT_NEAR(c["q"][0], -2.0, 1e-12) << op->variant();
         EXPECT_NEAR(c["q"][1], 1.0, 1e-12) << op->variant();
         for (int i = 2; i < 6; ++i) {
@@ -158,7 +158,7 @@ TEST(RopeOp, RotatesEachTokenByTheCacheRowOfItsPosition) {
                   {"positions", {1.0, 0.0}},
                   {"cos_cache", {1.0, 0.0}},
                   {"sin_cache", {0.0, 1.0}}};
-    neox().cpu_reference(problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 2}, {"P", 2}}), b);
+    cpu_reference(neox(), problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 2}, {"P", 2}}), b);
     EXPECT_NEAR(b["q"][0], 0.0, 1e-12);  // token 0 turned
     EXPECT_NEAR(b["q"][1], 1.0, 1e-12);
     EXPECT_NEAR(b["q"][2], 1.0, 1e-12);  // token 1 unchanged
@@ -174,7 +174,7 @@ TEST(RopeOp, RotatesEveryQHeadAndEveryKHeadOfAGroupedQueryLayout) {
                   {"positions", {0.0}},
                   {"cos_cache", {0.0}},
                   {"sin_cache", {1.0}}};
-    neox().cpu_reference(problem(Dtype::fp32, {{"M", 1}, {"HQ", 2}, {"HK", 1}, {"D", 2}, {"P", 1}}), b);
+    cpu_reference(neox(), problem(Dtype::fp32, {{"M", 1}, {"HQ", 2}, {"HK", 1}, {"D", 2}, {"P", 1}}), b);
     EXPECT_EQ(b["q"], (std::vector<double>{-2.0, 1.0, -4.0, 3.0}));
     EXPECT_EQ(b["k"], (std::vector<double>{-6.0, 5.0}));
 }
@@ -186,7 +186,7 @@ TEST(RopeOp, LeavesTheTokenStridePaddingUntouched) {
                   {"positions", {0.0, 0.0}},
                   {"cos_cache", {0.0}},
                   {"sin_cache", {1.0}}};
-    neox().cpu_reference(problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 2}, {"P", 1}, {"SQ", 3}}), b);
+    cpu_reference(neox(), problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 2}, {"P", 1}, {"SQ", 3}}), b);
     EXPECT_EQ(b["q"][2], -7.0);
     EXPECT_EQ(b["q"][5], -7.0);
     EXPECT_NEAR(b["q"][3], 0.0, 1e-12);
@@ -199,7 +199,7 @@ TEST(RopeOp, RejectsAPositionOutsideTheCache) {
                   {"positions", {1.0}},
                   {"cos_cache", {1.0, 1.0}},
                   {"sin_cache", {0.0, 0.0}}};
-    EXPECT_THROW(neox().cpu_reference(problem(Dtype::fp32, tiny_shape()), b), Error);
+    EXPECT_THROW(cpu_reference(neox(), problem(Dtype::fp32, tiny_shape()), b), Error);
 }
 
 void expect_bad_input(const OpDescription& op, NamedValues shape, const std::string& mentions) {
@@ -208,7 +208,7 @@ void expect_bad_input(const OpDescription& op, NamedValues shape, const std::str
         FAIL() << "expected an Error mentioning " << mentions;
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
-        EXPECT_NE(e.message().find(mentions), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
     }
 }
 

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -152,13 +153,6 @@ TEST(OpSpec, ACppOpHasNoDeclaredOp) {
     EXPECT_EQ(s.declared_op(), nullptr);
 }
 
-TEST(OpSpec, TheCpuReferenceOfADeclaredOpSaysItHasNone) {
-    const SearchSpace s = load(space_with(good_spec));
-    HostBuffers buffers;
-    EXPECT_THROW(s.declared_op()->cpu_reference(bf16(1, 256), buffers), Error);
-}
-
-// Bad specs: each message names the file, the line and the field.
 std::string with_line_replaced(const std::string& spec, const std::string& from, const std::string& to) {
     std::string s = spec;
     const std::size_t at = s.find(from);
@@ -166,6 +160,108 @@ std::string with_line_replaced(const std::string& spec, const std::string& from,
     return s.replace(at, from.size(), to);
 }
 
+// A gathered row op: lets derive sizes and a scale, a range reads the axes.
+const std::string let_spec =
+    "  axes:\n"
+    "    M: {doc: rows}\n"
+    "    H: {doc: columns}\n"
+    "    S: {default: \"H\"}\n"
+    "  checks:\n"
+    "    - {require: \"H >= 1\", message: \"H must be at least 1\"}\n"
+    "  let:\n"
+    "    HALF: \"ceil_div(H, 2)\"\n"
+    "    WORDS: \"align_up(HALF, 4)\"\n"
+    "    ROOT_H: {sqrt: \"H\"}\n"
+    "  buffers:\n"
+    "    idx: {type: i32, count: \"M\", role: input, range: [\"M == 1 ? H : 0\", \"H\"]}\n"
+    "    y: {type: T, count: \"M * WORDS\", role: output}\n"
+    "  arguments: [y, idx, idx, {i32: \"HALF\"}, {f32: \"1 / ROOT_H\"}]\n"
+    "  bytes: \"M * WORDS * DTYPE_BYTES\"\n"
+    "  flops: \"M * HALF\"\n";
+
+TEST(OpSpecLet, LetsAreSeenByBuffersArgumentsBytesAndFlops) {
+    const SearchSpace s = load(space_with(let_spec));
+    const DeclaredOp& op = *s.declared_op();
+    const Problem p = bf16(3, 9);  // HALF 5, WORDS 8
+    EXPECT_EQ(op.buffers(p).at(1).elements, 3 * 8);
+    const std::vector<KernelArg> a = op.arguments(p);
+    ASSERT_EQ(a.size(), 5u);
+    EXPECT_EQ(a[2].buffer, "idx");  // a buffer may be passed twice
+    EXPECT_EQ(a[3].integer, 5);
+    EXPECT_EQ(a[4].real, 1.0 / 3.0);
+    EXPECT_EQ(op.bytes_moved(p), 3.0 * 8 * 2);
+    EXPECT_EQ(op.flops(p), 3.0 * 5);
+}
+
+TEST(OpSpecLet, ASquareRootLetIsTheDoubleSquareRoot) {
+    const SearchSpace s = load(space_with(let_spec));
+    EXPECT_EQ(s.declared_op()->arguments(bf16(1, 128)).at(4).real, 1.0 / std::sqrt(128.0));
+}
+
+TEST(OpSpecLet, ARangeMayReadTheAxesAndBeASingleValue) {
+    const SearchSpace s = load(space_with(let_spec));
+    const BufferSpec one = s.declared_op()->buffers(bf16(1, 64)).at(0);
+    EXPECT_EQ(one.lo, 64.0);
+    EXPECT_EQ(one.hi, 64.0);
+    const BufferSpec many = s.declared_op()->buffers(bf16(4, 64)).at(0);
+    EXPECT_EQ(many.lo, 0.0);
+    EXPECT_EQ(many.hi, 64.0);
+}
+
+TEST(OpSpecLet, ARangeWhoseLowBoundIsAboveItsHighOneAtAProblemIsRefused) {
+    const std::string spec = with_line_replaced(let_spec, "[\"M == 1 ? H : 0\", \"H\"]", "[\"M\", \"H\"]");
+    const SearchSpace s = load(space_with(spec));
+    try {
+        s.declared_op()->buffers(bf16(16, 8));
+        FAIL() << "a range [16, 8] was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("buffer idx"), HasSubstr("lo is above hi")));
+    }
+}
+
+TEST(OpSpecLet, AConstantRangeWithItsBoundsReversedIsRefusedAtLoad) {
+    const std::string spec = with_line_replaced(let_spec, "[\"M == 1 ? H : 0\", \"H\"]", "[2, 1]");
+    EXPECT_THAT(load_error(space_with(spec)),
+                AllOf(HasSubstr("op_spec.buffers.idx.range"), HasSubstr("lo is above hi")));
+}
+
+TEST(OpSpecLet, ALetMayNotShadowAnAxis) {
+    const std::string spec = with_line_replaced(let_spec, "HALF: \"ceil_div(H, 2)\"", "S: \"H\"");
+    EXPECT_THAT(load_error(space_with(spec)), AllOf(HasSubstr("op_spec.let.S"), HasSubstr("is an axis")));
+}
+
+TEST(OpSpecLet, ALetReadsOnlyTheAxesAndTheLetsBeforeIt) {
+    const std::string spec = with_line_replaced(let_spec, "HALF: \"ceil_div(H, 2)\"", "HALF: \"WORDS / 2\"");
+    EXPECT_THAT(load_error(space_with(spec)), AllOf(HasSubstr("op_spec.let.HALF"), HasSubstr("reads 'WORDS'")));
+}
+
+TEST(OpSpecLet, ACheckCannotReadALet) {
+    const std::string spec = with_line_replaced(let_spec, "require: \"H >= 1\"", "require: \"HALF >= 1\"");
+    EXPECT_THAT(load_error(space_with(spec)), AllOf(HasSubstr("op_spec.checks[0].require"), HasSubstr("reads 'HALF'")));
+}
+
+TEST(OpSpecLet, TheLetsAreNotTheSearchSpacesVariables) {
+    const SearchSpace s = load(space_with(let_spec));
+    EXPECT_EQ(s.declared_op()->variables(bf16(1, 8)).count("HALF"), 0u);
+}
+
+TEST(OpSpecResolved, TheResolvedProblemHasEveryAxisWithItsDefault) {
+    const SearchSpace s = load(space_with(good_spec));
+    const Problem r = s.declared_op()->resolved(bf16(2, 100));
+    EXPECT_EQ(r.dtype, Dtype::bf16);
+    EXPECT_EQ(lookup(r.shape, "M"), 2);
+    EXPECT_EQ(lookup(r.shape, "H"), 100);
+    EXPECT_EQ(lookup(r.shape, "S"), 100);
+}
+
+TEST(OpSpecResolved, AProblemFailingACheckHasNoResolvedShape) {
+    const SearchSpace s = load(space_with(good_spec));
+    Problem p = bf16(4, 100);
+    p.shape.emplace_back("S", 50);
+    EXPECT_THROW(s.declared_op()->resolved(p), Error);
+}
+
+// Bad specs: each message names the file, the line and the field.
 TEST(OpSpecErrors, AnUnknownBufferInTheArgumentsIsNamedWithItsLine) {
     const std::string e = load_error(space_with(with_line_replaced(good_spec, "[y, x, scale,", "[y, x, scales,")));
     EXPECT_THAT(e, AllOf(HasSubstr("test.yaml:15: op_spec.arguments[2]"), HasSubstr("unknown buffer 'scales'"),
@@ -253,6 +349,49 @@ TEST(OpSpecFile, ASpecFileDeclaringAnotherOpIsRefused) {
     } catch (const Error& e) {
         EXPECT_THAT(e.where(), HasSubstr("other.op.yaml:1: op"));
         EXPECT_THAT(e.message(), HasSubstr("the search space is for 'scaled_row'"));
+    }
+    fs::remove_all(dir);
+}
+
+TEST(OpSpecFile, AFileOfItsOwnLoadsAloneNamingItsOp) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_load_file_test";
+    fs::create_directories(dir / "a");
+    std::ofstream(dir / "a" / "one.op.yaml") << "op: one\nvariant: fwd\naxes: {N: {}}\n"
+                                                "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\n"
+                                                "bytes: N\n";
+    std::ofstream(dir / "two.op.yaml") << "op: two\naxes: {N: {}}\n"
+                                          "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\nbytes: N\n";
+    const auto one = DeclaredOp::load_file((dir / "a" / "one.op.yaml").string());
+    EXPECT_EQ(one->name(), "one");
+    EXPECT_EQ(one->variant(), "fwd");
+    try {
+        DeclaredOp::load_folder(dir.string());
+        ADD_FAILURE() << "a file without its variant was loaded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.where(), HasSubstr("two.op.yaml"));
+        EXPECT_THAT(e.message(), HasSubstr("it needs 'variant'"));
+    }
+    fs::remove(dir / "two.op.yaml");
+    const auto all = DeclaredOp::load_folder(dir.string());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0]->name(), "one");
+    fs::remove_all(dir);
+}
+
+TEST(OpSpecFile, TwoFilesDeclaringOneOpAreRefused) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_twice_test";
+    fs::create_directories(dir);
+    for (const char* name : {"a.op.yaml", "b.op.yaml"})
+        std::ofstream(dir / name) << "op: one\nvariant: fwd\naxes: {N: {}}\n"
+                                     "buffers: {y: {type: T, count: N, role: output}}\narguments: [y]\nbytes: N\n";
+    try {
+        DeclaredOp::load_folder(dir.string());
+        ADD_FAILURE() << "an op declared twice was loaded";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("one/fwd is declared twice"), HasSubstr("a.op.yaml")));
+        EXPECT_THAT(e.where(), HasSubstr("b.op.yaml"));
     }
     fs::remove_all(dir);
 }
