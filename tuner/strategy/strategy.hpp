@@ -1,7 +1,7 @@
 #pragma once
 // Search strategies: which configurations of a problem to measure, in which order. The session asks for batches so
 // that it can compile a batch in parallel while measuring it, and reports every result back, so adaptive strategies
-// (hill climbing, Bayesian optimisation) fit the same interface.
+// fit the same interface. docs/search.md compares them.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +17,7 @@ namespace ktune {
 struct StrategyOptions {
     std::optional<std::int64_t> budget;  // at most this many configurations per problem
     std::uint64_t seed = 1;
+    std::optional<int> batch = std::nullopt;  // adaptive strategies: configurations per proposal (default 8)
 };
 
 class SearchStrategy {
@@ -31,8 +32,11 @@ public:
     virtual void observe(const Config& config, const Measurement& m) = 0;
 };
 
-// "exhaustive" or "random"; throws Error(bad_input) naming the known strategies otherwise.
+// "exhaustive", "random", or an adaptive strategy: "annealing" (simulated annealing), "genetic" (a genetic
+// algorithm), "pattern" (best-first pattern search over neighbouring values), "forest" (model-based: a random forest
+// predicts where the fastest are). Throws Error(bad_input) naming the known strategies otherwise.
 std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options);
 std::vector<std::string> strategy_names();
+
 
 }  // namespace ktune
