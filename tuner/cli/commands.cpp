@@ -11,6 +11,7 @@
 
 #include "kernels/op.hpp"
 #include "results/store.hpp"
+#include "tuner/cli/commands_replay.hpp"
 #include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
 #include "core/error.hpp"
@@ -528,6 +529,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     best->add_flag("--json", g_best.json, "Print JSON");
 
     register_result_commands(app);
+    register_replay_commands(app);
 }
 
 int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** argv) {
@@ -537,6 +539,7 @@ int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** ar
     if (app.got_subcommand("tune")) return cmd_tune(global, argc, argv);
     if (app.got_subcommand("best")) return cmd_best(global);
     if (auto rc = run_result_command(app, global)) return *rc;
+    if (auto rc = run_replay_command(app, global)) return *rc;
     throw Error(ErrorCategory::internal, "no subcommand");
 }
 
