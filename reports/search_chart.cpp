@@ -64,7 +64,10 @@ std::string search_chart_svg(const SearchChart& c) {
         std::vector<std::pair<double, double>> points;
         for (const auto& [px, v] : s.points) {
             if (px > xt.back() || c.optimum <= 0) continue;
-            points.emplace_back(x(px), y(std::min(v / c.optimum, yt.back())));
+            // A point per two pixels at most: a run of thousands of evaluations stays a small file.
+            const std::pair<double, double> p{x(px), y(std::min(v / c.optimum, yt.back()))};
+            if (points.size() > 1 && p.first - points[points.size() - 2].first < 2) points.back() = p;
+            else points.push_back(p);
         }
         if (s.dashed) {
             for (std::size_t k = 1; k < points.size(); ++k)
