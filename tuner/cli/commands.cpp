@@ -50,7 +50,7 @@ struct SpaceOptions {
     int show = 5;
 };
 struct TuneCliOptions {
-    std::string op, strategy = "exhaustive", arch, flush = "clean";
+    std::string op, strategy = "auto", arch, flush = "clean";
     std::int64_t budget = 0;
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
@@ -478,7 +478,10 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                 "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
                 "compile-only sweep");
     tune->add_option("op", g_tune.op, "Op name (search_spaces/<op>.yaml) or a YAML file")->required();
-    tune->add_option("--strategy", g_tune.strategy, "Search strategy: exhaustive or random")->capture_default_str();
+    tune->add_option("--strategy", g_tune.strategy,
+                     "Search strategy: auto (exhaustive, or a search with a budget above 2000 valid configurations: "
+                     "docs/search.md), exhaustive, random, annealing, genetic, pattern, forest")
+        ->capture_default_str();
     tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(integer_at_least(1));
     tune->add_option("--time", g_tune.time_limit, "Stop measuring after S seconds (what was measured is kept)")
         ->check(positive_number());

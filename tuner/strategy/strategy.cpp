@@ -1,6 +1,7 @@
 #include "tuner/strategy/strategy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -55,6 +56,16 @@ private:
 }  // namespace
 
 std::vector<std::string> strategy_names() { return {"exhaustive", "random", "annealing", "genetic", "pattern", "forest"}; }
+
+StrategyPlan plan_strategy(std::string_view requested, std::optional<std::int64_t> budget, std::size_t valid) {
+    if (requested != "auto") {
+        make_strategy(requested, {budget, 1});  // the name and the budget are checked here
+        return {std::string(requested), budget, false};
+    }
+    if (valid <= kLargeSpace) return {"exhaustive", budget, false};
+    const auto share = std::int64_t(std::ceil(kLargeSpaceBudgetFraction * double(valid)));
+    return {std::string(kLargeSpaceStrategy), budget.value_or(std::max(kLargeSpaceMinBudget, share)), true};
+}
 
 std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options) {
     if (options.budget && *options.budget < 1)

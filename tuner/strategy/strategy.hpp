@@ -38,5 +38,20 @@ public:
 std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options);
 std::vector<std::string> strategy_names();
 
+// What `ktune tune` runs on one problem. "auto" (its default) is exhaustive up to kLargeSpace valid configurations
+// and, above, kLargeSpaceStrategy with a budget of kLargeSpaceBudgetFraction of the space (at least
+// kLargeSpaceMinBudget, or --budget when given): the strategy and budget that did best when replayed over brute-forced
+// spaces (docs/search.md). Any other name runs as asked. Throws Error(bad_input) for an unknown name.
+inline constexpr std::size_t kLargeSpace = 2000;
+inline constexpr std::string_view kLargeSpaceStrategy = "forest";
+inline constexpr double kLargeSpaceBudgetFraction = 0.1;
+inline constexpr std::int64_t kLargeSpaceMinBudget = 500;
+
+struct StrategyPlan {
+    std::string name;
+    std::optional<std::int64_t> budget;
+    bool automatic = false;  // "auto" chose a search instead of exhaustive
+};
+StrategyPlan plan_strategy(std::string_view requested, std::optional<std::int64_t> budget, std::size_t valid);
 
 }  // namespace ktune
