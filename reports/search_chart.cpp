@@ -66,8 +66,10 @@ std::string search_chart_svg(const SearchChart& c) {
             if (px > xt.back() || c.optimum <= 0) continue;
             // A point per two pixels at most: a run of thousands of evaluations stays a small file.
             const std::pair<double, double> p{x(px), y(std::min(v / c.optimum, yt.back()))};
-            if (points.size() > 1 && p.first - points[points.size() - 2].first < 2) points.back() = p;
-            else points.push_back(p);
+            if (points.size() > 1 && p.first - points[points.size() - 2].first < 2)
+                points.back() = p;
+            else
+                points.push_back(p);
         }
         if (s.dashed) {
             for (std::size_t k = 1; k < points.size(); ++k)
@@ -93,10 +95,11 @@ std::string search_charts_document(const std::vector<SearchChart>& charts) {
         body += one;
         y += k_height;
     }
-    return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
-                       "viewBox=\"0 0 {:.0f} {:.0f}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n{}"
-                       "</svg>\n",
-                       k_width, y, k_width, y, body);
+    return fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+        "viewBox=\"0 0 {:.0f} {:.0f}\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n{}"
+        "</svg>\n",
+        k_width, y, k_width, y, body);
 }
 
 }  // namespace ktune

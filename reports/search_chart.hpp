@@ -17,8 +17,8 @@ struct SearchCurve {
 
 struct SearchChart {
     std::string title, x_label;
-    double optimum = 0;                   // values are drawn as value / optimum
-    std::optional<double> budget_end;     // the methodology's cutoff on the x axis
+    double optimum = 0;                // values are drawn as value / optimum
+    std::optional<double> budget_end;  // the methodology's cutoff on the x axis
     std::vector<SearchCurve> curves;
 };
 

@@ -39,16 +39,18 @@ struct ExportArgs {
 
 std::string device_key_of(const Store& store, const std::string& asked) {
     if (!asked.empty()) {
-        if (!store.device(asked)) throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
+        if (!store.device(asked))
+            throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
         return asked;
     }
     const auto devices = store.devices();
     if (devices.size() == 1) return devices.front().key;
     std::string keys;
     for (const DeviceInfo& d : devices) keys += (keys.empty() ? "" : ", ") + d.key;
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("the database holds {} devices: name one ({})", devices.size(), keys.empty() ? "none" : keys),
-                "--device-key");
+    throw Error(
+        ErrorCategory::bad_input,
+        fmt::format("the database holds {} devices: name one ({})", devices.size(), keys.empty() ? "none" : keys),
+        "--device-key");
 }
 
 std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
@@ -57,7 +59,8 @@ std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
         spaces.push_back(replay_space_from_t4(read_t4(path), std::filesystem::path(path).filename().string()));
     if (!spaces.empty()) return spaces;
     if (g_replay.op.empty())
-        throw Error(ErrorCategory::bad_input, "name T4 files, or --op to replay an op's results in the database", "--op");
+        throw Error(ErrorCategory::bad_input, "name T4 files, or --op to replay an op's results in the database",
+                    "--op");
     const Paths p = resolve_paths(g);
     const Store store = Store::open(p.db, Store::Mode::read_only);
     const std::optional<std::string> problem =
@@ -78,12 +81,15 @@ json efficiency_json(const Efficiency& e) {
     json within = json::object();
     for (std::size_t w = 0; w < kWithin.size(); ++w) {
         const std::string key = fmt::format("{:g}%", 100 * kWithin[w]);
-        within[key] = {{"fraction_of_space", std::isnan(e.fraction_within[w]) ? json(nullptr)
-                                                                               : json(e.fraction_within[w])},
-                       {"runs_reached", e.runs_within[w]}};
+        within[key] = {
+            {"fraction_of_space", std::isnan(e.fraction_within[w]) ? json(nullptr) : json(e.fraction_within[w])},
+            {"runs_reached", e.runs_within[w]}};
     }
-    return {{"strategy", e.strategy}, {"runs", e.runs}, {"score_time", e.score_time},
-            {"score_evaluations", e.score_evals}, {"within", within}};
+    return {{"strategy", e.strategy},
+            {"runs", e.runs},
+            {"score_time", e.score_time},
+            {"score_evaluations", e.score_evals},
+            {"within", within}};
 }
 
 int cmd_replay(const GlobalOptions& g) {
@@ -107,9 +113,10 @@ int cmd_replay(const GlobalOptions& g) {
                       {"unit", c.unit},
                       {"optimum", c.stats.optimum},
                       {"median", c.stats.median},
-                      {"budget", {{"evaluations", {c.start.evals, c.end.evals}},
-                                  {"seconds", {c.start.time_s, c.end.time_s}},
-                                  {"cutoff_percentile", g_replay.cutoff}}},
+                      {"budget",
+                       {{"evaluations", {c.start.evals, c.end.evals}},
+                        {"seconds", {c.start.time_s, c.end.time_s}},
+                        {"cutoff_percentile", g_replay.cutoff}}},
                       {"evaluations_per_run", c.budget},
                       {"random_expected", efficiency_json(c.random_expected)}};
             j["strategies"] = json::array();
@@ -119,9 +126,10 @@ int cmd_replay(const GlobalOptions& g) {
         }
         fmt::print("{}: {} configurations ({} failed), optimum {:.4g} {}, median {:.4g} {}\n", c.space, c.stats.size,
                    c.stats.size - c.stats.sorted.size(), c.stats.optimum, c.unit, c.stats.median, c.unit);
-        fmt::print("  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
-                   "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
-                   100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
+        fmt::print(
+            "  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
+            "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
+            100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
         fmt::print("  {:<18} {:>11} {:>11}   {:<16} {:<16} {:<16}\n", "strategy", "score(time)", "score(evals)",
                    "within 1 %", "within 2 %", "within 5 %");
         auto row = [&](const Efficiency& e, const std::string& label) {
@@ -132,8 +140,9 @@ int cmd_replay(const GlobalOptions& g) {
         };
         row(c.random_expected, "random (expected)");
         for (const Efficiency& e : c.strategies) row(e, e.strategy);
-        fmt::print("  (score: mean over the budget of (random - strategy) / (random - optimum), 0 = random search, "
-                   "1 = the optimum; within: the fraction of the space evaluated, mean over the runs that got there)\n");
+        fmt::print(
+            "  (score: mean over the budget of (random - strategy) / (random - optimum), 0 = random search, "
+            "1 = the optimum; within: the fraction of the space evaluated, mean over the runs that got there)\n");
     }
     if (g_replay.json) fmt::print("{}\n", out.dump(2));
     if (!g_replay.svg.empty()) {
@@ -155,9 +164,8 @@ int cmd_export_t4(const GlobalOptions& g) {
     f.problem_key = g_export.problem;
     const auto records = store.results(f);
     if (records.empty())
-        throw Error(ErrorCategory::bad_input, fmt::format("no results of {} at {} in {}", g_export.op, g_export.problem,
-                                                          p.db),
-                    "--problem");
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no results of {} at {} in {}", g_export.op, g_export.problem, p.db), "--problem");
     write_t4(t4_from_results(records), g_export.out);
     fmt::print("{} results of {} {} written to {}\n", records.size(), g_export.op, g_export.problem, g_export.out);
     return exit_ok;
@@ -167,13 +175,15 @@ int cmd_export_t4(const GlobalOptions& g) {
 
 void register_replay_commands(CLI::App& app) {
     auto* replay = app.add_subcommand(
-        "replay", "Replay search strategies over brute-forced results, without a GPU: Kernel Tuner T4 files, or an op's "
-                  "exhaustive tuning in the database. Each evaluation costs its recorded compile and measurement "
-                  "time. Prints each strategy's score by the methodology of Willemsen et al. (FGCS 2024) beside random "
-                  "search, and the fraction of the space it evaluates to come within 1, 2 and 5 % of the optimum");
+        "replay",
+        "Replay search strategies over brute-forced results, without a GPU: Kernel Tuner T4 files, or an op's "
+        "exhaustive tuning in the database. Each evaluation costs its recorded compile and measurement "
+        "time. Prints each strategy's score by the methodology of Willemsen et al. (FGCS 2024) beside random "
+        "search, and the fraction of the space it evaluates to come within 1, 2 and 5 % of the optimum");
     replay->add_option("files", g_replay.t4_files, "T4 result files (.json or .json.gz)");
     replay->add_option("--op", g_replay.op, "Without files: replay this op's results in the database");
-    replay->add_option("--device-key", g_replay.device_key, "The device whose results to replay (default: the only one)");
+    replay->add_option("--device-key", g_replay.device_key,
+                       "The device whose results to replay (default: the only one)");
     replay->add_option("--problem", g_replay.problem, "Only this problem (a key such as bf16:M=4096,H=8192)");
     replay->add_option("--strategy", g_replay.strategies,
                        "Strategies to replay (repeatable; default: every one but exhaustive)");
@@ -181,18 +191,21 @@ void register_replay_commands(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));
     replay->add_option("--seed", g_replay.seed, "The first run's seed")->capture_default_str();
-    replay->add_option("--budget", g_replay.budget,
-                       "Evaluations per run (default: twice the methodology's budget, at least 100)")
+    replay
+        ->add_option("--budget", g_replay.budget,
+                     "Evaluations per run (default: twice the methodology's budget, at least 100)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
     replay->add_option("--batch", g_replay.batch, "Configurations per proposal of the adaptive strategies (default 8)")
         ->check(CLI::Range(1, 1 << 20));
-    replay->add_option("--cutoff", g_replay.cutoff,
-                       "The budget ends where random search closes this fraction of the median-to-optimum gap")
+    replay
+        ->add_option("--cutoff", g_replay.cutoff,
+                     "The budget ends where random search closes this fraction of the median-to-optimum gap")
         ->capture_default_str()
         ->check(CLI::Range(0.5, 0.999));
     replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
                      "Leave the strategies' own time out of the time axis (runs repeat exactly)");
-    replay->add_option("--svg", g_replay.svg, "Write the best-so-far curves (against evaluations and time) to this SVG");
+    replay->add_option("--svg", g_replay.svg,
+                       "Write the best-so-far curves (against evaluations and time) to this SVG");
     replay->add_flag("--json", g_replay.json, "Print JSON");
 
     auto* exp = app.add_subcommand("export-t4", "Write one problem's stored results as a Kernel Tuner T4 file");

@@ -85,8 +85,8 @@ T4File parse_t4(std::string_view text, const std::string& where) {
             throw Error(ErrorCategory::bad_input, fmt::format("results[{}] has no \"configuration\" object", r), where);
         for (const auto& [name, v] : e["configuration"].items()) {
             if (r == 0) f.parameters.push_back(name);
-            const bool is_int = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) ==
-                                                                                    v.get<double>());
+            const bool is_int =
+                v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
             auto [it, fresh] = integral.emplace(name, is_int);
             if (!fresh) it->second = it->second && is_int;
             texts[name].insert(v.dump());
@@ -109,8 +109,8 @@ T4File parse_t4(std::string_view text, const std::string& where) {
         T4Result out;
         for (const std::string& name : f.parameters) {
             if (!e["configuration"].contains(name))
-                throw Error(ErrorCategory::bad_input,
-                            fmt::format("results[{}] has no value for parameter {}", r, name), where);
+                throw Error(ErrorCategory::bad_input, fmt::format("results[{}] has no value for parameter {}", r, name),
+                            where);
             const json& v = e["configuration"][name];
             if (const auto l = f.labels.find(name); l != f.labels.end())
                 out.config.emplace_back(name, std::ranges::find(l->second, v.dump()) - l->second.begin());
@@ -158,9 +158,10 @@ std::string t4_json(const T4File& f) {
                       {"search_algorithm", r.search_ms},
                       {"validation", r.validation_ms}};
         if (!r.runtimes_ms.empty()) times["runtimes"] = r.runtimes_ms;
-        json value = r.time_ms ? json(*r.time_ms) : json(r.invalidity == "compile" ? "CompilationFailedConfig"
-                                                         : r.invalidity == "runtime" ? "RuntimeFailedConfig"
-                                                                                     : "InvalidConfig");
+        json value = r.time_ms ? json(*r.time_ms)
+                               : json(r.invalidity == "compile"   ? "CompilationFailedConfig"
+                                      : r.invalidity == "runtime" ? "RuntimeFailedConfig"
+                                                                  : "InvalidConfig");
         results.push_back({{"timestamp", r.timestamp},
                            {"configuration", config},
                            {"times", times},
@@ -169,9 +170,8 @@ std::string t4_json(const T4File& f) {
                            {"measurements", json::array({{{"name", "time"}, {"value", value}, {"unit", "ms"}}})},
                            {"objectives", json::array({"time"})}});
     }
-    return json{{"schema_version", f.schema_version},
-                {"metadata", {{"timeunit", "milliseconds"}}},
-                {"results", results}}
+    return json{
+        {"schema_version", f.schema_version}, {"metadata", {{"timeunit", "milliseconds"}}}, {"results", results}}
         .dump(1);
 }
 
@@ -206,11 +206,19 @@ T4File t4_from_results(const std::vector<ResultRecord>& records) {
             for (const auto& [name, v] : r.config) f.parameters.push_back(name);
         const Measurement& m = rec.measurement;
         switch (m.status) {
-            case Status::ok: r.invalidity = "correct"; break;
-            case Status::compile_error: r.invalidity = "compile"; break;
-            case Status::invalid_result: r.invalidity = "correctness"; break;
+            case Status::ok:
+                r.invalidity = "correct";
+                break;
+            case Status::compile_error:
+                r.invalidity = "compile";
+                break;
+            case Status::invalid_result:
+                r.invalidity = "correctness";
+                break;
             case Status::launch_error:
-            case Status::timeout: r.invalidity = "runtime"; break;
+            case Status::timeout:
+                r.invalidity = "runtime";
+                break;
         }
         if (m.status == Status::ok && m.rank_us() > 0) r.time_ms = m.rank_us() / 1000;
         r.compile_ms = m.compile.compile_seconds * 1000;

@@ -32,9 +32,9 @@ struct T4Result {
 
 struct T4File {
     std::string schema_version = "1.0.0";
-    std::vector<std::string> parameters;                       // in the order of the first result
-    std::map<std::string, std::vector<std::string>> labels;    // parameter -> JSON text of each value, by position
-    std::vector<T4Result> results;                             // times in milliseconds whatever the file's unit
+    std::vector<std::string> parameters;                     // in the order of the first result
+    std::map<std::string, std::vector<std::string>> labels;  // parameter -> JSON text of each value, by position
+    std::vector<T4Result> results;                           // times in milliseconds whatever the file's unit
 };
 
 // Throws Error(bad_input) naming `where` (or the path) when the text is not T4 JSON.

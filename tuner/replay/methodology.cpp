@@ -40,9 +40,7 @@ std::vector<double> best_so_far(const ReplayRun& run) {
     return out;
 }
 
-double standardised(double random, double strategy, double optimum) {
-    return (random - strategy) / (random - optimum);
-}
+double standardised(double random, double strategy, double optimum) { return (random - strategy) / (random - optimum); }
 
 }  // namespace
 
@@ -59,8 +57,7 @@ SpaceStatistics space_statistics(const ReplaySpace& space) {
             failed_costs.push_back(e.cost_s);
         }
     }
-    if (s.sorted.empty())
-        throw Error(ErrorCategory::bad_input, "no configuration of the space has a time", space.name);
+    if (s.sorted.empty()) throw Error(ErrorCategory::bad_input, "no configuration of the space has a time", space.name);
     std::ranges::sort(s.sorted);
     s.optimum = s.sorted.front();
     s.median = median_of(s.sorted);

@@ -23,7 +23,7 @@ ReplaySpace replay_space_from_t4(const T4File& f, std::string name) {
         if (r.invalidity == "constraints") continue;  // never a candidate: the space's restrictions exclude it
         ReplayEntry e;
         e.config.values = r.config;
-        e.status = r.valid() ? Status::ok
+        e.status = r.valid()                       ? Status::ok
                    : r.invalidity == "compile"     ? Status::compile_error
                    : r.invalidity == "correctness" ? Status::invalid_result
                                                    : Status::launch_error;
@@ -45,8 +45,7 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
     std::map<std::string, std::size_t> per_source;
     for (const ResultRecord& r : records) ++per_source[r.kernel.variant + "|" + r.kernel.source_hash];
     if (per_source.empty()) return {};
-    const std::string source =
-        std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
+    const std::string source = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
     std::map<std::string, ReplaySpace> by_problem;
     for (const ResultRecord& r : records) {
         if (r.kernel.variant + "|" + r.kernel.source_hash != source) continue;

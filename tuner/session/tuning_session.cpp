@@ -392,9 +392,9 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
         const Problem& p = pl.problem;
         ev.problem = p.key();
         // A search chosen for a large space says so, with its budget, on the progress line.
-        ev.phase = pl.plan.automatic ? fmt::format("measure [{} {} of {}]", pl.plan.name, pl.expected,
-                                                   pl.outcome.valid_configs)
-                                     : "measure";
+        ev.phase = pl.plan.automatic
+                       ? fmt::format("measure [{} {} of {}]", pl.plan.name, pl.expected, pl.outcome.valid_configs)
+                       : "measure";
         while (!pl.batch.empty() && !s.time_limit_hit) {
             for (const Config& c : pl.batch) {
                 ++pl.outcome.proposed;

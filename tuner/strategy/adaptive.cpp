@@ -106,9 +106,9 @@ std::vector<std::size_t> AdaptiveStrategy::unproposed(const std::vector<std::siz
 }
 
 double AdaptiveStrategy::progress() const {
-    const double total = m_options.budget ? double(std::min<std::int64_t>(*m_options.budget,
-                                                                           std::int64_t(m_candidates.size())))
-                                          : double(m_candidates.size());
+    const double total = m_options.budget
+                             ? double(std::min<std::int64_t>(*m_options.budget, std::int64_t(m_candidates.size())))
+                             : double(m_candidates.size());
     return total > 0 ? double(m_proposed_count) / total : 1.0;
 }
 

@@ -2,8 +2,8 @@
 // from the fastest configuration seen so far, then, once those are all proposed, the rest of its axes (any value of
 // one parameter, nearest first: the pattern widens, and crosses a band of configurations that fail), then the same
 // around the next fastest, and so on. So the search climbs down from the best point and, once that point is a local
-// optimum with every such neighbour measured, widens around the runners-up. One configuration of every batch of four or more is random,
-// so a search stuck in one basin still samples the rest. The first batch is random.
+// optimum with every such neighbour measured, widens around the runners-up. One configuration of every batch of four or
+// more is random, so a search stuck in one basin still samples the rest. The first batch is random.
 #include <algorithm>
 
 #include "tuner/strategy/adaptive.hpp"

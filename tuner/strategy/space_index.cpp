@@ -21,14 +21,12 @@ SpaceIndex::SpaceIndex(const std::vector<Config>& candidates) {
     m_values.resize(first.size());
     for (const Config& c : candidates) {
         if (c.values.size() != first.size())
-            throw Error(ErrorCategory::internal,
-                        fmt::format("configuration {} does not have the parameters of {}", c.key(),
-                                    candidates.front().key()));
+            throw Error(ErrorCategory::internal, fmt::format("configuration {} does not have the parameters of {}",
+                                                             c.key(), candidates.front().key()));
         for (std::size_t d = 0; d < first.size(); ++d) {
             if (c.values[d].first != first[d].first)
-                throw Error(ErrorCategory::internal,
-                            fmt::format("configuration {} does not have the parameters of {}", c.key(),
-                                        candidates.front().key()));
+                throw Error(ErrorCategory::internal, fmt::format("configuration {} does not have the parameters of {}",
+                                                                 c.key(), candidates.front().key()));
             m_values[d].push_back(c.values[d].second);
         }
     }

@@ -55,7 +55,9 @@ private:
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"exhaustive", "random", "annealing", "genetic", "pattern", "forest"}; }
+std::vector<std::string> strategy_names() {
+    return {"exhaustive", "random", "annealing", "genetic", "pattern", "forest"};
+}
 
 StrategyPlan plan_strategy(std::string_view requested, std::optional<std::int64_t> budget, std::size_t valid) {
     if (requested != "auto") {

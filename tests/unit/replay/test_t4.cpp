@@ -58,9 +58,7 @@ TEST(T4, KeepsNonIntegralValuesAsPositionsAndWritesThemBack) {
     EXPECT_EQ(g.results[0].config, f.results[0].config);
 }
 
-TEST(T4, RefusesAFileWithoutResults) {
-    EXPECT_THROW(parse_t4(R"({"schema_version": "1.0.0"})", "inline"), Error);
-}
+TEST(T4, RefusesAFileWithoutResults) { EXPECT_THROW(parse_t4(R"({"schema_version": "1.0.0"})", "inline"), Error); }
 
 TEST(T4, WritesKtuneResultsWithTheirStatusAsInvalidity) {
     ResultRecord ok, wrong, failed;

@@ -130,8 +130,7 @@ TEST_P(AdaptiveStrategyTest, CrossesABandOfFailuresToTheOptimum) {
     EXPECT_EQ(found, 5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, AdaptiveStrategyTest,
-                         testing::Values("annealing", "genetic", "pattern", "forest"),
+INSTANTIATE_TEST_SUITE_P(Strategies, AdaptiveStrategyTest, testing::Values("annealing", "genetic", "pattern", "forest"),
                          [](const auto& info) { return info.param; });
 
 TEST(SpaceIndex, FindsNeighboursOneStepAwayOnEachAxisSkippingInvalidPoints) {

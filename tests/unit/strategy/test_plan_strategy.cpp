@@ -21,9 +21,7 @@ TEST(PlanStrategy, AutoSearchesALargeSpaceWithABudgetProportionalToIt) {
     EXPECT_EQ(plan_strategy("auto", std::nullopt, kLargeSpace + 1).budget, kLargeSpaceMinBudget);
 }
 
-TEST(PlanStrategy, AutoKeepsTheBudgetTheUserGave) {
-    EXPECT_EQ(plan_strategy("auto", 64, 20000).budget, 64);
-}
+TEST(PlanStrategy, AutoKeepsTheBudgetTheUserGave) { EXPECT_EQ(plan_strategy("auto", 64, 20000).budget, 64); }
 
 TEST(PlanStrategy, ExhaustiveStaysExhaustiveHoweverLargeTheSpace) {
     const StrategyPlan p = plan_strategy("exhaustive", std::nullopt, 1000000);
@@ -32,9 +30,7 @@ TEST(PlanStrategy, ExhaustiveStaysExhaustiveHoweverLargeTheSpace) {
     EXPECT_FALSE(p.automatic);
 }
 
-TEST(PlanStrategy, RefusesAnUnknownStrategy) {
-    EXPECT_THROW(plan_strategy("frobnicate", std::nullopt, 10), Error);
-}
+TEST(PlanStrategy, RefusesAnUnknownStrategy) { EXPECT_THROW(plan_strategy("frobnicate", std::nullopt, 10), Error); }
 
 }  // namespace
 }  // namespace ktune
