@@ -15,6 +15,7 @@
 
 #include "kernels/op.hpp"
 #include "results/store.hpp"
+#include "tuner/cli/commands_replay.hpp"
 #include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
 #include "core/error.hpp"
@@ -90,7 +91,7 @@ struct SpaceOptions {
     int show = 5;
 };
 struct TuneCliOptions {
-    std::string op, strategy = "exhaustive", arch, flush = "clean";
+    std::string op, strategy = "auto", arch, flush = "clean";
     std::int64_t budget = 0;
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
@@ -634,7 +635,10 @@ void register_commands(CLI::App& app, GlobalOptions&) {
                 "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
                 "compile-only sweep");
     tune->add_option("op", g_tune.op, k_space_name_help)->required();
-    tune->add_option("--strategy", g_tune.strategy, "Search strategy: exhaustive or random")->capture_default_str();
+    tune->add_option("--strategy", g_tune.strategy,
+                     "Search strategy: auto (exhaustive, or a search with a budget above 2000 valid configurations: "
+                     "docs/search.md), exhaustive, random, annealing, genetic, pattern, forest")
+        ->capture_default_str();
     tune->add_option("--budget", g_tune.budget, "At most N configurations per problem")->check(integer_at_least(1));
     tune->add_option("--time", g_tune.time_limit, "Stop measuring after S seconds (what was measured is kept)")
         ->check(positive_number());
@@ -688,6 +692,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     best->add_flag("--json", g_best.json, "Print JSON");
 
     register_result_commands(app);
+    register_replay_commands(app);
 }
 
 int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** argv) {
@@ -697,6 +702,7 @@ int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** ar
     if (app.got_subcommand("tune")) return cmd_tune(global, argc, argv);
     if (app.got_subcommand("best")) return cmd_best(global);
     if (auto rc = run_result_command(app, global)) return *rc;
+    if (auto rc = run_replay_command(app, global)) return *rc;
     throw Error(ErrorCategory::internal, "no subcommand");
 }
 

@@ -301,7 +301,7 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
                         "--shape");
     }
     space.check_launches();  // a bad grid for any problem fails now, GPU or not (--compile-only)
-    auto strategy_check = make_strategy(o.strategy, {o.budget, o.seed});  // bad --strategy/--budget fail now too
+    plan_strategy(o.strategy, o.budget, 0);  // a bad --strategy or --budget fails now too
 
     // Kernel sources resolve against the root, then the space file's own folder: a user's op kept beside its YAML,
     // outside the repository, needs no --root of its own.
@@ -367,43 +367,57 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
     // Plan every problem first, so compilation of all of it overlaps the measurements.
     struct Planned {
         Problem problem;
+        StrategyPlan plan;
         std::unique_ptr<SearchStrategy> strategy;
         std::vector<Config> batch;
+        std::int64_t expected = 0;  // configurations it will propose: the budget, or every valid one
         ProblemOutcome outcome;
-    };
-    auto measured_before = [&](const Config& c, const Problem& p) {
-        return !o.force && store.has_result(kernel, c.key(), p.key(), device.key);
+        std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
     for (const Problem& p : problems) {
-        Planned pl{p, make_strategy(o.strategy, {o.budget, o.seed}), {}, {}};
-        pl.outcome.problem = p;
         std::vector<Config> valid = selected_configs(space, p, o);
+        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, {}, 0, {}, {}};
+        pl.strategy = make_strategy(pl.plan.name, {pl.plan.budget, o.seed});
+        pl.outcome.problem = p;
         pl.outcome.valid_configs = std::int64_t(valid.size());
+        pl.expected = std::min(pl.outcome.valid_configs, pl.plan.budget.value_or(pl.outcome.valid_configs));
+        if (!o.force) {
+            ResultFilter f;
+            f.op = kernel.op;
+            f.variant = kernel.variant;
+            f.device_key = device.key;
+            f.source_hash = kernel.source_hash;
+            f.problem_key = p.key();
+            for (ResultRecord& r : store.results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
+        }
         pl.strategy->begin(p, std::move(valid));
         pl.batch = pl.strategy->propose();
         for (const Config& c : pl.batch)
-            if (!measured_before(c, p)) measurer.prefetch(c, p.dtype);
-        total += std::int64_t(pl.batch.size());
+            if (!pl.stored.contains(c.key())) measurer.prefetch(c, p.dtype);
+        total += pl.expected;
         planned.push_back(std::move(pl));
     }
 
     ProgressEvent ev;
-    ev.phase = "measure";
     ev.total = total;
     for (Planned& pl : planned) {
         const Problem& p = pl.problem;
         ev.problem = p.key();
+        // A search chosen for a large space says so, with its budget, on the progress line.
+        ev.phase = pl.plan.automatic
+                       ? fmt::format("measure [{} {} of {}]", pl.plan.name, pl.expected, pl.outcome.valid_configs)
+                       : "measure";
         while (!pl.batch.empty() && !s.time_limit_hit) {
             for (const Config& c : pl.batch) {
                 ++pl.outcome.proposed;
                 ev.config = c.key();
-                if (measured_before(c, p)) {
+                if (const auto stored = pl.stored.find(c.key()); stored != pl.stored.end()) {
                     ++pl.outcome.skipped;
                     ++ev.skipped;
                     ++ev.done;
-                    pl.strategy->observe(c, Measurement{});
+                    pl.strategy->observe(c, stored->second);
                     if (progress) progress(ev);
                     continue;
                 }
@@ -428,16 +442,19 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
                 if (progress) progress(ev);
             }
             if (s.time_limit_hit) break;
-            // Adaptive strategies may propose more after seeing results.
+            // Adaptive strategies propose more after seeing results; the next batch compiles while this problem's
+            // progress is reported.
             pl.batch = pl.strategy->propose();
-            ev.total += std::int64_t(pl.batch.size());
+            for (const Config& c : pl.batch)
+                if (!pl.stored.contains(c.key())) measurer.prefetch(c, p.dtype);
         }
         if (s.time_limit_hit) break;
+        ev.total -= pl.expected - pl.outcome.proposed;  // a strategy may stop before its budget
+        // Whatever the strategy, the leaders are measured again.
         if (pl.outcome.measured > 0) {
             ev.phase = "confirm";
             if (progress) progress(ev);
             s.confirmations += confirm_leaders(space, p, kernel, device.key, s.run_id, o, measurer, store);
-            ev.phase = "measure";
         }
     }
 

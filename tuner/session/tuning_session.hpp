@@ -22,7 +22,7 @@ struct TuneOptions {
     std::string db_path;
     std::string cache_dir;
     std::string worker_path;
-    std::string strategy = "exhaustive";
+    std::string strategy = "auto";  // tuner/strategy/strategy.hpp plan_strategy: exhaustive, or a search when large
     std::optional<std::int64_t> budget;        // configurations per problem
     std::optional<double> time_limit_s;        // stop measuring after this long (what was measured is kept)
     bool force = false;                        // measure again what the store already has

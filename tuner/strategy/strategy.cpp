@@ -1,11 +1,13 @@
 #include "tuner/strategy/strategy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "tuner/strategy/strategies.hpp"
 
 namespace ktune {
 namespace {
@@ -53,13 +55,31 @@ private:
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"exhaustive", "random"}; }
+std::vector<std::string> strategy_names() {
+    return {"exhaustive", "random", "annealing", "genetic", "pattern", "forest"};
+}
+
+StrategyPlan plan_strategy(std::string_view requested, std::optional<std::int64_t> budget, std::size_t valid) {
+    if (requested != "auto") {
+        make_strategy(requested, {budget, 1});  // the name and the budget are checked here
+        return {std::string(requested), budget, false};
+    }
+    if (valid <= kLargeSpace) return {"exhaustive", budget, false};
+    const auto share = std::int64_t(std::ceil(kLargeSpaceBudgetFraction * double(valid)));
+    return {std::string(kLargeSpaceStrategy), budget.value_or(std::max(kLargeSpaceMinBudget, share)), true};
+}
 
 std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options) {
     if (options.budget && *options.budget < 1)
         throw Error(ErrorCategory::bad_input, fmt::format("must be at least 1, got {}", *options.budget), "--budget");
+    if (options.batch && *options.batch < 1)
+        throw Error(ErrorCategory::bad_input, fmt::format("must be at least 1, got {}", *options.batch), "--batch");
     if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(options);
     if (name == "random") return std::make_unique<RandomStrategy>(options);
+    if (name == "annealing") return make_annealing_strategy(options);
+    if (name == "genetic") return make_genetic_strategy(options);
+    if (name == "pattern") return make_pattern_strategy(options);
+    if (name == "forest") return make_forest_strategy(options);
     throw Error(ErrorCategory::bad_input,
                 fmt::format("unknown strategy '{}' (known: {})", name, fmt::join(strategy_names(), ", ")),
                 "--strategy");

@@ -1,7 +1,7 @@
 #pragma once
 // Search strategies: which configurations of a problem to measure, in which order. The session asks for batches so
 // that it can compile a batch in parallel while measuring it, and reports every result back, so adaptive strategies
-// (hill climbing, Bayesian optimisation) fit the same interface.
+// fit the same interface. docs/search.md compares them.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +17,7 @@ namespace ktune {
 struct StrategyOptions {
     std::optional<std::int64_t> budget;  // at most this many configurations per problem
     std::uint64_t seed = 1;
+    std::optional<int> batch = std::nullopt;  // adaptive strategies: configurations per proposal (default 8)
 };
 
 class SearchStrategy {
@@ -31,8 +32,26 @@ public:
     virtual void observe(const Config& config, const Measurement& m) = 0;
 };
 
-// "exhaustive" or "random"; throws Error(bad_input) naming the known strategies otherwise.
+// "exhaustive", "random", or an adaptive strategy: "annealing" (simulated annealing), "genetic" (a genetic
+// algorithm), "pattern" (best-first pattern search over neighbouring values), "forest" (model-based: a random forest
+// predicts where the fastest are). Throws Error(bad_input) naming the known strategies otherwise.
 std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const StrategyOptions& options);
 std::vector<std::string> strategy_names();
+
+// What `ktune tune` runs on one problem. "auto" (its default) is exhaustive up to kLargeSpace valid configurations
+// and, above, kLargeSpaceStrategy with a budget of kLargeSpaceBudgetFraction of the space (at least
+// kLargeSpaceMinBudget, or --budget when given): the strategy and budget that did best when replayed over brute-forced
+// spaces (docs/search.md). Any other name runs as asked. Throws Error(bad_input) for an unknown name.
+inline constexpr std::size_t kLargeSpace = 2000;
+inline constexpr std::string_view kLargeSpaceStrategy = "forest";
+inline constexpr double kLargeSpaceBudgetFraction = 0.1;
+inline constexpr std::int64_t kLargeSpaceMinBudget = 500;
+
+struct StrategyPlan {
+    std::string name;
+    std::optional<std::int64_t> budget;
+    bool automatic = false;  // "auto" chose a search instead of exhaustive
+};
+StrategyPlan plan_strategy(std::string_view requested, std::optional<std::int64_t> budget, std::size_t valid);
 
 }  // namespace ktune

@@ -48,7 +48,7 @@ TEST(RandomStrategy, IsRepeatableForTheSameSeedAndDiffersForAnother) {
 
 TEST(MakeStrategy, RejectsAnUnknownNameListingTheKnownOnes) {
     try {
-        make_strategy("annealing", {});
+        make_strategy("frobnicate", {});
         FAIL() << "expected an error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);

@@ -1,0 +1,224 @@
+#include "tuner/cli/commands_replay.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "reports/search_chart.hpp"
+#include "results/store.hpp"
+#include "tuner/interop/t4.hpp"
+#include "tuner/replay/comparison.hpp"
+
+using nlohmann::json;
+
+namespace ktune::cli {
+namespace {
+
+struct ReplayArgs {
+    std::vector<std::string> t4_files;
+    std::string op, device_key, problem, svg;
+    std::vector<std::string> strategies;
+    int runs = 20;
+    std::uint64_t seed = 1;
+    std::int64_t budget = 0;
+    int batch = 0;
+    double cutoff = 0.96;
+    bool no_strategy_time = false;
+    bool json = false;
+} g_replay;
+
+struct ExportArgs {
+    std::string op, device_key, problem, out;
+} g_export;
+
+std::string device_key_of(const Store& store, const std::string& asked) {
+    if (!asked.empty()) {
+        if (!store.device(asked))
+            throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
+        return asked;
+    }
+    const auto devices = store.devices();
+    if (devices.size() == 1) return devices.front().key;
+    std::string keys;
+    for (const DeviceInfo& d : devices) keys += (keys.empty() ? "" : ", ") + d.key;
+    throw Error(
+        ErrorCategory::bad_input,
+        fmt::format("the database holds {} devices: name one ({})", devices.size(), keys.empty() ? "none" : keys),
+        "--device-key");
+}
+
+std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
+    std::vector<ReplaySpace> spaces;
+    for (const std::string& path : g_replay.t4_files)
+        spaces.push_back(replay_space_from_t4(read_t4(path), std::filesystem::path(path).filename().string()));
+    if (!spaces.empty()) return spaces;
+    if (g_replay.op.empty())
+        throw Error(ErrorCategory::bad_input, "name T4 files, or --op to replay an op's results in the database",
+                    "--op");
+    const Paths p = resolve_paths(g);
+    const Store store = Store::open(p.db, Store::Mode::read_only);
+    const std::optional<std::string> problem =
+        g_replay.problem.empty() ? std::nullopt : std::optional<std::string>(g_replay.problem);
+    spaces = replay_spaces_from_store(store, g_replay.op, device_key_of(store, g_replay.device_key), problem);
+    if (spaces.empty())
+        throw Error(ErrorCategory::bad_input, fmt::format("no results of {} in {}", g_replay.op, p.db), "--op");
+    return spaces;
+}
+
+std::string percent_or_dash(double fraction, int reached, int runs) {
+    if (std::isnan(fraction)) return "never";
+    const std::string v = fmt::format("{:.2f}%", 100 * fraction);
+    return reached < runs ? fmt::format("{} ({}/{})", v, reached, runs) : v;
+}
+
+json efficiency_json(const Efficiency& e) {
+    json within = json::object();
+    for (std::size_t w = 0; w < kWithin.size(); ++w) {
+        const std::string key = fmt::format("{:g}%", 100 * kWithin[w]);
+        within[key] = {
+            {"fraction_of_space", std::isnan(e.fraction_within[w]) ? json(nullptr) : json(e.fraction_within[w])},
+            {"runs_reached", e.runs_within[w]}};
+    }
+    return {{"strategy", e.strategy},
+            {"runs", e.runs},
+            {"score_time", e.score_time},
+            {"score_evaluations", e.score_evals},
+            {"within", within}};
+}
+
+int cmd_replay(const GlobalOptions& g) {
+    ComparisonOptions o;
+    o.strategies = g_replay.strategies;
+    o.runs = g_replay.runs;
+    o.seed = g_replay.seed;
+    if (g_replay.budget > 0) o.budget = g_replay.budget;
+    if (g_replay.batch > 0) o.batch = g_replay.batch;
+    o.count_strategy_time = !g_replay.no_strategy_time;
+    o.methodology.cutoff_percentile = g_replay.cutoff;
+    json out = json::array();
+    std::vector<SearchChart> charts;
+    for (const ReplaySpace& space : load_spaces(g)) {
+        const Comparison c = compare_strategies(space, o);
+        for (SearchChart& chart : comparison_charts(c)) charts.push_back(std::move(chart));
+        if (g_replay.json) {
+            json j = {{"space", c.space},
+                      {"configurations", c.stats.size},
+                      {"failed", c.stats.size - c.stats.sorted.size()},
+                      {"unit", c.unit},
+                      {"optimum", c.stats.optimum},
+                      {"median", c.stats.median},
+                      {"budget",
+                       {{"evaluations", {c.start.evals, c.end.evals}},
+                        {"seconds", {c.start.time_s, c.end.time_s}},
+                        {"cutoff_percentile", g_replay.cutoff}}},
+                      {"evaluations_per_run", c.budget},
+                      {"random_expected", efficiency_json(c.random_expected)}};
+            j["strategies"] = json::array();
+            for (const Efficiency& e : c.strategies) j["strategies"].push_back(efficiency_json(e));
+            out.push_back(j);
+            continue;
+        }
+        fmt::print("{}: {} configurations ({} failed), optimum {:.4g} {}, median {:.4g} {}\n", c.space, c.stats.size,
+                   c.stats.size - c.stats.sorted.size(), c.stats.optimum, c.unit, c.stats.median, c.unit);
+        fmt::print(
+            "  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
+            "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
+            100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
+        fmt::print("  {:<18} {:>11} {:>11}   {:<16} {:<16} {:<16}\n", "strategy", "score(time)", "score(evals)",
+                   "within 1 %", "within 2 %", "within 5 %");
+        auto row = [&](const Efficiency& e, const std::string& label) {
+            fmt::print("  {:<18} {:>11.3f} {:>11.3f}   {:<16} {:<16} {:<16}\n", label, e.score_time, e.score_evals,
+                       percent_or_dash(e.fraction_within[0], e.runs_within[0], e.runs),
+                       percent_or_dash(e.fraction_within[1], e.runs_within[1], e.runs),
+                       percent_or_dash(e.fraction_within[2], e.runs_within[2], e.runs));
+        };
+        row(c.random_expected, "random (expected)");
+        for (const Efficiency& e : c.strategies) row(e, e.strategy);
+        fmt::print(
+            "  (score: mean over the budget of (random - strategy) / (random - optimum), 0 = random search, "
+            "1 = the optimum; within: the fraction of the space evaluated, mean over the runs that got there)\n");
+    }
+    if (g_replay.json) fmt::print("{}\n", out.dump(2));
+    if (!g_replay.svg.empty()) {
+        std::FILE* f = std::fopen(g_replay.svg.c_str(), "wb");
+        const std::string doc = search_charts_document(charts);
+        if (!f || std::fwrite(doc.data(), 1, doc.size(), f) != doc.size() || std::fclose(f) != 0)
+            throw Error(ErrorCategory::bad_input, "cannot write the chart", g_replay.svg);
+        if (!g_replay.json) fmt::print("curves: {}\n", g_replay.svg);
+    }
+    return exit_ok;
+}
+
+int cmd_export_t4(const GlobalOptions& g) {
+    const Paths p = resolve_paths(g);
+    const Store store = Store::open(p.db, Store::Mode::read_only);
+    ResultFilter f;
+    f.op = g_export.op;
+    f.device_key = device_key_of(store, g_export.device_key);
+    f.problem_key = g_export.problem;
+    const auto records = store.results(f);
+    if (records.empty())
+        throw Error(ErrorCategory::bad_input,
+                    fmt::format("no results of {} at {} in {}", g_export.op, g_export.problem, p.db), "--problem");
+    write_t4(t4_from_results(records), g_export.out);
+    fmt::print("{} results of {} {} written to {}\n", records.size(), g_export.op, g_export.problem, g_export.out);
+    return exit_ok;
+}
+
+}  // namespace
+
+void register_replay_commands(CLI::App& app) {
+    auto* replay = app.add_subcommand(
+        "replay",
+        "Replay search strategies over brute-forced results, without a GPU: Kernel Tuner T4 files, or an op's "
+        "exhaustive tuning in the database. Each evaluation costs its recorded compile and measurement "
+        "time. Prints each strategy's score by the methodology of Willemsen et al. (FGCS 2024) beside random "
+        "search, and the fraction of the space it evaluates to come within 1, 2 and 5 % of the optimum");
+    replay->add_option("files", g_replay.t4_files, "T4 result files (.json or .json.gz)");
+    replay->add_option("--op", g_replay.op, "Without files: replay this op's results in the database");
+    replay->add_option("--device-key", g_replay.device_key,
+                       "The device whose results to replay (default: the only one)");
+    replay->add_option("--problem", g_replay.problem, "Only this problem (a key such as bf16:M=4096,H=8192)");
+    replay->add_option("--strategy", g_replay.strategies,
+                       "Strategies to replay (repeatable; default: every one but exhaustive)");
+    replay->add_option("--runs", g_replay.runs, "Runs per strategy, seeds --seed, --seed + 1, ...")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    replay->add_option("--seed", g_replay.seed, "The first run's seed")->capture_default_str();
+    replay
+        ->add_option("--budget", g_replay.budget,
+                     "Evaluations per run (default: twice the methodology's budget, at least 100)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+    replay->add_option("--batch", g_replay.batch, "Configurations per proposal of the adaptive strategies (default 8)")
+        ->check(CLI::Range(1, 1 << 20));
+    replay
+        ->add_option("--cutoff", g_replay.cutoff,
+                     "The budget ends where random search closes this fraction of the median-to-optimum gap")
+        ->capture_default_str()
+        ->check(CLI::Range(0.5, 0.999));
+    replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
+                     "Leave the strategies' own time out of the time axis (runs repeat exactly)");
+    replay->add_option("--svg", g_replay.svg,
+                       "Write the best-so-far curves (against evaluations and time) to this SVG");
+    replay->add_flag("--json", g_replay.json, "Print JSON");
+
+    auto* exp = app.add_subcommand("export-t4", "Write one problem's stored results as a Kernel Tuner T4 file");
+    exp->add_option("--op", g_export.op, "Op name")->required();
+    exp->add_option("--problem", g_export.problem, "Problem key (e.g. bf16:M=4096,H=8192)")->required();
+    exp->add_option("--device-key", g_export.device_key, "Device key (default: the only one in the database)");
+    exp->add_option("--out", g_export.out, "Output file (.json, or .json.gz gzip'd)")->required();
+}
+
+std::optional<int> run_replay_command(CLI::App& app, const GlobalOptions& global) {
+    if (app.got_subcommand("replay")) return cmd_replay(global);
+    if (app.got_subcommand("export-t4")) return cmd_export_t4(global);
+    return std::nullopt;
+}
+
+}  // namespace ktune::cli

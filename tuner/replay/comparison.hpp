@@ -1,0 +1,39 @@
+#pragma once
+// Strategies compared on one brute-forced space: each replayed over many seeds, scored by the methodology
+// (methodology.hpp) beside random search's analytic expectation, with the curves for the charts.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/search_chart.hpp"
+#include "tuner/replay/methodology.hpp"
+#include "tuner/replay/replay.hpp"
+
+namespace ktune {
+
+struct ComparisonOptions {
+    std::vector<std::string> strategies;  // empty: every strategy but exhaustive
+    int runs = 20;                        // seeds seed, seed + 1, ...
+    std::uint64_t seed = 1;
+    std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
+    std::optional<int> batch = std::nullopt;
+    bool count_strategy_time = true;
+    MethodologyOptions methodology = {};
+};
+
+struct Comparison {
+    std::string space;
+    std::string unit;
+    SpaceStatistics stats;
+    Cutoff start, end;
+    std::int64_t budget = 0;  // evaluations per run
+    Efficiency random_expected;
+    std::vector<Efficiency> strategies;
+};
+
+Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
+// Two charts: best so far against evaluations, and against time.
+std::vector<SearchChart> comparison_charts(const Comparison& c);
+
+}  // namespace ktune

@@ -1,0 +1,125 @@
+#include "tuner/replay/replay.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "tuner/strategy/strategy.hpp"
+
+namespace ktune {
+
+ReplaySpace replay_space_from_t4(const T4File& f, std::string name) {
+    ReplaySpace s;
+    s.name = std::move(name);
+    s.unit = "ms";
+    for (const T4Result& r : f.results) {
+        if (r.invalidity == "constraints") continue;  // never a candidate: the space's restrictions exclude it
+        ReplayEntry e;
+        e.config.values = r.config;
+        e.status = r.valid()                       ? Status::ok
+                   : r.invalidity == "compile"     ? Status::compile_error
+                   : r.invalidity == "correctness" ? Status::invalid_result
+                                                   : Status::launch_error;
+        if (r.valid()) e.value = *r.time_ms;
+        e.cost_s = r.total_ms() / 1000;
+        s.entries.push_back(std::move(e));
+    }
+    return s;
+}
+
+std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
+                                                  const std::string& device_key,
+                                                  const std::optional<std::string>& problem_key) {
+    ResultFilter f;
+    f.op = op;
+    f.device_key = device_key;
+    f.problem_key = problem_key;
+    const std::vector<ResultRecord> records = store.results(f);
+    std::map<std::string, std::size_t> per_source;
+    for (const ResultRecord& r : records) ++per_source[r.kernel.variant + "|" + r.kernel.source_hash];
+    if (per_source.empty()) return {};
+    const std::string source = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
+    std::map<std::string, ReplaySpace> by_problem;
+    for (const ResultRecord& r : records) {
+        if (r.kernel.variant + "|" + r.kernel.source_hash != source) continue;
+        ReplaySpace& s = by_problem[r.problem.key()];
+        s.name = fmt::format("{} {} on {}", op, r.problem.key(), device_key);
+        s.unit = "us";
+        ReplayEntry e;
+        std::size_t start = 0;
+        while (start < r.config_key.size()) {
+            const std::size_t comma = std::min(r.config_key.find(',', start), r.config_key.size());
+            const std::string item = r.config_key.substr(start, comma - start);
+            const std::size_t eq = item.find('=');
+            if (eq != std::string::npos)
+                e.config.values.emplace_back(item.substr(0, eq), std::stoll(item.substr(eq + 1)));
+            start = comma + 1;
+        }
+        const Measurement& m = r.measurement;
+        e.status = m.status == Status::ok && m.rank_us() > 0 ? Status::ok
+                   : m.status == Status::ok                  ? Status::launch_error
+                                                             : m.status;
+        e.value = m.rank_us();
+        const double sampled_us = std::accumulate(m.samples_us.begin(), m.samples_us.end(), 0.0) +
+                                  std::accumulate(m.cupti_samples_us.begin(), m.cupti_samples_us.end(), 0.0);
+        e.cost_s = m.compile.compile_seconds + sampled_us * 1e-6;
+        s.entries.push_back(std::move(e));
+    }
+    std::vector<ReplaySpace> out;
+    for (auto& [key, s] : by_problem) out.push_back(std::move(s));
+    return out;
+}
+
+ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o) {
+    using Clock = std::chrono::steady_clock;
+    ReplayRun run;
+    run.strategy = std::string(strategy);
+    run.seed = seed;
+    std::vector<Config> candidates;
+    std::unordered_map<std::string, std::size_t> by_key;
+    for (std::size_t i = 0; i < space.entries.size(); ++i) {
+        candidates.push_back(space.entries[i].config);
+        by_key.emplace(space.entries[i].config.key(), i);
+    }
+    std::vector<bool> done(space.entries.size(), false);
+    auto s = make_strategy(strategy, {o.budget, seed, o.batch});
+    double elapsed = 0;
+    auto timed = [&](auto&& f) {
+        const auto t0 = Clock::now();
+        f();
+        if (o.count_strategy_time) elapsed += std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    timed([&] { s->begin(Problem{Dtype::fp32, {}}, candidates); });
+    std::vector<Config> batch;
+    timed([&] { batch = s->propose(); });
+    while (!batch.empty()) {
+        for (const Config& c : batch) {
+            const auto it = by_key.find(c.key());
+            if (it == by_key.end())
+                throw Error(ErrorCategory::internal,
+                            fmt::format("strategy {} proposed {}, not in {}", strategy, c.key(), space.name));
+            if (done[it->second])
+                throw Error(ErrorCategory::internal, fmt::format("strategy {} proposed {} twice", strategy, c.key()));
+            done[it->second] = true;
+            const ReplayEntry& e = space.entries[it->second];
+            Measurement m;
+            m.status = e.status;
+            if (e.status == Status::ok) m.stats.p50 = e.value;
+            elapsed += e.cost_s;
+            run.evaluations.push_back(
+                {it->second, e.status == Status::ok ? e.value : std::numeric_limits<double>::quiet_NaN(), elapsed});
+            timed([&] { s->observe(c, m); });
+        }
+        timed([&] { batch = s->propose(); });
+    }
+    return run;
+}
+
+}  // namespace ktune

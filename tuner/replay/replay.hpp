@@ -1,0 +1,59 @@
+#pragma once
+// Replay: a search strategy run against stored results instead of a GPU. Every configuration of a brute-forced space
+// is known (ktune's own database after an exhaustive tuning, or a Kernel Tuner T4 file), so evaluating one is a lookup
+// that costs what the stored evaluation cost (compile and measurement time, as recorded), and the strategy's own time
+// is added as it is spent. docs/search.md shows the use.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/types.hpp"
+#include "results/store.hpp"
+#include "tuner/interop/t4.hpp"
+
+namespace ktune {
+
+struct ReplayEntry {
+    Config config;
+    Status status = Status::ok;
+    double value = 0;   // the objective (time), lower is better, in ReplaySpace::unit; meaningful when ok
+    double cost_s = 0;  // what evaluating it cost: compile, validation and measurement
+};
+
+struct ReplaySpace {
+    std::string name;
+    std::string unit = "ms";
+    std::vector<ReplayEntry> entries;
+};
+
+ReplaySpace replay_space_from_t4(const T4File& f, std::string name);
+// One space per problem of an op's stored results on a device (the kernel source that has the most results there).
+// Each costs its recorded compile time plus its timing samples; `problem_key` keeps only that problem.
+std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
+                                                  const std::string& device_key,
+                                                  const std::optional<std::string>& problem_key = std::nullopt);
+
+struct Evaluation {
+    std::size_t entry = 0;
+    double value = 0;   // NaN when the configuration failed
+    double time_s = 0;  // since the start: the evaluations' costs so far, plus the strategy's own time
+};
+
+struct ReplayRun {
+    std::string strategy;
+    std::uint64_t seed = 0;
+    std::vector<Evaluation> evaluations;
+};
+
+struct ReplayOptions {
+    std::optional<std::int64_t> budget = std::nullopt;
+    std::optional<int> batch = std::nullopt;
+    bool count_strategy_time = true;  // off: runs are exactly repeatable in time too (tests)
+};
+
+// Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
+ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o);
+
+}  // namespace ktune
