@@ -4,7 +4,7 @@ namespace ktune {
 namespace {
 
 // rmsnorm/fwd and rmsnorm/fwd_gemma: kernels/rmsnorm/rmsnorm_fwd.cuh (y, x, w, rows, hidden, x_row_stride,
-// y_row_stride, eps). The problem axes M, H and the optional row stride S (kernels/rmsnorm/rmsnorm_fwd_op.cpp).
+// y_row_stride, eps). The problem axes M, H and the optional row stride S (kernels/rmsnorm/rmsnorm_fwd.op.yaml).
 // Misaligned rows are legal (the kernel has a scalar path); only element misalignment is refused, as no path can
 // load a 2-byte element from an odd address.
 OpBinding rmsnorm_fwd_binding() {

@@ -169,7 +169,7 @@ public:
 
     Tolerance tolerance(Dtype d) const;
 
-    // The op as this file declares it (op_spec), or null for an op written in C++ (kernels/registry.cpp).
+    // The op as this file declares it (op_spec), or null: then the built-in declaration of its name (op_of).
     const DeclaredOp* declared_op() const { return m_declared_op.get(); }
 
 private:
