@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "tests/unit/space/space_test_util.hpp"
 
 namespace ktune {
 namespace {
@@ -16,19 +17,6 @@ using ::testing::HasSubstr;
 
 double eval(const std::string& text, const std::map<std::string, double>& vars = {}) {
     return Expression(text, "test").evaluate(vars);
-}
-
-// Runs `f`, which must throw Error(bad_input), and returns the error.
-template <typename F>
-Error expect_bad_input(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        EXPECT_EQ(e.category(), ErrorCategory::bad_input) << e.what();
-        return e;
-    }
-    ADD_FAILURE() << "no Error was thrown";
-    return Error(ErrorCategory::internal, "not thrown");
 }
 
 TEST(Expression, EvaluatesArithmeticWithUsualPrecedence) {
@@ -58,11 +46,11 @@ TEST(Expression, TakesTheRemaindersSignFromTheDividendAsCppDoes) {
 }
 
 TEST(Expression, RefusesARealLiteralMixedWithDivisionNamingIt) {
-    Error err = expect_bad_input([] { Expression("BLOCK * 0.5 / 2 >= 1", "space.yaml:4: constraints[0]"); });
+    Error err = bad_input_of([] { Expression("BLOCK * 0.5 / 2 >= 1", "space.yaml:4: constraints[0]"); });
     EXPECT_THAT(err.message(), HasSubstr("real value 0.5"));
     EXPECT_EQ(err.where(), "space.yaml:4: constraints[0]");
-    expect_bad_input([] { Expression("1e3 % 7", "test"); });
-    expect_bad_input([] { Expression("log2(BLOCK) / 2 <= 5", "test"); });
+    bad_input_of([] { Expression("1e3 % 7", "test"); });
+    bad_input_of([] { Expression("log2(BLOCK) / 2 <= 5", "test"); });
 }
 
 TEST(Expression, KeepsRealValuesWhereNoDivisionIsInvolved) {
@@ -142,7 +130,7 @@ TEST(Expression, ConstantExpressionReadsNoVariables) { EXPECT_TRUE(Expression("1
 
 TEST(Expression, DivisionByZeroIsAnErrorNamingTheExpressionAndWhere) {
     Expression e("H / (VEC - 8)", "space.yaml:12: constraints[0]");
-    Error err = expect_bad_input([&] { e.evaluate({{"H", 4096}, {"VEC", 8}}); });
+    Error err = bad_input_of([&] { e.evaluate({{"H", 4096}, {"VEC", 8}}); });
     EXPECT_THAT(err.message(), HasSubstr("division by zero"));
     EXPECT_THAT(err.message(), HasSubstr("H / (VEC - 8)"));
     EXPECT_THAT(err.message(), HasSubstr("VEC=8"));
@@ -150,53 +138,53 @@ TEST(Expression, DivisionByZeroIsAnErrorNamingTheExpressionAndWhere) {
 }
 
 TEST(Expression, RemainderByZeroIsAnError) {
-    Error err = expect_bad_input([] { eval("H % V", {{"H", 3}, {"V", 0}}); });
+    Error err = bad_input_of([] { eval("H % V", {{"H", 3}, {"V", 0}}); });
     EXPECT_THAT(err.message(), HasSubstr("remainder by zero"));
 }
 
 TEST(Expression, ConstantDivisionByZeroIsAnErrorAtEvaluation) {
-    Error err = expect_bad_input([] { eval("1 / 0 > 2"); });
+    Error err = bad_input_of([] { eval("1 / 0 > 2"); });
     EXPECT_THAT(err.message(), HasSubstr("division by zero"));
 }
 
 TEST(Expression, CeilDivAndAlignUpByZeroAreErrors) {
-    EXPECT_THAT(expect_bad_input([] { eval("ceil_div(8, 0)"); }).message(), HasSubstr("ceil_div by zero"));
-    EXPECT_THAT(expect_bad_input([] { eval("align_up(8, 0)"); }).message(), HasSubstr("ceil_div by zero"));
+    EXPECT_THAT(bad_input_of([] { eval("ceil_div(8, 0)"); }).message(), HasSubstr("ceil_div by zero"));
+    EXPECT_THAT(bad_input_of([] { eval("align_up(8, 0)"); }).message(), HasSubstr("ceil_div by zero"));
 }
 
 TEST(Expression, Log2OfZeroIsAnError) {
-    EXPECT_THAT(expect_bad_input([] { eval("log2(0)"); }).message(), HasSubstr("log2"));
+    EXPECT_THAT(bad_input_of([] { eval("log2(0)"); }).message(), HasSubstr("log2"));
 }
 
 TEST(Expression, ExpressionStaysUsableAfterAnEvaluationError) {
     Expression e("H / V", "test");
-    expect_bad_input([&] { e.evaluate({{"H", 8}, {"V", 0}}); });
+    bad_input_of([&] { e.evaluate({{"H", 8}, {"V", 0}}); });
     EXPECT_EQ(e.evaluate({{"H", 8}, {"V", 2}}), 4);
 }
 
 TEST(Expression, MissingVariableIsAnErrorNamingItTheExpressionAndWhere) {
     Expression e("BLOCK * VEC <= H", "space.yaml:3: constraints[1]");
-    Error err = expect_bad_input([&] { e.evaluate({{"BLOCK", 256}, {"H", 4096}}); });
+    Error err = bad_input_of([&] { e.evaluate({{"BLOCK", 256}, {"H", 4096}}); });
     EXPECT_THAT(err.message(), HasSubstr("'VEC'"));
     EXPECT_THAT(err.message(), HasSubstr("BLOCK * VEC <= H"));
     EXPECT_EQ(err.where(), "space.yaml:3: constraints[1]");
 }
 
 TEST(Expression, SyntaxErrorAtConstructionCarriesPositionAndWhere) {
-    Error err = expect_bad_input([] { Expression("BLOCK % == 0", "space.yaml:9: constraints[2]"); });
+    Error err = bad_input_of([] { Expression("BLOCK % == 0", "space.yaml:9: constraints[2]"); });
     EXPECT_THAT(err.message(), HasSubstr("syntax error in expression 'BLOCK % == 0'"));
     EXPECT_THAT(err.message(), HasSubstr("position"));
     EXPECT_EQ(err.where(), "space.yaml:9: constraints[2]");
 }
 
 TEST(Expression, RejectsWhatTheLanguageDoesNotHave) {
-    expect_bad_input([] { Expression("BLOCK = 64", "test"); });      // assignment, not ==
-    expect_bad_input([] { Expression("sqrt(BLOCK)", "test"); });     // no such function
-    expect_bad_input([] { Expression("BLOCK ^ 2", "test"); });       // no power operator
-    expect_bad_input([] { Expression("_pi", "test").evaluate({}); });  // no built-in constants
-    expect_bad_input([] { Expression("min(1)", "test"); });          // wrong argument count
-    expect_bad_input([] { Expression("(1 + 2", "test"); });
-    expect_bad_input([] { Expression("", "test"); });
+    bad_input_of([] { Expression("BLOCK = 64", "test"); });      // assignment, not ==
+    bad_input_of([] { Expression("sqrt(BLOCK)", "test"); });     // no such function
+    bad_input_of([] { Expression("BLOCK ^ 2", "test"); });       // no power operator
+    bad_input_of([] { Expression("_pi", "test").evaluate({}); });  // no built-in constants
+    bad_input_of([] { Expression("min(1)", "test"); });          // wrong argument count
+    bad_input_of([] { Expression("(1 + 2", "test"); });
+    bad_input_of([] { Expression("", "test"); });
 }
 
 TEST(Expression, EvaluateBoolIsTrueForNonZero) {
@@ -207,14 +195,14 @@ TEST(Expression, EvaluateBoolIsTrueForNonZero) {
 TEST(Expression, EvaluateIntRejectsAFractionalResult) {
     Expression e("M * 0.5", "space.yaml:20: launch.grid[0]");
     EXPECT_EQ(e.evaluate_int({{"M", 8}}), 4);
-    Error err = expect_bad_input([&] { e.evaluate_int({{"M", 9}}); });
+    Error err = bad_input_of([&] { e.evaluate_int({{"M", 9}}); });
     EXPECT_THAT(err.message(), HasSubstr("not an integer"));
     EXPECT_EQ(err.where(), "space.yaml:20: launch.grid[0]");
 }
 
 TEST(Expression, QuotesAtMostAnExcerptOfAHugeExpressionInItsError) {
     const std::string huge = "BLOCK + " + std::string(1 << 20, '(');
-    Error err = expect_bad_input([&] { Expression(huge, "test"); });
+    Error err = bad_input_of([&] { Expression(huge, "test"); });
     EXPECT_LT(err.message().size(), 1000u);
 }
 

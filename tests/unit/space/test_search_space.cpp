@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "tests/unit/space/space_test_util.hpp"
 
 namespace ktune {
 namespace {
@@ -326,19 +327,6 @@ TEST(SearchSpacePrune, APruneRuleNamingAnUnknownVariableIsAnError) {
         EXPECT_THAT(e.what(), ::testing::HasSubstr("BLOKC"));
         EXPECT_THAT(e.where(), ::testing::HasSubstr("prune.yaml:5"));
     }
-}
-
-// Runs `f`, which must throw Error(bad_input), and returns the error.
-template <typename F>
-Error bad_input_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        EXPECT_EQ(e.category(), ErrorCategory::bad_input) << e.what();
-        return e;
-    }
-    ADD_FAILURE() << "no Error was thrown";
-    return Error(ErrorCategory::internal, "not thrown");
 }
 
 TEST(SearchSpaceBounds, ChecksTheLaunchOfEveryValidPairAndNamesTheFirstBadOneWithItsLine) {

@@ -7,6 +7,7 @@
 
 #include "ktune_test_config.hpp"
 #include "core/error.hpp"
+#include "tests/unit/space/space_test_util.hpp"
 #include "tuner/space/search_space.hpp"
 
 namespace ktune {
@@ -24,19 +25,6 @@ Config find(const SearchSpace& s, const std::string& key) {
         if (c.key() == key) return c;
     ADD_FAILURE() << "no configuration " << key;
     return {};
-}
-
-// Runs `f`, which must throw Error(bad_input), and returns the error.
-template <typename F>
-Error bad_input_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        EXPECT_EQ(e.category(), ErrorCategory::bad_input) << e.what();
-        return e;
-    }
-    ADD_FAILURE() << "no Error was thrown";
-    return Error(ErrorCategory::internal, "not thrown");
 }
 
 TEST(Tunables, LoadsABoolTwoChoicesAndIntegersOfAnySign) {
