@@ -8,8 +8,8 @@ namespace ktune {
 
 // What identifies a GPU for tuning results (see docs/design.md, "Device identity").
 struct DeviceInfo {
-    std::string key;            // derived by make_device_key(); the primary identity
-    std::string name;           // "NVIDIA H100 80GB HBM3"
+    std::string key;   // derived by make_device_key(); the primary identity
+    std::string name;  // "NVIDIA H100 80GB HBM3"
     int cc_major = 0, cc_minor = 0;
     int sm_count = 0;
     std::int64_t l2_bytes = 0;
@@ -27,8 +27,8 @@ struct DeviceInfo {
     double launch_floor_us = 0;  // an empty kernel's event-timed duration with launch latency hidden
     std::string measured_at;     // ISO-8601 UTC of the ceiling measurement
 
-    std::string arch() const;         // "sm_90"
-    std::string chip_key() const;     // name + arch + SM count: the "same chip" fallback level
+    std::string arch() const;      // "sm_90"
+    std::string chip_key() const;  // name + arch + SM count: the "same chip" fallback level
 };
 
 std::string make_device_key(const DeviceInfo& d);

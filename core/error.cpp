@@ -4,22 +4,32 @@ namespace ktune {
 
 const char* category_name(ErrorCategory c) {
     switch (c) {
-        case ErrorCategory::bad_input: return "bad input";
-        case ErrorCategory::no_gpu: return "no GPU";
-        case ErrorCategory::compile: return "compile";
-        case ErrorCategory::device: return "device";
-        case ErrorCategory::store: return "store";
-        case ErrorCategory::internal: return "internal";
+        case ErrorCategory::bad_input:
+            return "bad input";
+        case ErrorCategory::no_gpu:
+            return "no GPU";
+        case ErrorCategory::compile:
+            return "compile";
+        case ErrorCategory::device:
+            return "device";
+        case ErrorCategory::store:
+            return "store";
+        case ErrorCategory::internal:
+            return "internal";
     }
     return "unknown";
 }
 
 int exit_code(ErrorCategory c) {
     switch (c) {
-        case ErrorCategory::bad_input: return exit_bad_input;
-        case ErrorCategory::no_gpu: return exit_no_gpu;
-        case ErrorCategory::store: return exit_store;
-        default: return exit_failure;
+        case ErrorCategory::bad_input:
+            return exit_bad_input;
+        case ErrorCategory::no_gpu:
+            return exit_no_gpu;
+        case ErrorCategory::store:
+            return exit_store;
+        default:
+            return exit_failure;
     }
 }
 

@@ -20,7 +20,7 @@ const char* category_name(ErrorCategory c);
 // Process exit codes: distinct per category so scripts can tell bad input from a missing GPU from a failure.
 enum ExitCode : int {
     exit_ok = 0,
-    exit_failure = 1,    // internal / device / compile failures
+    exit_failure = 1,  // internal / device / compile failures
     exit_bad_input = 2,
     exit_no_gpu = 3,
     exit_store = 4,

@@ -37,7 +37,8 @@ std::string read_into(const std::filesystem::path& path, std::uint64_t max_bytes
 std::string read_file(const std::filesystem::path& path, std::string_view what, std::uint64_t max_bytes) {
     std::string text;
     const std::string why = read_into(path, max_bytes, text);
-    if (!why.empty()) throw Error(ErrorCategory::bad_input, fmt::format("cannot read {}: {}", what, why), path.string());
+    if (!why.empty())
+        throw Error(ErrorCategory::bad_input, fmt::format("cannot read {}: {}", what, why), path.string());
     return text;
 }
 

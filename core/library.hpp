@@ -10,8 +10,8 @@
 namespace ktune {
 
 struct LibraryBaseline {
-    std::string_view name;        // kernel.library in the YAML
-    std::string_view arguments;   // the op arguments it takes, in order (the op's arguments() must match)
+    std::string_view name;                     // kernel.library in the YAML
+    std::string_view arguments;                // the op arguments it takes, in order (the op's arguments() must match)
     std::vector<std::string_view> parameters;  // the tunables it understands
     std::string_view doc;
 };

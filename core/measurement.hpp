@@ -39,14 +39,14 @@ struct Measurement {
     Status status = Status::ok;
     std::string message;  // the compile log, validation mismatch summary, or driver error; empty when ok
 
-    SampleStats stats;             // event-timed kernel durations (cold L2 unless hot was asked)
+    SampleStats stats;  // event-timed kernel durations (cold L2 unless hot was asked)
     std::vector<double> samples_us;
-    bool time_cap_hit = false;     // sampling stopped at the time cap before the CI target was met
+    bool time_cap_hit = false;             // sampling stopped at the time cap before the CI target was met
     std::vector<double> cupti_samples_us;  // CUPTI kernel durations, raw; empty when not taken
-    double cupti_p50_us = 0;       // their p50 (what kernel-time peer methods compare with), 0 when not taken
-    double kernel_us = 0;          // their 10 %-trimmed mean: the kernel time below the clock's tick, 0 when not taken
+    double cupti_p50_us = 0;               // their p50 (what kernel-time peer methods compare with), 0 when not taken
+    double kernel_us = 0;  // their 10 %-trimmed mean: the kernel time below the clock's tick, 0 when not taken
     RankTimer ranked_by = RankTimer::event;
-    double gbps = 0;               // bytes the op must move / p50
+    double gbps = 0;  // bytes the op must move / p50
     unsigned dynamic_shared_bytes = 0;
 
     // Validation against the reference.
@@ -62,8 +62,8 @@ struct Measurement {
 
 inline std::string_view rank_timer_name(RankTimer t) { return t == RankTimer::kernel ? "kernel" : "event"; }
 
-// How ok measurements rank for "best", fastest first: rank_us(); on a tie of event-ranked ones (event p50s come in 32 ns
-// ticks and tie exactly at small sizes), one with a kernel time before one without, then the lower kernel time; on a
+// How ok measurements rank for "best", fastest first: rank_us(); on a tie of event-ranked ones (event p50s come in 32
+// ns ticks and tie exactly at small sizes), one with a kernel time before one without, then the lower kernel time; on a
 // tie of kernel-ranked ones, the lower event p50. Store::best orders its SQL the same way (then by row).
 inline std::tuple<double, bool, double> best_rank(const Measurement& m) {
     if (m.ranked_by_kernel_time()) return {m.kernel_us, false, m.stats.p50};

@@ -25,12 +25,12 @@ int elem_bytes(ElemType t);
 std::string_view elem_name(ElemType t);
 
 enum class BufferRole {
-    input,   // filled once by the generator, never written by the kernel
-    output,  // poisoned (NaN) before each validation, compared with the reference's copy
-    inout,   // restored from a pristine copy before each validation run, then compared
-    scratch, // workspace (partial sums, counters): zero-filled before each validation run, never compared; a kernel
-             // that uses it across blocks must leave it as it found it (e.g. the last block resets its counter), as
-             // timing runs do not re-zero it
+    input,    // filled once by the generator, never written by the kernel
+    output,   // poisoned (NaN) before each validation, compared with the reference's copy
+    inout,    // restored from a pristine copy before each validation run, then compared
+    scratch,  // workspace (partial sums, counters): zero-filled before each validation run, never compared; a kernel
+              // that uses it across blocks must leave it as it found it (e.g. the last block resets its counter), as
+              // timing runs do not re-zero it
 };
 
 struct BufferSpec {
@@ -44,7 +44,7 @@ struct BufferSpec {
 struct KernelArg {
     enum class Kind { buffer, i32, i64, f32 };
     Kind kind = Kind::i32;
-    std::string buffer;      // Kind::buffer: a BufferSpec name
+    std::string buffer;  // Kind::buffer: a BufferSpec name
     std::int64_t integer = 0;
     double real = 0;
 

@@ -8,18 +8,24 @@ namespace ktune {
 
 std::string_view dtype_name(Dtype d) {
     switch (d) {
-        case Dtype::fp32: return "fp32";
-        case Dtype::fp16: return "fp16";
-        case Dtype::bf16: return "bf16";
+        case Dtype::fp32:
+            return "fp32";
+        case Dtype::fp16:
+            return "fp16";
+        case Dtype::bf16:
+            return "bf16";
     }
     return "?";
 }
 
 std::string_view dtype_cpp_type(Dtype d) {
     switch (d) {
-        case Dtype::fp32: return "float";
-        case Dtype::fp16: return "__half";
-        case Dtype::bf16: return "__nv_bfloat16";
+        case Dtype::fp32:
+            return "float";
+        case Dtype::fp16:
+            return "__half";
+        case Dtype::bf16:
+            return "__nv_bfloat16";
     }
     return "?";
 }
@@ -92,11 +98,16 @@ std::map<std::string, double> expression_variables(const Config& c, const Proble
 
 std::string_view status_name(Status s) {
     switch (s) {
-        case Status::ok: return "ok";
-        case Status::compile_error: return "compile_error";
-        case Status::invalid_result: return "invalid_result";
-        case Status::launch_error: return "launch_error";
-        case Status::timeout: return "timeout";
+        case Status::ok:
+            return "ok";
+        case Status::compile_error:
+            return "compile_error";
+        case Status::invalid_result:
+            return "invalid_result";
+        case Status::launch_error:
+            return "launch_error";
+        case Status::timeout:
+            return "timeout";
     }
     return "?";
 }

@@ -37,7 +37,7 @@ struct Config {
     // "BLOCK=256,VEC=8"; a labelled parameter as its label: "ENGINE=wgmma,FLAG=true". Integer-only keys are exactly
     // format_named_values(values), so keys stored before labels existed still match.
     std::string key() const;
-    std::int64_t at(std::string_view name) const;  // throws Error(internal) when absent
+    std::int64_t at(std::string_view name) const;           // throws Error(internal) when absent
     const std::string* label(std::string_view name) const;  // nullptr for an integer parameter
     // The value as a kernel template argument or key shows it: the label, else the decimal number.
     std::string text(std::string_view name) const;

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "kernels/common/random.cuh"
 #include "core/error.hpp"
+#include "kernels/common/random.cuh"
 
 namespace ktune {
 

@@ -10,11 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/clock.hpp"
+#include "core/error.hpp"
 #include "reports/report.hpp"
 #include "reports/size_roofline.hpp"
 #include "results/store.hpp"
-#include "core/clock.hpp"
-#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -37,9 +37,7 @@ std::string canonical_problem(const Problem& p) {
 bool positive(double v) { return std::isfinite(v) && v > 0; }
 
 // The store keeps the bandwidth, not the bytes: bytes moved = bandwidth x p50.
-double bytes_moved(const Measurement& m) {
-    return positive(m.gbps) ? m.gbps * 1e9 * m.stats.p50 * 1e-6 : k_report_nan;
-}
+double bytes_moved(const Measurement& m) { return positive(m.gbps) ? m.gbps * 1e9 * m.stats.p50 * 1e-6 : k_report_nan; }
 
 // The roofline op, tuned like any other (search_spaces/copy.yaml: variant fwd; copy_read.yaml: variant read).
 const std::string k_roofline_op = "copy";

@@ -21,11 +21,11 @@ void line(std::string& out, const std::vector<std::string>& fields) {
 std::string render_csv(const ReportData& data) {
     const std::vector<std::string> peers = data.peer_labels();
     std::vector<std::string> head = {
-        "device_key",  "device_name",   "op",            "variant",           "problem",         "dtype",
-        "shape",       "config",        "n",             "min_us",            "p50_us",          "p95_us",
-        "p99_us",      "max_us",        "mean_us",       "median_ci_rel",     "time_cap_hit",    "gbps",
-        "bytes_moved", "copy_gbps",     "pct_of_copy",   "copy_floor_us",     "read_floor_us",   "pct_of_copy_floor",
-        "launch_floor_us", "flops",     "tflops",        "best_peer",         "best_peer_speedup"};
+        "device_key",      "device_name", "op",          "variant",       "problem",          "dtype",
+        "shape",           "config",      "n",           "min_us",        "p50_us",           "p95_us",
+        "p99_us",          "max_us",      "mean_us",     "median_ci_rel", "time_cap_hit",     "gbps",
+        "bytes_moved",     "copy_gbps",   "pct_of_copy", "copy_floor_us", "read_floor_us",    "pct_of_copy_floor",
+        "launch_floor_us", "flops",       "tflops",      "best_peer",     "best_peer_speedup"};
     for (const std::string& p : peers)
         for (const char* suffix : {"_p50_us", "_p95_us", "_p99_us", "_speedup"}) head.push_back(p + suffix);
 

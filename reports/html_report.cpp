@@ -84,8 +84,8 @@ void results_table(std::string& out, const OpSection& s) {
         if (flops) out += td(format_tflops(r.tflops), true);
         for (const std::string& label : s.peer_labels) {
             const PeerTiming* p = r.peer(label);
-            out += p ? td(format_speedup(p->speedup), true, speedup_class(p->speedup))
-                     : td(std::string(k_missing), true);
+            out +=
+                p ? td(format_speedup(p->speedup), true, speedup_class(p->speedup)) : td(std::string(k_missing), true);
         }
         if (!s.peer_labels.empty()) {
             const PeerTiming* best = r.peer(r.best_peer);
@@ -98,8 +98,9 @@ void results_table(std::string& out, const OpSection& s) {
     out += "</tbody>\n</table></div>\n";
     for (const ProblemRow& r : s.rows) {
         if (r.time_cap_hit) {
-            out += "<p class=\"note\">* sampling stopped at the time cap before the median's 95 % confidence interval "
-                   "reached its target.</p>\n";
+            out +=
+                "<p class=\"note\">* sampling stopped at the time cap before the median's 95 % confidence interval "
+                "reached its target.</p>\n";
             break;
         }
     }
@@ -119,7 +120,8 @@ void latency_table(std::string& out, const OpSection& s) {
                 continue;
             }
             // ktune's percentiles are event-timed: a kernel-duration peer has no like-for-like p95/p99.
-            const double a = is_kernel_duration_method(p->method) ? k_report_nan : improvement_pct(r.stats.p50, p->p50_us);
+            const double a =
+                is_kernel_duration_method(p->method) ? k_report_nan : improvement_pct(r.stats.p50, p->p50_us);
             auto one = [](double v) { return std::isfinite(v) ? fmt::format("{:+.1f}", v) : std::string(k_missing); };
             const std::string imp =
                 std::isfinite(a) ? fmt::format("{} / {} / {} %", one(a), one(improvement_pct(r.stats.p95, p->p95_us)),
@@ -141,14 +143,16 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
              const std::map<std::string, std::string>& colours) {
     const ReportDevice& d = data.devices.at(s.device);
     out += fmt::format("<section id=\"s{}\">\n<h3>{}</h3>\n", index, html_escape(device_title(d)));
-    out += fmt::format("<p class=\"meta\">{}.<br>Device key <code>{}</code>. Kernel <code>{}</code> (source "
-                       "<code>{}</code>).</p>\n",
-                       html_escape(device_summary(d)), html_escape(d.key), html_escape(s.source_path),
-                       html_escape(s.source_hash.substr(0, 12)));
+    out += fmt::format(
+        "<p class=\"meta\">{}.<br>Device key <code>{}</code>. Kernel <code>{}</code> (source "
+        "<code>{}</code>).</p>\n",
+        html_escape(device_summary(d)), html_escape(d.key), html_escape(s.source_path),
+        html_escape(s.source_hash.substr(0, 12)));
     results_table(out, s);
     if (s.peer_labels.empty()) {
-        out += "<p class=\"note\">No peer measurements of these problems on this device; import some with "
-               "<code>ktune import-peers</code>.</p>\n";
+        out +=
+            "<p class=\"note\">No peer measurements of these problems on this device; import some with "
+            "<code>ktune import-peers</code>.</p>\n";
     } else {
         latency_table(out, s);
         out += "<p class=\"note\">Peers:</p>\n<ul class=\"note\">\n";
@@ -156,10 +160,10 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
         out += "</ul>\n";
     }
     if (s.unmatched_peers > 0)
-        out += fmt::format("<p class=\"note\">{} peer measurement{} on this device {} for problems without ktune "
-                           "results (not shown).</p>\n",
-                           s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s",
-                           s.unmatched_peers == 1 ? "is" : "are");
+        out += fmt::format(
+            "<p class=\"note\">{} peer measurement{} on this device {} for problems without ktune "
+            "results (not shown).</p>\n",
+            s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s", s.unmatched_peers == 1 ? "is" : "are");
 
     out += "<div class=\"charts\">\n";
     const std::string bw = bandwidth_chart(s, d);
@@ -175,8 +179,9 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
     std::string panels;
     for (const ProblemRow& r : s.rows) panels += latency_chart(r, colours);
     if (!panels.empty()) {
-        out += "<h4>Latency distributions</h4>\n<p class=\"note\">Box: p25 to p75, thick line: median, whiskers: p1 to "
-               "p99 of the raw samples; a peer without samples shows p50 (bar), p95 (tick) and p99.</p>\n";
+        out +=
+            "<h4>Latency distributions</h4>\n<p class=\"note\">Box: p25 to p75, thick line: median, whiskers: p1 to "
+            "p99 of the raw samples; a peer without samples shows p50 (bar), p95 (tick) and p99.</p>\n";
         out += "<div class=\"grid\">\n" + panels + "</div>\n";
     }
     out += "</section>\n";
@@ -185,8 +190,9 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
 }  // namespace
 
 std::string render_html(const ReportData& data) {
-    std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+    std::string out =
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
     // An empty data: icon keeps browsers from asking for /favicon.ico: the file needs nothing but itself.
     out += fmt::format("<title>{}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{}</style>\n</head>\n<body>\n",
                        html_escape(data.title), k_style);
@@ -215,14 +221,15 @@ std::string render_html(const ReportData& data) {
         out += fmt::format("<h2>{} {}</h2>\n", html_escape(g.op), html_escape(g.variant));
         for (const OpSection* s : g.sections) section(out, data, *s, index++, colours);
     }
-    out += "<footer class=\"note\">p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the "
-           "op must move / p50; % of copy: of the device's measured device-to-device copy bandwidth. % of same-size "
-           "copy: the p50 of the best <code>copy/fwd</code> of the same bytes on the same device (tuned with "
-           "<code>ktune tune copy</code>, interpolated log-log between its sizes, never extrapolated) / ktune's p50; "
-           "CSV and JSON also give that time and the read floor of ops that mostly read (<code>ktune tune "
-           "copy_read</code>). Speedup: peer p50 / ktune p50 (above 1, ktune is faster); best peer: the fastest "
-           "peer. Improvement: (peer - ktune) / peer, per percentile. Peers are matched to ktune's results by op, "
-           "variant, problem and device name.</footer>\n</body>\n</html>\n";
+    out +=
+        "<footer class=\"note\">p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the "
+        "op must move / p50; % of copy: of the device's measured device-to-device copy bandwidth. % of same-size "
+        "copy: the p50 of the best <code>copy/fwd</code> of the same bytes on the same device (tuned with "
+        "<code>ktune tune copy</code>, interpolated log-log between its sizes, never extrapolated) / ktune's p50; "
+        "CSV and JSON also give that time and the read floor of ops that mostly read (<code>ktune tune "
+        "copy_read</code>). Speedup: peer p50 / ktune p50 (above 1, ktune is faster); best peer: the fastest "
+        "peer. Improvement: (peer - ktune) / peer, per percentile. Peers are matched to ktune's results by op, "
+        "variant, problem and device name.</footer>\n</body>\n</html>\n";
     return out;
 }
 

@@ -107,12 +107,9 @@ std::string render_json(const ReportData& data) {
                                 {"unmatched_peers", s.unmatched_peers},
                                 {"problems", rows}});
     }
-    const Json doc{{"format", "ktune-report"},
-                   {"format_version", k_format_version},
-                   {"title", data.title},
-                   {"generated_at", data.generated_at},
-                   {"database", data.database},
-                   {"devices", devices},
+    const Json doc{{"format", "ktune-report"},  {"format_version", k_format_version},
+                   {"title", data.title},       {"generated_at", data.generated_at},
+                   {"database", data.database}, {"devices", devices},
                    {"sections", sections}};
     // Invalid UTF-8 in a name is replaced rather than thrown: a report is still worth having.
     return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

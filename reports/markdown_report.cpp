@@ -53,10 +53,14 @@ void results_table(std::string& out, const OpSection& s) {
     bool capped = false;
     for (const ProblemRow& r : s.rows) {
         capped = capped || r.time_cap_hit;
-        std::vector<std::string> cells = {markdown_cell(r.problem.key()), markdown_cell(r.config_key),
+        std::vector<std::string> cells = {markdown_cell(r.problem.key()),
+                                          markdown_cell(r.config_key),
                                           format_us(r.stats.p50) + (r.time_cap_hit ? "*" : ""),
-                                          format_us(r.stats.p95), format_us(r.stats.p99), format_gbps(r.gbps),
-                                          format_percent(r.pct_of_copy), format_percent(r.pct_of_copy_floor)};
+                                          format_us(r.stats.p95),
+                                          format_us(r.stats.p99),
+                                          format_gbps(r.gbps),
+                                          format_percent(r.pct_of_copy),
+                                          format_percent(r.pct_of_copy_floor)};
         if (flops) cells.push_back(format_tflops(r.tflops));
         for (const std::string& label : s.peer_labels) {
             const PeerTiming* p = r.peer(label);
@@ -70,8 +74,9 @@ void results_table(std::string& out, const OpSection& s) {
         table_row(out, cells);
     }
     if (capped)
-        out += "\n\\* sampling stopped at the time cap before the median's 95 % confidence interval reached its "
-               "target.\n";
+        out +=
+            "\n\\* sampling stopped at the time cap before the median's 95 % confidence interval reached its "
+            "target.\n";
 }
 
 void latency_table(std::string& out, const OpSection& s) {
@@ -111,9 +116,10 @@ void section(std::string& out, const ReportData& data, const OpSection& s) {
         for (const std::string& p : peer_sources(s)) out += "- " + markdown_cell(p) + "\n";
     }
     if (s.unmatched_peers > 0)
-        out += fmt::format("\n{} peer measurement{} on this device {} for problems without ktune results (not "
-                           "shown).\n",
-                           s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s", s.unmatched_peers == 1 ? "is" : "are");
+        out += fmt::format(
+            "\n{} peer measurement{} on this device {} for problems without ktune results (not "
+            "shown).\n",
+            s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s", s.unmatched_peers == 1 ? "is" : "are");
 }
 
 }  // namespace
@@ -129,16 +135,17 @@ std::string render_markdown(const ReportData& data) {
         out += fmt::format("\n## {} {}\n", markdown_cell(g.op), markdown_cell(g.variant));
         for (const OpSection* s : g.sections) section(out, data, *s);
     }
-    out += "\n---\n\n"
-           "p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the op must move / p50; "
-           "% of copy: of the device's measured device-to-device copy bandwidth. % of same-size copy: the p50 of the "
-           "best `copy/fwd` of the same bytes on the same device (tuned with `ktune tune copy`, interpolated log-log "
-           "between its sizes, never extrapolated) / ktune's p50; CSV and JSON also give that time and the read "
-           "floor of ops that mostly read (`ktune tune copy_read`). Speedup: peer p50 / ktune p50 (above 1, ktune is "
-           "faster), like for like: event-timed peers against ktune's event p50, kernel-duration peers "
-           "(`cupti_kernel_sum`) against ktune's CUPTI p50; best peer: the one ktune leads least. Improvement: "
-           "(peer - ktune) / peer, per percentile, for event-timed peers only. "
-           "Peers are matched to ktune's results by op, variant, problem and device name.\n";
+    out +=
+        "\n---\n\n"
+        "p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the op must move / p50; "
+        "% of copy: of the device's measured device-to-device copy bandwidth. % of same-size copy: the p50 of the "
+        "best `copy/fwd` of the same bytes on the same device (tuned with `ktune tune copy`, interpolated log-log "
+        "between its sizes, never extrapolated) / ktune's p50; CSV and JSON also give that time and the read "
+        "floor of ops that mostly read (`ktune tune copy_read`). Speedup: peer p50 / ktune p50 (above 1, ktune is "
+        "faster), like for like: event-timed peers against ktune's event p50, kernel-duration peers "
+        "(`cupti_kernel_sum`) against ktune's CUPTI p50; best peer: the one ktune leads least. Improvement: "
+        "(peer - ktune) / peer, per percentile, for event-timed peers only. "
+        "Peers are matched to ktune's results by op, variant, problem and device name.\n";
     return out;
 }
 

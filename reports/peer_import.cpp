@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/stats.hpp"
 #include "results/store.hpp"
-#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -158,8 +158,7 @@ PeerRecord parse_result(const Node& r, const std::string& device_name, const std
     const SampleStats stats = p.samples_us.empty() ? SampleStats{} : summarize(p.samples_us);
     auto percentile = [&](std::string_view key, double from_samples) {
         if (r.has(key)) return r.member(key).positive_number();
-        if (p.samples_us.empty())
-            r.fail(fmt::format("missing \"{}\" (required unless \"samples_us\" is given)", key));
+        if (p.samples_us.empty()) r.fail(fmt::format("missing \"{}\" (required unless \"samples_us\" is given)", key));
         return from_samples;
     };
     p.p50_us = percentile("p50_us", stats.p50);

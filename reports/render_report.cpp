@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "reports/detail/format.hpp"
 #include "reports/report.hpp"
-#include "core/error.hpp"
 
 namespace ktune {
 namespace {
@@ -44,20 +44,28 @@ std::optional<ReportFormat> report_format_for_path(std::string_view path) {
 
 std::string_view report_format_name(ReportFormat f) {
     switch (f) {
-        case ReportFormat::markdown: return "md";
-        case ReportFormat::html: return "html";
-        case ReportFormat::csv: return "csv";
-        case ReportFormat::json: return "json";
+        case ReportFormat::markdown:
+            return "md";
+        case ReportFormat::html:
+            return "html";
+        case ReportFormat::csv:
+            return "csv";
+        case ReportFormat::json:
+            return "json";
     }
     return "?";
 }
 
 std::string render_report(const ReportData& data, ReportFormat format) {
     switch (format) {
-        case ReportFormat::markdown: return report_detail::render_markdown(data);
-        case ReportFormat::html: return report_detail::render_html(data);
-        case ReportFormat::csv: return report_detail::render_csv(data);
-        case ReportFormat::json: return report_detail::render_json(data);
+        case ReportFormat::markdown:
+            return report_detail::render_markdown(data);
+        case ReportFormat::html:
+            return report_detail::render_html(data);
+        case ReportFormat::csv:
+            return report_detail::render_csv(data);
+        case ReportFormat::json:
+            return report_detail::render_json(data);
     }
     throw Error(ErrorCategory::internal, "render_report: unknown format", "reports");
 }

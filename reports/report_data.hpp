@@ -36,8 +36,8 @@ struct PeerTiming {
     std::string impl, method;
     double p50_us = k_report_nan, p95_us = k_report_nan, p99_us = k_report_nan, mean_us = k_report_nan;
     std::int64_t n = 0;
-    std::vector<double> samples_us;  // may be empty
-    std::string source;              // the file it was imported from
+    std::vector<double> samples_us;       // may be empty
+    std::string source;                   // the file it was imported from
     std::string environment_json = "{}";  // versions of torch, triton... as the peer file gave them
     // peer p50 / ktune p50 measured the same way: event-timed peers against ktune's event p50, kernel-duration peers
     // (method "cupti_kernel_sum") against ktune's CUPTI p50. Above 1, ktune is faster. NaN: no like-for-like time.
@@ -48,23 +48,23 @@ struct PeerTiming {
 struct ProblemRow {
     Problem problem;
     std::string config_key;
-    SampleStats stats;               // of the best configuration (smallest p50 among ok results)
-    std::vector<double> samples_us;  // its raw samples, in sampling order
+    SampleStats stats;                   // of the best configuration (smallest p50 among ok results)
+    std::vector<double> samples_us;      // its raw samples, in sampling order
     double cupti_p50_us = k_report_nan;  // its CUPTI kernel-duration p50: what kernel-time peer methods compare with
-    bool time_cap_hit = false;       // sampling stopped at the time cap before the median's CI target was met
-    double gbps = k_report_nan;         // bytes the op must move / p50
-    double bytes_moved = k_report_nan;  // gbps * p50: the store keeps the bandwidth, the op knows the bytes
-    double pct_of_copy = k_report_nan;  // 100 * gbps / the device's copy ceiling
+    bool time_cap_hit = false;           // sampling stopped at the time cap before the median's CI target was met
+    double gbps = k_report_nan;          // bytes the op must move / p50
+    double bytes_moved = k_report_nan;   // gbps * p50: the store keeps the bandwidth, the op knows the bytes
+    double pct_of_copy = k_report_nan;   // 100 * gbps / the device's copy ceiling
     // The same-size rooflines (reports/size_roofline.hpp): the event p50 of the best copy/fwd and copy/read of
     // bytes_moved on the same device, interpolated between the sizes they were tuned at; NaN when the device has no
     // such curve around bytes_moved, and in rows of op copy itself.
     double copy_floor_us = k_report_nan;
     double read_floor_us = k_report_nan;
     double pct_of_copy_floor = k_report_nan;  // 100 * copy_floor_us / p50: how close the op gets to that copy
-    double flops = 0;                   // per call; 0 when unknown or irrelevant (see ReportOptions::flops)
-    double tflops = k_report_nan;       // flops / p50 / 1e12
-    std::vector<PeerTiming> peers;      // in the order of OpSection::peer_labels; a peer without a timing is absent
-    std::string best_peer;              // label of the peer with the smallest speedup (the fastest like for like)
+    double flops = 0;                         // per call; 0 when unknown or irrelevant (see ReportOptions::flops)
+    double tflops = k_report_nan;             // flops / p50 / 1e12
+    std::vector<PeerTiming> peers;  // in the order of OpSection::peer_labels; a peer without a timing is absent
+    std::string best_peer;          // label of the peer with the smallest speedup (the fastest like for like)
 
     const PeerTiming* peer(std::string_view label) const;  // nullptr when that peer did not time this problem
 };
@@ -72,12 +72,12 @@ struct ProblemRow {
 // One op/variant on one device.
 struct OpSection {
     std::string op, variant;
-    std::size_t device = 0;         // index into ReportData::devices
-    std::string source_path;        // the kernel source whose results these are (Store::best: the latest measured)
+    std::size_t device = 0;   // index into ReportData::devices
+    std::string source_path;  // the kernel source whose results these are (Store::best: the latest measured)
     std::string source_hash;
     std::vector<std::string> peer_labels;  // peers that timed at least one of the rows, sorted
     std::vector<ProblemRow> rows;          // by dtype, then shape values numerically
-    std::size_t unmatched_peers = 0;  // peer timings of this op on a device of this name for problems not in rows
+    std::size_t unmatched_peers = 0;       // peer timings of this op on a device of this name for problems not in rows
 };
 
 struct ReportData {

@@ -22,8 +22,8 @@ SizeRoofline::SizeRoofline(std::vector<Point> points) {
 double SizeRoofline::at(double bytes) const {
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
     if (m_points.size() < 2 || !(bytes >= m_points.front().bytes && bytes <= m_points.back().bytes)) return nan;
-    const auto hi = std::lower_bound(m_points.begin(), m_points.end(), bytes,
-                                     [](const Point& p, double b) { return p.bytes < b; });
+    const auto hi =
+        std::lower_bound(m_points.begin(), m_points.end(), bytes, [](const Point& p, double b) { return p.bytes < b; });
     if (hi->bytes == bytes) return hi->us;  // exact, without a round trip through logarithms
     const auto lo = hi - 1;
     const double f = (std::log(bytes) - std::log(lo->bytes)) / (std::log(hi->bytes) - std::log(lo->bytes));

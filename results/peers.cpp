@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
+#include "core/error.hpp"
 #include "results/schema.hpp"
 #include "results/sqlite_db.hpp"
 #include "results/store.hpp"
-#include "core/clock.hpp"
-#include "core/error.hpp"
 
 namespace ktune {
 

@@ -23,7 +23,7 @@ struct PeerRecord {
     std::string impl;         // "torch_eager", "torch_fused", "torch_compile", "liger", ...
     std::string method;       // how it was timed: "cold_l2_events", "hot_events", "cuda_graph", ...
 
-    std::string device_key;   // the ktune device key when the script knew it; informative only
+    std::string device_key;  // the ktune device key when the script knew it; informative only
     double p50_us = std::numeric_limits<double>::quiet_NaN();
     double p95_us = std::numeric_limits<double>::quiet_NaN();
     double p99_us = std::numeric_limits<double>::quiet_NaN();

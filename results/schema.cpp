@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "results/sqlite_db.hpp"
 #include "core/error.hpp"
+#include "results/sqlite_db.hpp"
 
 namespace ktune::store_detail {
 namespace {
@@ -257,8 +257,8 @@ private:
                 c = m_text[m_pos++];
                 if (c == 'u') {
                     if (m_pos + 4 > m_text.size()) bad("short \\u escape");
-                    const unsigned code = static_cast<unsigned>(std::stoul(std::string(m_text.substr(m_pos, 4)),
-                                                                           nullptr, 16));
+                    const unsigned code =
+                        static_cast<unsigned>(std::stoul(std::string(m_text.substr(m_pos, 4)), nullptr, 16));
                     m_pos += 4;
                     if (code > 0x7f) bad("non-ASCII \\u escape");
                     c = static_cast<char>(code);

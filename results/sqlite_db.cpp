@@ -64,8 +64,8 @@ sqlite3_stmt* Db::prepared(std::string_view sql) {
     auto it = m_cache.find(std::string(sql));
     if (it != m_cache.end()) return it->second;
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v3(m_db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
-                           nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v3(m_db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
+        SQLITE_OK)
         fail(fmt::format("preparing \"{}\"", sql));
     m_cache.emplace(std::string(sql), stmt);
     return stmt;

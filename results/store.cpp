@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,10 +18,10 @@
 
 #include <fmt/format.h>
 
-#include "results/schema.hpp"
-#include "results/sqlite_db.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "results/schema.hpp"
+#include "results/sqlite_db.hpp"
 
 namespace ktune {
 
@@ -68,17 +68,46 @@ private:
     int m_i = 1;
 };
 
-// ---- measurement rows ------------------------------------------------------------------------------------------------
+// ---- measurement rows
+// ------------------------------------------------------------------------------------------------
 
 // Insert order of the measurement columns; bind_measurement() binds in exactly this order.
 constexpr std::array<std::string_view, 35> k_measurement_columns = {
-    "kernel_id",         "configuration_id",    "problem_id",        "device_key",      "run_id",
-    "measured_at",       "status",              "message",           "n",               "min_us",
-    "p50_us",            "p95_us",              "p99_us",            "max_us",          "mean_us",
-    "stddev_us",         "iqr_us",              "median_ci_rel",     "samples",         "time_cap_hit",
-    "cupti_p50_us",      "gbps",                "dynamic_shared_bytes", "mismatches",   "max_abs_error",
-    "registers",         "spill_store_bytes",   "spill_load_bytes",  "stack_bytes",     "static_shared_bytes",
-    "compile_seconds",   "compile_cache_hit",   "cupti_samples",     "kernel_us",       "ranked_by",
+    "kernel_id",
+    "configuration_id",
+    "problem_id",
+    "device_key",
+    "run_id",
+    "measured_at",
+    "status",
+    "message",
+    "n",
+    "min_us",
+    "p50_us",
+    "p95_us",
+    "p99_us",
+    "max_us",
+    "mean_us",
+    "stddev_us",
+    "iqr_us",
+    "median_ci_rel",
+    "samples",
+    "time_cap_hit",
+    "cupti_p50_us",
+    "gbps",
+    "dynamic_shared_bytes",
+    "mismatches",
+    "max_abs_error",
+    "registers",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "stack_bytes",
+    "static_shared_bytes",
+    "compile_seconds",
+    "compile_cache_hit",
+    "cupti_samples",
+    "kernel_us",
+    "ranked_by",
 };
 constexpr std::size_t k_identity_columns = 4;  // kernel_id, configuration_id, problem_id, device_key
 
@@ -227,7 +256,8 @@ bool problem_less(const Problem& a, const Problem& b) {
     return a.shape < b.shape;  // pairs compare name then value; the names agree within one op's problems
 }
 
-// ---- devices and runs ------------------------------------------------------------------------------------------------
+// ---- devices and runs
+// ------------------------------------------------------------------------------------------------
 
 constexpr std::string_view k_select_devices =
     "SELECT key, name, cc_major, cc_minor, sm_count, l2_bytes, memory_bytes, memory_clock_khz, memory_bus_bits, "
@@ -261,7 +291,8 @@ DeviceInfo read_device(const Stmt& s) {
 // A ceiling that was never measured (or is not a number) is stored as 0, the "unknown" of DeviceInfo.
 double ceiling(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
 
-// ---- opening -----------------------------------------------------------------------------------------------------------
+// ---- opening
+// -----------------------------------------------------------------------------------------------------------
 
 // The schema version and whether any table exists, read in one statement so both come from one snapshot: another
 // process creating the schema between two separate reads would make a new ktune database look foreign.
@@ -282,8 +313,8 @@ SchemaState read_schema_state(Db& db) {
 void check_schema_readable(const Db& db, const SchemaState& state) {
     const int current = store_detail::current_schema_version();
     if (state.version > current)
-        fail(db.path(), fmt::format("{} was written by a newer ktune (schema {}); this ktune reads schema {}", db.path(),
-                                    state.version, current));
+        fail(db.path(), fmt::format("{} was written by a newer ktune (schema {}); this ktune reads schema {}",
+                                    db.path(), state.version, current));
     if (state.version == 0 && state.has_tables)
         fail(db.path(), fmt::format("{} is a SQLite database but not a ktune results database", db.path()));
 }
@@ -363,7 +394,8 @@ std::unique_ptr<Db> open_for_reading(const std::string& path) {
 
 }  // namespace
 
-// ---- Store --------------------------------------------------------------------------------------------------------------
+// ---- Store
+// --------------------------------------------------------------------------------------------------------------
 
 struct Store::Impl {
     Impl(std::unique_ptr<Db> connection, Mode m) : db_owner(std::move(connection)), db(*db_owner), mode(m) {}
@@ -452,7 +484,8 @@ void Store::require_writable(std::string_view what) const { m_impl->require_writ
 
 int Store::schema_version() const { return m_impl->version; }
 
-// ---- devices ----------------------------------------------------------------------------------------------------------
+// ---- devices
+// ----------------------------------------------------------------------------------------------------------
 
 void Store::upsert_device(const DeviceInfo& in) {
     m_impl->require_writable("store a device");
@@ -502,7 +535,8 @@ std::vector<DeviceInfo> Store::devices() const {
     return out;
 }
 
-// ---- runs -------------------------------------------------------------------------------------------------------------
+// ---- runs
+// -------------------------------------------------------------------------------------------------------------
 
 std::int64_t Store::begin_run(const RunInfo& r) {
     m_impl->require_writable("begin a run");
@@ -530,7 +564,8 @@ void Store::finish_run(std::int64_t run_id, const std::string& status) {
         s.bind(1, status).bind(2, utc_now_iso()).bind(3, run_id);
         s.run();
     }
-    if (sqlite3_changes(m_impl->db.handle()) == 0) fail(path(), fmt::format("cannot finish run {}: no such run", run_id));
+    if (sqlite3_changes(m_impl->db.handle()) == 0)
+        fail(path(), fmt::format("cannot finish run {}: no such run", run_id));
     t.commit();
 }
 
@@ -552,7 +587,8 @@ std::optional<RunInfo> Store::run(std::int64_t run_id) const {
     return r;
 }
 
-// ---- results ----------------------------------------------------------------------------------------------------------
+// ---- results
+// ----------------------------------------------------------------------------------------------------------
 
 bool Store::has_result(const KernelInfo& kernel, const std::string& config_key, const std::string& problem_key,
                        const std::string& device_key) const {
@@ -561,7 +597,11 @@ bool Store::has_result(const KernelInfo& kernel, const std::string& config_key, 
            "SELECT 1 FROM measurements WHERE kernel_id = (SELECT id FROM kernels WHERE op = ?1 AND variant = ?2 AND "
            "source_hash = ?3) AND configuration_id = (SELECT id FROM configurations WHERE key = ?4) "
            "AND problem_id = (SELECT id FROM problems WHERE key = ?5) AND device_key = ?6 LIMIT 1");
-    s.bind(1, kernel.op).bind(2, kernel.variant).bind(3, kernel.source_hash).bind(4, config_key).bind(5, problem_key)
+    s.bind(1, kernel.op)
+        .bind(2, kernel.variant)
+        .bind(3, kernel.source_hash)
+        .bind(4, config_key)
+        .bind(5, problem_key)
         .bind(6, device_key);
     return s.step();
 }
@@ -590,7 +630,8 @@ void Store::record(const ResultRecord& r, bool replace) {
         });
     const std::int64_t problem_id = im.find_or_insert(
         "SELECT id FROM problems WHERE key = ?1", [&](Stmt& s) { s.bind(1, problem_key); },
-        "INSERT INTO problems (key, dtype, shape_json) VALUES (?1, ?2, ?3)", [&](Stmt& s) {
+        "INSERT INTO problems (key, dtype, shape_json) VALUES (?1, ?2, ?3)",
+        [&](Stmt& s) {
             s.bind(1, problem_key).bind(2, dtype_name(r.problem.dtype)).bind(3, shape_to_json(r.problem.shape));
         });
     const std::int64_t config_id = im.find_or_insert(

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "results/peers.hpp"
 #include "core/device.hpp"
 #include "core/measurement.hpp"
 #include "core/types.hpp"
+#include "results/peers.hpp"
 
 namespace ktune {
 
@@ -23,16 +23,15 @@ namespace store_detail {
 class Db;
 }
 
-
 struct RunInfo {
     std::int64_t id = 0;
-    std::string started_at;   // ISO-8601 UTC
+    std::string started_at;  // ISO-8601 UTC
     std::string finished_at;
     std::string git_revision;
     std::string command_line;
     std::string environment_json;  // versions, clocks, hostname, other GPU processes...
     std::string device_key;
-    std::string status;       // "running", "finished", "interrupted", "failed"
+    std::string status;  // "running", "finished", "interrupted", "failed"
 };
 
 struct KernelInfo {
@@ -41,14 +40,14 @@ struct KernelInfo {
     // Hash of the kernel source, every header it includes, the kernel name template and the L2 state (the
     // measurement's identity: tuner/session/space_measurer.cpp kernel_identity).
     std::string source_hash;
-    std::string l2_state;  // "cold", "cold-dirty", "hot" (wire::l2_state); "" when not known (schema < 3)
+    std::string l2_state;     // "cold", "cold-dirty", "hot" (wire::l2_state); "" when not known (schema < 3)
     std::string alternative;  // which kernel of a space of alternatives (SearchSpace::alternative()); "" for one
 };
 
 // One row of results: identity plus what was measured.
 struct ResultRecord {
     KernelInfo kernel;
-    std::string config_key;    // Config::key()
+    std::string config_key;  // Config::key()
     Problem problem;
     std::string device_key;
     std::int64_t run_id = 0;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "harness/worker/driver.hpp"
 #include "core/library.hpp"
+#include "harness/worker/driver.hpp"
 
 namespace ktune::worker {
 namespace {
@@ -61,7 +61,8 @@ public:
         m_m = int(integer_arg(args, 3, "M"));
         m_n = int(integer_arg(args, 4, "N"));
         m_k = int(integer_arg(args, 5, "K"));
-        auto it = std::find_if(buffers.begin(), buffers.end(), [&](const wire::Buffer& b) { return b.name == args[0].buffer; });
+        auto it = std::find_if(buffers.begin(), buffers.end(),
+                               [&](const wire::Buffer& b) { return b.name == args[0].buffer; });
         if (it == buffers.end() || (it->elem != "f16" && it->elem != "bf16"))
             throw LibraryError("cublas_gemm: y must be an f16 or bf16 buffer");
         m_type = it->elem == "f16" ? CUDA_R_16F : CUDA_R_16BF;
@@ -124,18 +125,19 @@ private:
         const std::uint64_t bytes = kWorkspaceBytes;
         cublasLtMatmulHeuristicResult_t results[kHeuristicAlgorithms] = {};
         int returned = 0;
-        const cublasStatus_t s1 = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                       &bytes, sizeof bytes);
-        const cublasStatus_t s2 = s1 != CUBLAS_STATUS_SUCCESS
-                                      ? s1
-                                      : cublasLtMatmulAlgoGetHeuristic(c.lt, m_desc, m_w_layout, m_x_layout,
-                                                                       m_y_layout, m_y_layout, pref,
-                                                                       kHeuristicAlgorithms, results, &returned);
+        const cublasStatus_t s1 =
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof bytes);
+        const cublasStatus_t s2 =
+            s1 != CUBLAS_STATUS_SUCCESS
+                ? s1
+                : cublasLtMatmulAlgoGetHeuristic(c.lt, m_desc, m_w_layout, m_x_layout, m_y_layout, m_y_layout, pref,
+                                                 kHeuristicAlgorithms, results, &returned);
         cublasLtMatmulPreferenceDestroy(pref);
         KTUNE_CUBLAS(s2);
         if (m_algo >= returned)
             throw LibraryError("cublas_gemm: cuBLASLt's heuristic offers " + std::to_string(returned) +
-                               " algorithms for this shape; RANK " + std::to_string(m_algo + 1) + " is not one of them");
+                               " algorithms for this shape; RANK " + std::to_string(m_algo + 1) +
+                               " is not one of them");
         m_heuristic = results[m_algo];
     }
 

@@ -1,10 +1,10 @@
 #include "harness/worker/worker.hpp"
 
-#include <cstdlib>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -244,7 +244,8 @@ json Worker::ceilings(std::size_t copy_bytes) {
     const char* empty_name = nullptr;
     KTUNE_CU(cuFuncGetName(&empty_name, empty));
     const std::string empty_lowered = empty_name ? empty_name : "";
-    time_cupti(run_empty, [&](const std::string& name) { return name == empty_lowered; }, t, cupti);
+    time_cupti(
+        run_empty, [&](const std::string& name) { return name == empty_lowered; }, t, cupti);
     cuEventDestroy(e0);
     cuEventDestroy(e1);
     return {{"copy_gbps", 2.0 * double(copy_bytes) / (copy.p50 * 1e-6) / 1e9},

@@ -25,8 +25,7 @@ public:
     nlohmann::json ceilings(std::size_t copy_bytes);
     nlohmann::json setup(const std::vector<wire::Buffer>& buffers, const std::vector<wire::Arg>& args,
                          const wire::Launch& reference);
-    wire::EvaluateResult evaluate(const wire::Launch& launch, const Tolerance& tol,
-                                  const wire::TimingOptions& timing);
+    wire::EvaluateResult evaluate(const wire::Launch& launch, const Tolerance& tol, const wire::TimingOptions& timing);
 
     // True once a kernel fault poisoned the CUDA context: nothing more can run in this process.
     bool poisoned() const { return m_poisoned; }
@@ -35,8 +34,8 @@ private:
     struct DeviceBuffer {
         wire::Buffer spec;
         CUdeviceptr ptr = 0;
-        CUdeviceptr reference = 0;  // outputs/inouts: the reference kernel's result
-        CUdeviceptr pristine = 0;   // inouts: the generated input, restored before each validation run
+        CUdeviceptr reference = 0;          // outputs/inouts: the reference kernel's result
+        CUdeviceptr pristine = 0;           // inouts: the generated input, restored before each validation run
         std::vector<CUdeviceptr> replicas;  // small problems: more copies that timing samples rotate through
         std::size_t bytes = 0;
     };
@@ -79,7 +78,7 @@ private:
     bool m_poisoned = false;
     wire::DeviceProps m_props;
 
-    std::map<std::string, CUmodule> m_modules;  // by cubin path
+    std::map<std::string, CUmodule> m_modules;          // by cubin path
     std::map<CUfunction, unsigned> m_dynamic_smem_set;  // the dynamic shared memory each function was checked for
     CUmodule m_utility_module = nullptr;
     std::map<std::string, CUfunction> m_utility;  // "empty", "spin", "fill.bf16", "poison.f32", "compare.f16", ...

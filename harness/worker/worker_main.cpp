@@ -13,9 +13,7 @@ using namespace ktune;
 
 namespace {
 
-void respond(const json& j) {
-    std::cout << j.dump() << '\n' << std::flush;
-}
+void respond(const json& j) { std::cout << j.dump() << '\n' << std::flush; }
 
 json failure(const std::string& message, bool fatal) { return {{"ok", false}, {"error", message}, {"fatal", fatal}}; }
 
@@ -48,13 +46,13 @@ int main() {
             } else if (cmd == "ceilings") {
                 response = w->ceilings(req.value("copy_bytes", std::size_t{1} << 30));
             } else if (cmd == "setup") {
-                response = w->setup(req.at("buffers").get<std::vector<wire::Buffer>>(),
-                                    req.at("args").get<std::vector<wire::Arg>>(),
-                                    req.at("reference").get<wire::Launch>());
+                response =
+                    w->setup(req.at("buffers").get<std::vector<wire::Buffer>>(),
+                             req.at("args").get<std::vector<wire::Arg>>(), req.at("reference").get<wire::Launch>());
             } else if (cmd == "evaluate") {
-                const wire::EvaluateResult r = w->evaluate(req.at("launch").get<wire::Launch>(),
-                                                           req.at("tolerance").get<Tolerance>(),
-                                                           req.value("timing", wire::TimingOptions{}));
+                const wire::EvaluateResult r =
+                    w->evaluate(req.at("launch").get<wire::Launch>(), req.at("tolerance").get<Tolerance>(),
+                                req.value("timing", wire::TimingOptions{}));
                 response = {{"result", r}};
                 if (w->poisoned()) response["fatal"] = true;
             } else if (cmd == "shutdown") {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "kernels/quant_linear/quant_linear_layout.cuh"
 #include "core/error.hpp"
+#include "kernels/quant_linear/quant_linear_layout.cuh"
 
 namespace ktune {
 namespace {

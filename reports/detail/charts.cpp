@@ -35,9 +35,12 @@ void legend(Svg& svg, double x, double y, const std::vector<std::pair<std::strin
 
 std::string_view dtype_colour(Dtype d) {
     switch (d) {
-        case Dtype::bf16: return "#1f6feb";
-        case Dtype::fp16: return "#e36209";
-        case Dtype::fp32: return "#2da44e";
+        case Dtype::bf16:
+            return "#1f6feb";
+        case Dtype::fp16:
+            return "#e36209";
+        case Dtype::fp32:
+            return "#2da44e";
     }
     return "#6e7781";
 }
@@ -213,8 +216,8 @@ std::string latency_chart(const ProblemRow& row, const std::map<std::string, std
     };
     std::vector<Box> boxes;
     if (finite_positive(row.stats.p50))
-        boxes.push_back(make("ktune", std::string(k_ktune_colour), row.samples_us, row.stats.p50, row.stats.p95,
-                             row.stats.p99));
+        boxes.push_back(
+            make("ktune", std::string(k_ktune_colour), row.samples_us, row.stats.p50, row.stats.p95, row.stats.p99));
     for (const PeerTiming& p : row.peers) {
         if (!finite_positive(p.p50_us)) continue;
         const auto it = colours.find(p.label);

@@ -15,13 +15,13 @@ std::string render_json(const ReportData& data);
 
 // Human-readable numbers for tables and charts; a NaN (unknown) becomes `missing`.
 inline constexpr std::string_view k_missing = "-";
-std::string format_us(double us, std::string_view missing = k_missing);          // 3 significant digits or more
-std::string format_gbps(double gbps, std::string_view missing = k_missing);      // "2950"
-std::string format_percent(double pct, std::string_view missing = k_missing);    // "91.2"
-std::string format_speedup(double x, std::string_view missing = k_missing);      // "1.52x"
+std::string format_us(double us, std::string_view missing = k_missing);            // 3 significant digits or more
+std::string format_gbps(double gbps, std::string_view missing = k_missing);        // "2950"
+std::string format_percent(double pct, std::string_view missing = k_missing);      // "91.2"
+std::string format_speedup(double x, std::string_view missing = k_missing);        // "1.52x"
 std::string format_improvement(double pct, std::string_view missing = k_missing);  // "+34.2 %"
-std::string format_tflops(double tflops, std::string_view missing = k_missing);  // "12.3"
-std::string format_bytes(double bytes);                                          // "16.8 MB" (powers of 1000)
+std::string format_tflops(double tflops, std::string_view missing = k_missing);    // "12.3"
+std::string format_bytes(double bytes);                                            // "16.8 MB" (powers of 1000)
 // Machine-readable numbers (CSV): the shortest text that reads back to the same double; "" for NaN.
 std::string format_exact(double v);
 

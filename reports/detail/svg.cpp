@@ -66,9 +66,9 @@ void Svg::line(double x1, double y1, double x2, double y2, std::string_view stro
 
 void Svg::rect(double x, double y, double w, double h, std::string_view fill, std::string_view title,
                std::string_view extra) {
-    const std::string attrs = fmt::format("x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}{}", px(x), px(y),
-                                          px(std::max(w, 0.0)), px(std::max(h, 0.0)), fill,
-                                          extra.empty() ? "" : " ", extra);
+    const std::string attrs =
+        fmt::format("x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}{}", px(x), px(y), px(std::max(w, 0.0)),
+                    px(std::max(h, 0.0)), fill, extra.empty() ? "" : " ", extra);
     if (title.empty()) {
         m_out += fmt::format("<rect {}/>\n", attrs);
     } else {

@@ -18,12 +18,18 @@ namespace {
 double fuzzed_value(FuzzedDataProvider& in, double fallback) {
     if (in.remaining_bytes() == 0) return fallback;
     switch (in.ConsumeIntegralInRange<int>(0, 5)) {
-        case 0: return in.ConsumeIntegralInRange<int>(-4, 4096);
-        case 1: return static_cast<double>(in.ConsumeIntegral<std::int64_t>());
-        case 2: return in.ConsumeFloatingPoint<double>();
-        case 3: return 0;
-        case 4: return std::numeric_limits<double>::quiet_NaN();
-        default: return std::numeric_limits<double>::infinity() * (in.ConsumeBool() ? 1 : -1);
+        case 0:
+            return in.ConsumeIntegralInRange<int>(-4, 4096);
+        case 1:
+            return static_cast<double>(in.ConsumeIntegral<std::int64_t>());
+        case 2:
+            return in.ConsumeFloatingPoint<double>();
+        case 3:
+            return 0;
+        case 4:
+            return std::numeric_limits<double>::quiet_NaN();
+        default:
+            return std::numeric_limits<double>::infinity() * (in.ConsumeBool() ? 1 : -1);
     }
 }
 
@@ -36,8 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FuzzedDataProvider in(data + (newline == std::string::npos ? size : newline + 1),
                           newline == std::string::npos ? 0 : size - newline - 1);
     // The names search spaces use, with the values of a typical configuration unless the input overrides them.
-    std::map<std::string, double> vars = {{"BLOCK", 256}, {"VEC", 4},        {"UNROLL", 2}, {"ROWS_PER_BLOCK", 1},
-                                          {"M", 4096},    {"H", 8192},       {"N", 1000},   {"DTYPE_BYTES", 2},
+    std::map<std::string, double> vars = {{"BLOCK", 256}, {"VEC", 4},   {"UNROLL", 2}, {"ROWS_PER_BLOCK", 1},
+                                          {"M", 4096},    {"H", 8192},  {"N", 1000},   {"DTYPE_BYTES", 2},
                                           {"WARPS", 8},   {"STAGES", 3}};
     for (auto& [name, value] : vars) value = fuzzed_value(in, value);
     try {

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <map>
 
+#include "core/error.hpp"
 #include "ktune_test_config.hpp"
 #include "results/store.hpp"
-#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
@@ -61,8 +61,8 @@ TEST_F(GpuTest, DevicesReportAPlausibleCopyCeilingAndLaunchFloor) {
     const auto devices = probe_devices(m_worker, jit, true, std::size_t{256} << 20, &store);
     ASSERT_FALSE(devices.empty());
     const DeviceInfo& d = devices.front().info;
-    EXPECT_GT(d.copy_gbps, 100.0);      // any datacenter GPU copies faster than this
-    EXPECT_LT(d.copy_gbps, 20000.0);    // and no GPU copies faster than this
+    EXPECT_GT(d.copy_gbps, 100.0);    // any datacenter GPU copies faster than this
+    EXPECT_LT(d.copy_gbps, 20000.0);  // and no GPU copies faster than this
     EXPECT_GT(d.launch_floor_us, 0.0);
     EXPECT_LT(d.launch_floor_us, 50.0);
     ASSERT_TRUE(store.device(d.key).has_value());

@@ -32,7 +32,7 @@ std::vector<std::string> space_files() {
 // _k14336 and _tails spaces) compile the union of their instantiations once. A space that does not load is a family
 // of its own, so that its test reports the loader's error.
 struct KernelFamily {
-    std::string name;                // the kernel source's stem, or the space's when it does not load
+    std::string name;                 // the kernel source's stem, or the space's when it does not load
     std::vector<std::string> spaces;  // YAML paths
 };
 
@@ -71,7 +71,8 @@ std::string test_name(std::string n) {
 // sources and headers, so a cached kernel is this source's kernel; they are written atomically, so parallel test
 // processes can share it.
 CompileService& compile_service() {
-    static CompileService jit{{KTUNE_SOURCE_ROOT, [] {
+    static CompileService jit{{KTUNE_SOURCE_ROOT,
+                               [] {
                                    auto d = fs::path(KTUNE_BINARY_DIR) / "nvrtc-test-cache";
                                    fs::create_directories(d);
                                    return d.string();
@@ -165,8 +166,7 @@ TEST_P(SpaceConstraints, ConfigurationsBreakingAStaticConstraintFailToCompile) {
                 r.source_path = space.kernel_source();
                 r.name_expressions = {space.kernel_name(c, d)};
                 const CompileResult res = compile_service().compile(r);
-                EXPECT_FALSE(res.ok) << r.name_expressions[0] << " breaks '" << constraint.text()
-                                     << "' but compiled";
+                EXPECT_FALSE(res.ok) << r.name_expressions[0] << " breaks '" << constraint.text() << "' but compiled";
                 ++checked;
                 if (++per_constraint == 2) break;
             }

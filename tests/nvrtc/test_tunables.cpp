@@ -14,8 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(TunablesKernel, CompilesEveryValidConfigurationOfABoolAChoiceAndASignedInt) {
-    const SearchSpace space =
-        SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/spaces/good/tunables.yaml");
+    const SearchSpace space = SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/spaces/good/tunables.yaml");
     const auto cache = fs::path(KTUNE_BINARY_DIR) / "nvrtc-test-cache";
     fs::create_directories(cache);
     CompileService jit{{std::string(KTUNE_TEST_DATA) + "/jit", cache.string(), "", 0}};

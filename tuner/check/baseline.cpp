@@ -11,9 +11,9 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/stats.hpp"
-#include "core/error.hpp"
 
 namespace ktune {
 
@@ -291,10 +291,9 @@ std::string format_baseline(const Baseline& b) {
     j["created_at"] = b.created_at;
     j["git_revision"] = b.git_revision;
     const auto& m = b.method;
-    j["method"] = {{"cold_l2", m.cold_l2},         {"clean_flush", m.clean_flush}, {"timer", m.timer},
-                   {"warmup", m.warmup},           {"min_samples", m.min_samples},
-                   {"max_samples", m.max_samples}, {"target_rel", m.target_rel},
-                   {"time_cap_s", m.time_cap_s},   {"sessions", m.sessions}};
+    j["method"] = {{"cold_l2", m.cold_l2},       {"clean_flush", m.clean_flush}, {"timer", m.timer},
+                   {"warmup", m.warmup},         {"min_samples", m.min_samples}, {"max_samples", m.max_samples},
+                   {"target_rel", m.target_rel}, {"time_cap_s", m.time_cap_s},   {"sessions", m.sessions}};
     ojson cases = ojson::array();
     std::set<std::string> ids;
     for (std::size_t i = 0; i < b.cases.size(); ++i) {
@@ -362,9 +361,7 @@ Baseline parse_baseline(std::string_view text, const std::string& origin) {
     return b;
 }
 
-Baseline load_baseline(const std::string& path) {
-    return parse_baseline(read_file(path, "the baseline file"), path);
-}
+Baseline load_baseline(const std::string& path) { return parse_baseline(read_file(path, "the baseline file"), path); }
 
 void save_baseline(const Baseline& b, const std::string& path) {
     const std::string text = format_baseline(b);  // throws before anything is written

@@ -54,10 +54,10 @@
 #include <string>
 #include <vector>
 
-#include "tuner/check/baseline.hpp"
-#include "tuner/check/compare.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
+#include "tuner/check/baseline.hpp"
+#include "tuner/check/compare.hpp"
 
 namespace ktune {
 

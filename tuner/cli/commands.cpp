@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "kernels/op.hpp"
 #include "results/store.hpp"
 #include "tuner/cli/commands_replay.hpp"
 #include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
-#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
@@ -68,12 +68,13 @@ void require_writable_cache(const std::string& cache) {
     fs::path existing = dir;
     while (!fs::exists(existing, ec) && existing != existing.parent_path()) existing = existing.parent_path();
     if (::access(existing.c_str(), W_OK | X_OK) == 0) return;
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("the compile cache folder {} cannot be written{}; name a writable one with --cache-dir or "
-                            "KTUNE_CACHE_DIR",
-                            cache, existing == dir ? "" : fmt::format(" ({} cannot, where it would be created)",
-                                                                      existing.string())),
-                "--cache-dir");
+    throw Error(
+        ErrorCategory::bad_input,
+        fmt::format("the compile cache folder {} cannot be written{}; name a writable one with --cache-dir or "
+                    "KTUNE_CACHE_DIR",
+                    cache,
+                    existing == dir ? "" : fmt::format(" ({} cannot, where it would be created)", existing.string())),
+        "--cache-dir");
 }
 
 namespace {
@@ -226,8 +227,9 @@ void print_best_table(const std::vector<ResultRecord>& rows, const std::optional
                    m.time_cap_hit ? "  (time cap hit: CI above target)" : "");
     }
     if (any_kernel_ranked)
-        fmt::print("p50/p95/p99: event times (the kernel with the GPU front end's launch); kernel: CUPTI kernel duration, "
-                   "trimmed mean; *: ranked by kernel time (decode sizes: the event time is mostly launch there)\n");
+        fmt::print(
+            "p50/p95/p99: event times (the kernel with the GPU front end's launch); kernel: CUPTI kernel duration, "
+            "trimmed mean; *: ranked by kernel time (decode sizes: the event time is mostly launch there)\n");
 }
 
 int cmd_devices(const GlobalOptions& g) {
@@ -307,10 +309,15 @@ int cmd_list(const GlobalOptions& g) {
             std::vector<std::string> names;
             for (const SearchSpace& k : kernels)
                 if (!k.alternative().empty()) names.push_back(k.alternative());
-            if (!names.empty()) summary = fmt::format("[{} kernels: {}] {}", names.size(), fmt::join(names, ", "), summary);
-            out.push_back({{"space", f.stem().string()}, {"file", f.string()}, {"op", s.op()},
-                           {"variant", s.variant()}, {"parameters", s.parameters().size()},
-                           {"cartesian_size", s.cartesian_size()}, {"problems", s.problems().size()},
+            if (!names.empty())
+                summary = fmt::format("[{} kernels: {}] {}", names.size(), fmt::join(names, ", "), summary);
+            out.push_back({{"space", f.stem().string()},
+                           {"file", f.string()},
+                           {"op", s.op()},
+                           {"variant", s.variant()},
+                           {"parameters", s.parameters().size()},
+                           {"cartesian_size", s.cartesian_size()},
+                           {"problems", s.problems().size()},
                            {"summary", summary}});
             rows.push_back({f.stem().string(), s.op(), s.variant(), std::to_string(s.parameters().size()),
                             std::to_string(s.problems().size()), summary});
@@ -360,12 +367,16 @@ int show_space(const SearchSpace& s, json* out) {
         valid.emplace_back(pr, std::move(v));
     }
     if (out != nullptr) {
-        json j = {{"file", s.file()}, {"op", s.op()}, {"variant", s.variant()}, {"kernel", s.kernel_source()},
-                  {"cartesian_size", s.cartesian_size()}, {"valid_total", total_valid}};
+        json j = {{"file", s.file()},
+                  {"op", s.op()},
+                  {"variant", s.variant()},
+                  {"kernel", s.kernel_source()},
+                  {"cartesian_size", s.cartesian_size()},
+                  {"valid_total", total_valid}};
         for (const auto& prm : s.parameters())
             j["parameters"].push_back({{"name", prm.name},
                                        {"values", prm.labels.empty() ? json(prm.values) : json(prm.labels)},
-                                                                         {"doc", prm.doc}});
+                                       {"doc", prm.doc}});
         for (const auto& c : s.constraints()) j["constraints"].push_back(c.text());
         for (const auto& c : s.prune()) j["prune"].push_back(c.text());
         for (const auto& [pr, v] : valid) {
@@ -424,7 +435,8 @@ int cmd_space(const GlobalOptions& g) {
         if (kernels.size() == 1) {
             show_space(kernels.front(), &j);
         } else {
-            j = {{"file", kernels.front().file()}, {"op", kernels.front().op()}, {"variant", kernels.front().variant()}};
+            j = {
+                {"file", kernels.front().file()}, {"op", kernels.front().op()}, {"variant", kernels.front().variant()}};
             for (const SearchSpace& k : kernels) {
                 json one;
                 show_space(k, &one);
@@ -466,8 +478,8 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     o.compile_only = g_tune.compile_only;
     for (const auto& d : g_tune.dtypes) {
         auto parsed = parse_dtype(d);
-        if (!parsed) throw Error(ErrorCategory::bad_input, fmt::format("unknown dtype '{}' (fp32, fp16, bf16)", d),
-                                 "--dtype");
+        if (!parsed)
+            throw Error(ErrorCategory::bad_input, fmt::format("unknown dtype '{}' (fp32, fp16, bf16)", d), "--dtype");
         o.dtypes.push_back(*parsed);
     }
     for (const auto& f : g_tune.problems) o.problem_filters.push_back(parse_named_values(f, "--problem", "AXIS"));
@@ -492,17 +504,23 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     bar.finish();
 
     if (g_tune.json) {
-        json j = {{"compile_only", s.compile_only}, {"arch", s.arch}, {"elapsed_s", s.elapsed_s},
-                  {"run_id", s.run_id}, {"status_counts", s.status_counts}, {"worker_restarts", s.worker_restarts},
+        json j = {{"compile_only", s.compile_only},     {"arch", s.arch},
+                  {"elapsed_s", s.elapsed_s},           {"run_id", s.run_id},
+                  {"status_counts", s.status_counts},   {"worker_restarts", s.worker_restarts},
                   {"time_limit_hit", s.time_limit_hit}, {"confirmations", s.confirmations}};
         if (!s.no_gpu_reason.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
         if (s.device) j["device"] = device_json(*s.device);
         if (s.compile_only)
-            j["compile"] = {{"compiled", s.compiled}, {"failed", s.compile_failed}, {"cache_hits", s.compile_cache_hits},
+            j["compile"] = {{"compiled", s.compiled},
+                            {"failed", s.compile_failed},
+                            {"cache_hits", s.compile_cache_hits},
                             {"errors", s.compile_errors}};
         for (const auto& po : s.problems) {
-            json pj = {{"problem", po.problem.key()}, {"valid_configs", po.valid_configs}, {"measured", po.measured},
-                       {"resumed", po.skipped}, {"failed", po.failed}};
+            json pj = {{"problem", po.problem.key()},
+                       {"valid_configs", po.valid_configs},
+                       {"measured", po.measured},
+                       {"resumed", po.skipped},
+                       {"failed", po.failed}};
             if (po.best) pj["best"] = record_json(*po.best, s.device);
             j["problems"].push_back(pj);
         }
@@ -526,9 +544,9 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
         for (const auto& po : s.problems) resumed += po.skipped;
         fmt::print("run {} in {:.1f} s: measured{}{}; {} resumed from {}{}{}\n", s.run_id, s.elapsed_s,
                    counts.empty() ? " nothing" : counts,
-                   s.confirmations ? fmt::format(" (and {} best configurations measured again to confirm them)",
-                                                 s.confirmations)
-                                   : "",
+                   s.confirmations
+                       ? fmt::format(" (and {} best configurations measured again to confirm them)", s.confirmations)
+                       : "",
                    resumed, o.db_path,
                    s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
                    s.time_limit_hit ? "; stopped at the --time limit" : "");
@@ -536,7 +554,8 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     if (!s.compile_only) {
         for (const auto& po : s.problems)
             // A problem with no valid configuration (not one that --config filtered to nothing).
-            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty())) return exit_failure;
+            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty()))
+                return exit_failure;
     }
     // The sweep that stands in for a tuning without a GPU fails like an explicit --compile-only one: a kernel that does
     // not compile is a failure whichever way it was found.
@@ -610,8 +629,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     static constexpr const char* k_space_name_help =
         "Search space: a name (search_spaces/<name>.yaml), an op or op/variant (every space that tunes it; tune and "
         "space need exactly one), or a YAML file";
-    auto* devices = app.add_subcommand("devices", "List GPUs with their properties; measure and store each one's "
-                                                  "copy-bandwidth ceiling and empty-kernel launch floor");
+    auto* devices = app.add_subcommand("devices",
+                                       "List GPUs with their properties; measure and store each one's "
+                                       "copy-bandwidth ceiling and empty-kernel launch floor");
     devices->add_flag("--json", g_devices.json, "Print JSON");
     devices->add_flag("--no-measure", g_devices.no_measure, "Only list; keep the ceilings measured earlier");
     devices->add_option("--copy-mib", g_devices.copy_mib, "Size of the timed device-to-device copy in MiB")
@@ -621,8 +641,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     auto* list = app.add_subcommand("list", "List the search spaces under search_spaces/ and the ops they tune");
     list->add_flag("--json", g_list.json, "Print JSON");
 
-    auto* space = app.add_subcommand("space", "Show a search space: parameters, constraints, problems, and how many "
-                                              "configurations are valid for each problem");
+    auto* space = app.add_subcommand("space",
+                                     "Show a search space: parameters, constraints, problems, and how many "
+                                     "configurations are valid for each problem");
     space->add_option("op", g_space.op, k_space_name_help)->required();
     space->add_flag("--json", g_space.json, "Print JSON");
     space->add_option("--show", g_space.show, "How many example configurations to show")
@@ -630,10 +651,11 @@ void register_commands(CLI::App& app, GlobalOptions&) {
         ->check(integer_at_least(0));
 
     auto* tune = app.add_subcommand(
-        "tune", "Tune an op on this GPU: compile every proposed configuration with NVRTC, validate it against the "
-                "reference, time it, and store the results. Resumes: what the database already holds for the same "
-                "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
-                "compile-only sweep");
+        "tune",
+        "Tune an op on this GPU: compile every proposed configuration with NVRTC, validate it against the "
+        "reference, time it, and store the results. Resumes: what the database already holds for the same "
+        "kernel source, configuration, problem and device is skipped unless --force. Without a GPU it runs a "
+        "compile-only sweep");
     tune->add_option("op", g_tune.op, k_space_name_help)->required();
     tune->add_option("--strategy", g_tune.strategy,
                      "Search strategy: auto (exhaustive, or a search with a budget above 2000 valid configurations: "

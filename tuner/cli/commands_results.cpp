@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
+#include "core/error.hpp"
 #include "core/file.hpp"
 #include "kernels/op.hpp"
 #include "reports/peer_import.hpp"
@@ -17,10 +19,8 @@
 #include "tuner/check/baseline.hpp"
 #include "tuner/check/check_output.hpp"
 #include "tuner/check/check_runner.hpp"
-#include "core/error.hpp"
 #include "tuner/export/export_header.hpp"
 #include "tuner/session/check_measurer.hpp"
-#include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/op_lookup.hpp"
 
@@ -248,9 +248,7 @@ int cmd_check(const GlobalOptions& g) {
     o.force = g_check.force;
     o.min_samples = g_check.samples;
     o.remeasure_rounds = g_check.rounds;
-    o.on_case = [](const CaseResult& r) {
-        fmt::print(stderr, "  {:<44} {}\n", r.id, verdict_name(r.verdict));
-    };
+    o.on_case = [](const CaseResult& r) { fmt::print(stderr, "  {:<44} {}\n", r.id, verdict_name(r.verdict)); };
     const CheckReport report = run_check(baseline, gpu.worker.device().key, measurer, o);
     std::cout << format_check_table(report);
     if (!g_check.markdown.empty()) write_file(g_check.markdown, format_check_markdown(report), "--markdown");
@@ -261,8 +259,9 @@ int cmd_check(const GlobalOptions& g) {
 }  // namespace
 
 void register_result_commands(CLI::App& app) {
-    auto* report = app.add_subcommand("report", "Write a report of the stored results: best configuration, p50/p95/p99, "
-                                                "bandwidth against the copy ceiling, speedups over stored peers");
+    auto* report = app.add_subcommand("report",
+                                      "Write a report of the stored results: best configuration, p50/p95/p99, "
+                                      "bandwidth against the copy ceiling, speedups over stored peers");
     report->add_option("--op", g_report.ops,
                        "Only these search spaces: a name (rmsnorm), an op or op/variant (glu, rmsnorm/bwd) or a YAML "
                        "file; repeatable");
@@ -273,9 +272,10 @@ void register_result_commands(CLI::App& app) {
     report->add_option("--title", g_report.title, "Report title")->capture_default_str();
 
     auto* exp = app.add_subcommand(
-        "export-header", "Write a C++ header with the best configuration per device and problem and a dispatcher that "
-                         "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
-                         "default; an untuned shape takes the nearest tuned one)");
+        "export-header",
+        "Write a C++ header with the best configuration per device and problem and a dispatcher that "
+        "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
+        "default; an untuned shape takes the nearest tuned one)");
     exp->add_option("--op", g_export.op,
                     "Search space to export: a name (rmsnorm), op/variant (rmsnorm/fwd_gemma) or a YAML file")
         ->required();
@@ -283,30 +283,34 @@ void register_result_commands(CLI::App& app) {
     exp->add_option("--devices", g_export.devices, "Only devices whose key contains this; repeatable (default: all)");
     exp->add_option("--out", g_export.out, "Output directory")->required()->check(not_empty());
 
-    auto* peers = app.add_subcommand("import-peers", "Store peer measurements (PyTorch, torch.compile, Liger...) from "
-                                                     "JSON files written by bench/peers/measure_peers.py");
+    auto* peers = app.add_subcommand("import-peers",
+                                     "Store peer measurements (PyTorch, torch.compile, Liger...) from "
+                                     "JSON files written by bench/peers/measure_peers.py");
     peers->add_option("files", g_import.files, "JSON files (format: reports/PEERS_FORMAT.md)")
         ->required()
         ->check(CLI::ExistingFile);
 
     auto* baseline = app.add_subcommand("baseline", "Performance baselines for `ktune check`");
     baseline->require_subcommand(1);
-    auto* save = baseline->add_subcommand("save", "Measure the best configuration of every tuned op on this GPU and "
-                                                  "write its timing distribution as a readable JSON baseline");
+    auto* save = baseline->add_subcommand("save",
+                                          "Measure the best configuration of every tuned op on this GPU and "
+                                          "write its timing distribution as a readable JSON baseline");
     save->add_option("--ops", g_baseline.ops, "Only these search spaces (as report --op); repeatable");
     save->add_option("--out", g_baseline.out, "Output file (default: results/baselines/<device>.json)")
         ->check(not_empty());
     save->add_option("--sessions", g_baseline.sessions, "Measurement sessions pooled per case")
         ->capture_default_str()
         ->check(CLI::Range(1, 20));
-    save->add_option("--samples", g_baseline.samples, "Samples per session")->capture_default_str()->check(
-        CLI::Range(10, 10000));
+    save->add_option("--samples", g_baseline.samples, "Samples per session")
+        ->capture_default_str()
+        ->check(CLI::Range(10, 10000));
     save->add_option("--device", g_baseline.device, "GPU ordinal")->capture_default_str();
 
     auto* check = app.add_subcommand(
-        "check", "Measure the current kernels at the baseline's configurations and compare (bootstrap CI of the ratio "
-                 "of medians, duration-dependent threshold); slower and unclear cases are re-measured, interleaved, "
-                 "before the verdict. Exit 1 only for a reproduced slowdown or a correctness failure");
+        "check",
+        "Measure the current kernels at the baseline's configurations and compare (bootstrap CI of the ratio "
+        "of medians, duration-dependent threshold); slower and unclear cases are re-measured, interleaved, "
+        "before the verdict. Exit 1 only for a reproduced slowdown or a correctness failure");
     check->add_option("--baseline", g_check.baseline, "Baseline JSON (ktune baseline save)")
         ->required()
         ->check(CLI::ExistingFile);
@@ -315,8 +319,9 @@ void register_result_commands(CLI::App& app) {
     check->add_option("--markdown", g_check.markdown, "Also write a Markdown summary for the pull request")
         ->check(not_empty());
     check->add_option("--junit", g_check.junit, "Also write JUnit XML for the CI system")->check(not_empty());
-    check->add_option("--samples", g_check.samples, "Samples per measurement session")->capture_default_str()->check(
-        CLI::Range(10, 10000));
+    check->add_option("--samples", g_check.samples, "Samples per measurement session")
+        ->capture_default_str()
+        ->check(CLI::Range(10, 10000));
     check->add_option("--rounds", g_check.rounds, "Interleaved re-measurement rounds for slower/unclear cases")
         ->capture_default_str()
         ->check(CLI::Range(1, 50));

@@ -1,13 +1,13 @@
 // ktune: autotunes CUDA kernel templates per GPU and benchmarks them. See README.md, or `ktune --help`.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <string>
 #include <string_view>
 
-#include "tuner/cli/commands.hpp"
 #include "core/error.hpp"
+#include "tuner/cli/commands.hpp"
 #include "tuner/session/environment.hpp"
 
 using namespace ktune;
@@ -16,12 +16,18 @@ namespace {
 
 const char* category_key(ErrorCategory c) {
     switch (c) {
-        case ErrorCategory::bad_input: return "bad_input";
-        case ErrorCategory::no_gpu: return "no_gpu";
-        case ErrorCategory::compile: return "compile";
-        case ErrorCategory::device: return "device";
-        case ErrorCategory::store: return "store";
-        case ErrorCategory::internal: return "internal";
+        case ErrorCategory::bad_input:
+            return "bad_input";
+        case ErrorCategory::no_gpu:
+            return "no_gpu";
+        case ErrorCategory::compile:
+            return "compile";
+        case ErrorCategory::device:
+            return "device";
+        case ErrorCategory::store:
+            return "store";
+        case ErrorCategory::internal:
+            return "internal";
     }
     return "internal";
 }
@@ -63,8 +69,7 @@ int main(int argc, char** argv) {
                    "Repository root holding kernels/ and search_spaces/ (default: $KTUNE_ROOT, the nearest such "
                    "ancestor of the working directory)")
         ->check(cli::not_empty());
-    app.add_option("--db", global.db,
-                   "Results database (default: $KTUNE_DB or <root>/results/ktune.db)")
+    app.add_option("--db", global.db, "Results database (default: $KTUNE_DB or <root>/results/ktune.db)")
         ->check(cli::not_empty());
     app.add_option("--cache-dir", global.cache_dir,
                    "NVRTC cubin cache (default: $KTUNE_CACHE_DIR, $XDG_CACHE_HOME/ktune or ~/.cache/ktune)")
@@ -92,8 +97,7 @@ int main(int argc, char** argv) {
             return report_error(as_json, ErrorCategory::bad_input, message, "",
                                 "ktune: " + message + "\nRun with --help for more information.\n");
         }
-        if (as_json && e.get_exit_code() != 0)
-            return report_error(true, ErrorCategory::bad_input, e.what(), "", "");
+        if (as_json && e.get_exit_code() != 0) return report_error(true, ErrorCategory::bad_input, e.what(), "", "");
         const int rc = app.exit(e);
         return rc == 0 ? exit_ok : exit_bad_input;
     }

@@ -29,10 +29,9 @@ void ProgressBar::update(const ProgressEvent& e) {
     constexpr int width = 24;
     const int filled = static_cast<int>(frac * width);
     const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    const std::string line =
-        fmt::format("{} [{}] {}/{} {:3.0f}% {:.1f}/s ETA {} | {} failed{} | {} {}", e.phase, bar, e.done, e.total,
-                    100 * frac, rate, eta, e.failed, e.skipped ? fmt::format(", {} resumed", e.skipped) : "",
-                    e.problem, e.config);
+    const std::string line = fmt::format("{} [{}] {}/{} {:3.0f}% {:.1f}/s ETA {} | {} failed{} | {} {}", e.phase, bar,
+                                         e.done, e.total, 100 * frac, rate, eta, e.failed,
+                                         e.skipped ? fmt::format(", {} resumed", e.skipped) : "", e.problem, e.config);
     if (m_tty) {
         fmt::print(stderr, "\r\033[K{}", line.substr(0, 160));
         m_drawn = true;

@@ -179,7 +179,8 @@ private:
             expect(")");
             return inner;
         }
-        if (t.kind != Token::Kind::name) fail(t.kind == Token::Kind::end ? "unexpected end" : "unexpected '" + t.text + "'", t.pos);
+        if (t.kind != Token::Kind::name)
+            fail(t.kind == Token::Kind::end ? "unexpected end" : "unexpected '" + t.text + "'", t.pos);
         ++m_next;
         if (accept("(")) return call(t);
         if (auto it = m_names.constants.find(t.text); it != m_names.constants.end())
@@ -189,8 +190,8 @@ private:
     }
 
     std::string call(const Token& fn) {
-        static constexpr std::pair<std::string_view, int> functions[] = {
-            {"min", 2}, {"max", 2}, {"ceil_div", 2}, {"align_up", 2}, {"log2", 1}, {"is_pow2", 1}};
+        static constexpr std::pair<std::string_view, int> functions[] = {{"min", 2},      {"max", 2},  {"ceil_div", 2},
+                                                                         {"align_up", 2}, {"log2", 1}, {"is_pow2", 1}};
         int arity = -1;
         for (const auto& [name, n] : functions)
             if (fn.text == name) arity = n;

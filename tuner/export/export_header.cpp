@@ -52,7 +52,7 @@ struct Device {
 struct Model {
     std::shared_ptr<const OpBinding> binding;
     std::vector<const SearchSpace*> kernels;  // the space's kernels: one, or its alternatives in file order
-    std::string stem;  // "rmsnorm_fwd": the dispatcher's name
+    std::string stem;                         // "rmsnorm_fwd": the dispatcher's name
     std::vector<ConfigInstance> configs;
     std::vector<Device> devices;
     std::map<Dtype, std::size_t> default_config;
@@ -99,11 +99,9 @@ std::string comment_text(std::string_view s) {
 // The kernel source as it goes into #include "...": a relative path of plain characters, since a quoted include has
 // no escapes.
 std::string include_path(const std::string& path, const std::string& where) {
-    const bool plain = !path.empty() && path.front() != '/' &&
-                       std::all_of(path.begin(), path.end(), [](char c) {
-                           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
-                                  c == '/';
-                       });
+    const bool plain = !path.empty() && path.front() != '/' && std::all_of(path.begin(), path.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
+    });
     bool dotdot = false;
     for (const auto& part : fs::path(path)) dotdot = dotdot || part == "..";
     if (!plain || dotdot)
@@ -134,11 +132,13 @@ std::string dtype_enum(Dtype d) { return fmt::format("Dtype::{}", dtype_name(d))
 
 std::vector<std::int64_t> bound_shape(const Problem& p, const OpBinding& b, const std::string& where) {
     for (const auto& [name, value] : p.shape) {
-        const bool known = std::any_of(b.axes.begin(), b.axes.end(), [&](const AxisBinding& a) { return a.axis == name; });
+        const bool known =
+            std::any_of(b.axes.begin(), b.axes.end(), [&](const AxisBinding& a) { return a.axis == name; });
         if (!known)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("problem {} has axis {}, which the {} dispatcher does not take", p.key(), name, b.op),
-                        where);
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("problem {} has axis {}, which the {} dispatcher does not take", p.key(), name, b.op),
+                where);
     }
     std::vector<std::int64_t> shape;
     for (const AxisBinding& a : b.axes) {
@@ -227,9 +227,10 @@ Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels
         if (t.op == space.op() && t.variant == space.variant()) tuned.push_back(t.device_key);
     for (const std::string& f : o.devices)
         if (std::none_of(tuned.begin(), tuned.end(), [&](const std::string& k) { return device_selected(k, {f}); }))
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("no device with tuned results for {}/{} matches '{}'", space.op(), space.variant(), f),
-                        "--devices");
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("no device with tuned results for {}/{} matches '{}'", space.op(), space.variant(), f),
+                "--devices");
 
     std::map<std::pair<Dtype, std::string>, std::size_t> config_index;
     const bool declared = find_op_binding(space.op(), space.variant()) == nullptr;  // the binding is derived
@@ -418,15 +419,24 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("//   ktune_tuned::DeviceProps props;");
     w.line("//   ktune_tuned::query_device_props(device, &props);  // once");
     w.line("//   ktune_tuned::Choice choice;");
-    w.linef("//   ktune_tuned::Status s = ktune_tuned::{}(props, ktune_tuned::Dtype::bf16, ..., stream, &choice);", m.stem);
+    w.linef("//   ktune_tuned::Status s = ktune_tuned::{}(props, ktune_tuned::Dtype::bf16, ..., stream, &choice);",
+            m.stem);
     w.line("//   if (s != ktune_tuned::Status::ok) ... ktune_tuned::status_message(s) ...");
-    w.line("// Selection: the first tuned device below that matches at the most specific level (exact device, same chip,");
-    w.line("// same architecture) and has an entry for the dtype; in its table the nearest tuned problem (bucket): same");
-    w.line("// dtype, smallest sum over the axes of |ln(value / bucket value)| (an optional axis, such as a row stride, by");
-    w.line("// its ratio to the axis it defaults to), ties to the earlier entry, among the buckets whose configuration the");
-    w.line("// YAML's constraints allow for the problem. No matching device: the dtype's default configuration (best for");
+    w.line(
+        "// Selection: the first tuned device below that matches at the most specific level (exact device, same chip,");
+    w.line(
+        "// same architecture) and has an entry for the dtype; in its table the nearest tuned problem (bucket): same");
+    w.line(
+        "// dtype, smallest sum over the axes of |ln(value / bucket value)| (an optional axis, such as a row stride, "
+        "by");
+    w.line(
+        "// its ratio to the axis it defaults to), ties to the earlier entry, among the buckets whose configuration "
+        "the");
+    w.line(
+        "// YAML's constraints allow for the problem. No matching device: the dtype's default configuration (best for");
     w.line("// the most tuned problems over all devices). Choice says which level was used.");
-    w.line("// Define KTUNE_TUNED_HOST_ONLY for the tables and the selection alone (no CUDA), e.g. in host-only tests.");
+    w.line(
+        "// Define KTUNE_TUNED_HOST_ONLY for the tables and the selection alone (no CUDA), e.g. in host-only tests.");
     w.line("#pragma once");
     w.line("#include <cmath>");
     w.line("#include <cstdint>");
@@ -508,7 +518,9 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("};");
     w.line();
 
-    w.line("// One tuned problem (bucket) of one device: its shape, its log point (see log_point), the best configuration and");
+    w.line(
+        "// One tuned problem (bucket) of one device: its shape, its log point (see log_point), the best configuration "
+        "and");
     w.line("// the tuner's p50 in microseconds.");
     w.line("struct Entry {");
     w.line("    Dtype dtype;");
@@ -529,8 +541,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
                 shape += (a ? ", " : "") + std::to_string(e.shape[a]);
                 logs += (a ? ", " : "") + cpp_double_literal(log_coordinate(b, e.shape, a));
             }
-            w.linef("    /* {} */ {{{}, {{{}}}, {{{}}}, {}, {}, {}}},", index++, dtype_enum(e.problem.dtype), shape, logs,
-                    e.config, cpp_double_literal(e.p50_us), cpp_string(e.problem.key()));
+            w.linef("    /* {} */ {{{}, {{{}}}, {{{}}}, {}, {}, {}}},", index++, dtype_enum(e.problem.dtype), shape,
+                    logs, e.config, cpp_double_literal(e.p50_us), cpp_string(e.problem.key()));
         }
     }
     w.line("};");
@@ -543,9 +555,10 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         const DeviceInfo& i = d.info;
         int drv_major = -1, drv_minor = -1;
         if (std::sscanf(i.driver_version.c_str(), "%d.%d", &drv_major, &drv_minor) != 2) drv_major = drv_minor = -1;
-        w.linef("    {{{}, {}, {}, {}, {}, {}LL, {}LL, {}, {}, {}, {}, {}, {}}},", cpp_string(i.key), cpp_string(i.name),
-                i.cc_major, i.cc_minor, i.sm_count, i.l2_bytes, i.memory_bytes / (1024LL * 1024 * 1024),
-                (i.memory_clock_khz + 500) / 1000, i.memory_bus_bits, drv_major, drv_minor, index, d.entries.size());
+        w.linef("    {{{}, {}, {}, {}, {}, {}LL, {}LL, {}, {}, {}, {}, {}, {}}},", cpp_string(i.key),
+                cpp_string(i.name), i.cc_major, i.cc_minor, i.sm_count, i.l2_bytes,
+                i.memory_bytes / (1024LL * 1024 * 1024), (i.memory_clock_khz + 500) / 1000, i.memory_bus_bits,
+                drv_major, drv_minor, index, d.entries.size());
         index += d.entries.size();
     }
     w.line("};");
@@ -586,7 +599,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
 
     static constexpr const char* grid_limit[] = {"2147483647.0", "65535.0", "65535.0"};
     static constexpr const char* block_limit[] = {"1024.0", "1024.0", "64.0"};
-    w.line("// The launch geometry of a configuration for a shape (the YAML's launch expressions); false when it is out");
+    w.line(
+        "// The launch geometry of a configuration for a shape (the YAML's launch expressions); false when it is out");
     w.line("// of range.");
     w.line("inline bool geometry(int config, const long long* shape, detail::Geometry* g) {");
     w.line("    (void)shape;");
@@ -597,8 +611,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         const export_detail::LaunchTexts& launch = launches[m.configs[i].alternative];
         w.linef("    case {}:", i);
         for (std::size_t k = 0; k < launch.grid.size(); ++k)
-            w.linef("        g->grid[{}] = detail::ex_dim({}, {});", k, expression_to_cpp(launch.grid[k], n, launch.where),
-                    grid_limit[k]);
+            w.linef("        g->grid[{}] = detail::ex_dim({}, {});", k,
+                    expression_to_cpp(launch.grid[k], n, launch.where), grid_limit[k]);
         for (std::size_t k = 0; k < launch.block.size(); ++k)
             w.linef("        g->block[{}] = detail::ex_dim({}, {});", k,
                     expression_to_cpp(launch.block[k], n, launch.where), block_limit[k]);
@@ -614,8 +628,11 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("}");
     w.line();
 
-    w.line("// Where a shape lies for the distance between shapes: the natural log of each axis; an optional axis that");
-    w.line("// defaults to another counts by its ratio to it (a row stride by its padding), so that its default adds nothing.");
+    w.line(
+        "// Where a shape lies for the distance between shapes: the natural log of each axis; an optional axis that");
+    w.line(
+        "// defaults to another counts by its ratio to it (a row stride by its padding), so that its default adds "
+        "nothing.");
     w.line("inline void log_point(const long long* shape, double* out) {");
     for (std::size_t a = 0; a < axes; ++a) {
         const std::string v = fmt::format("std::log(static_cast<double>(shape[{}] < 1 ? 1 : shape[{}]))", a, a);
@@ -627,7 +644,9 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     }
     w.line("}");
     w.line();
-    w.line("// The entry nearest to `shape` among entries [begin, end) of this dtype whose configuration is legal for it;");
+    w.line(
+        "// The entry nearest to `shape` among entries [begin, end) of this dtype whose configuration is legal for "
+        "it;");
     w.line("// -1 when none.");
     w.line("inline int nearest(int begin, int end, Dtype dtype, const long long* shape) {");
     w.line("    int best = -1;");
@@ -647,7 +666,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    return best;");
     w.line("}");
     w.line();
-    w.line("inline Choice choose(Level level, const char* device_key, int entry, int config, const long long* shape) {");
+    w.line(
+        "inline Choice choose(Level level, const char* device_key, int entry, int config, const long long* shape) {");
     w.line("    Choice c;");
     w.line("    c.level = level;");
     w.line("    c.device_key = device_key;");
@@ -687,8 +707,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
 
     std::string shape_init;
     for (const AxisBinding& a : b.axes) shape_init += (shape_init.empty() ? "" : ", ") + a.cpp;
-    w.linef("// Which entry and configuration {}() uses for this device, dtype and shape ({} values, in the order of", m.stem,
-            axes);
+    w.linef("// Which entry and configuration {}() uses for this device, dtype and shape ({} values, in the order of",
+            m.stem, axes);
     w.linef("// {}::axis_names). Host code: no CUDA needed. Choice::config is -1 when nothing fits.", table);
     w.linef("inline Choice {}_select(const DeviceProps& device, Dtype dtype, const long long* shape) {{", m.stem);
     w.linef("    using namespace {};", table);
@@ -716,7 +736,9 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
 
     w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
     for (const std::string& d : b.doc) w.linef("// {}", comment_text(d));
-    w.line("// Validates the arguments, selects the configuration (see the top of this file) and launches it. Writes what");
+    w.line(
+        "// Validates the arguments, selects the configuration (see the top of this file) and launches it. Writes "
+        "what");
     w.line("// it picked to *choice when given. Never faults on bad input: returns a Status instead.");
     w.linef("inline Status {}(const DeviceProps& device, Dtype dtype, {}, cudaStream_t stream = nullptr,", m.stem,
             b.parameters);
@@ -826,9 +848,8 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
 
 ExportResult export_header(const Store& store, const ExportOptions& options) {
     if (options.out_dir.empty()) throw Error(ErrorCategory::bad_input, "no output folder given", "--out");
-    const std::string space_path = options.space_path.empty()
-                                       ? find_space_file(options.root, options.op, options.variant)
-                                       : options.space_path;
+    const std::string space_path =
+        options.space_path.empty() ? find_space_file(options.root, options.op, options.variant) : options.space_path;
     const std::vector<SearchSpace> spaces = SearchSpace::load_alternatives(space_path);
     std::vector<const SearchSpace*> kernels;
     for (const SearchSpace& k : spaces) kernels.push_back(&k);

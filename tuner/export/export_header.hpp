@@ -23,27 +23,27 @@
 namespace ktune {
 
 struct ExportOptions {
-    std::string op;                    // "rmsnorm"
-    std::string variant = "fwd";       // "fwd", "fwd_gemma"
+    std::string op;               // "rmsnorm"
+    std::string variant = "fwd";  // "fwd", "fwd_gemma"
     // The search-space YAML of op/variant. Empty: the file under <root>/search_spaces whose op and variant match.
     std::string space_path;
-    std::string root = ".";            // repository root, holding kernels/ and search_spaces/
+    std::string root = ".";  // repository root, holding kernels/ and search_spaces/
     // Devices to include: each entry a stored device key or a part of one ("H100"). Empty: every device with tuned
     // results for op/variant. An entry that matches no such device is an error.
     std::vector<std::string> devices;
-    std::string out_dir;               // created when missing
-    std::string generated_at;          // written in the header's comment; empty: now, ISO-8601 UTC
-    std::string note;                  // an extra line for the header's comment ("synthetic data: ...")
+    std::string out_dir;       // created when missing
+    std::string generated_at;  // written in the header's comment; empty: now, ISO-8601 UTC
+    std::string note;          // an extra line for the header's comment ("synthetic data: ...")
 };
 
 struct ExportResult {
-    std::string header_path;                // <out_dir>/ktune_tuned_<op>_<variant>.hpp ("" from render_header)
-    std::string file_name;                  // ktune_tuned_<op>_<variant>.hpp
-    std::string function;                   // "ktune_tuned::rmsnorm_fwd"
-    std::vector<std::string> device_keys;   // the tuned devices in the header, in table order
-    std::size_t entries = 0;                // tuned problems over all devices
-    std::size_t configs = 0;                // distinct kernel instances compiled into the header
-    std::vector<std::string> warnings;      // devices left out and why
+    std::string header_path;               // <out_dir>/ktune_tuned_<op>_<variant>.hpp ("" from render_header)
+    std::string file_name;                 // ktune_tuned_<op>_<variant>.hpp
+    std::string function;                  // "ktune_tuned::rmsnorm_fwd"
+    std::vector<std::string> device_keys;  // the tuned devices in the header, in table order
+    std::size_t entries = 0;               // tuned problems over all devices
+    std::size_t configs = 0;               // distinct kernel instances compiled into the header
+    std::vector<std::string> warnings;     // devices left out and why
 };
 
 struct RenderedHeader {
@@ -67,6 +67,5 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
 ExportResult export_header(const Store& store, const ExportOptions& options);
 
 // The search-space file under <root>/search_spaces with this op and variant. Throws Error(bad_input) when none.
-
 
 }  // namespace ktune

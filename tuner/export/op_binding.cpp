@@ -12,8 +12,9 @@ OpBinding rmsnorm_fwd_binding() {
     b.op = "rmsnorm";
     b.variants = {"fwd", "fwd_gemma"};
     b.axes = {{"M", "rows", ""}, {"H", "hidden", ""}, {"S", "x_row_stride", "H"}};
-    b.parameters = "void* y, const void* x, const void* w, int rows, int hidden, long long x_row_stride, "
-                   "long long y_row_stride, float eps";
+    b.parameters =
+        "void* y, const void* x, const void* w, int rows, int hidden, long long x_row_stride, "
+        "long long y_row_stride, float eps";
     b.shape_parameters = "int rows, int hidden, long long x_row_stride";
     b.checks = {
         "if (y == nullptr || x == nullptr || w == nullptr) return Status::null_pointer;",
@@ -25,8 +26,9 @@ OpBinding rmsnorm_fwd_binding() {
         "if (!detail::aligned(y, elem_bytes) || !detail::aligned(x, elem_bytes) || !detail::aligned(w, elem_bytes)) "
         "return Status::misaligned;",
     };
-    b.call_arguments = "static_cast<{T}*>(y), static_cast<const {T}*>(x), static_cast<const {T}*>(w), rows, hidden, "
-                       "x_row_stride, y_row_stride, eps";
+    b.call_arguments =
+        "static_cast<{T}*>(y), static_cast<const {T}*>(x), static_cast<const {T}*>(w), rows, hidden, "
+        "x_row_stride, y_row_stride, eps";
     b.doc = {
         "y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c] (fwd_gemma: 1 + w[c]), r < rows, c < hidden.",
         "x, y: rows of `hidden` elements, x_row_stride / y_row_stride elements apart; w: hidden elements. Element type",

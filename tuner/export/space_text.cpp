@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "tuner/space/located_yaml.hpp"
 
 namespace ktune::export_detail {

@@ -11,7 +11,7 @@ struct LaunchTexts {
     std::vector<std::string> grid;   // 1..3 expressions
     std::vector<std::string> block;  // 1..3 expressions
     std::string shared_bytes = "0";
-    std::string where;               // "file: launch"
+    std::string where;  // "file: launch"
 };
 
 // The launch of the file's kernel, or of one of its alternatives (SearchSpace::alternative(): its own launch

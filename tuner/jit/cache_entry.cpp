@@ -59,9 +59,9 @@ void write_file_atomically(const fs::path& path, const std::string& bytes) {
     // Unique per process and per call: two threads or two ktune processes writing the same entry never share a
     // temporary, and the last rename wins with identical content.
     static std::atomic<unsigned long> counter{0};
-    const fs::path temp = path.parent_path() / fmt::format(".{}.tmp-{}-{}-{}", path.filename().string(), ::getpid(),
-                                                           std::hash<std::thread::id>{}(std::this_thread::get_id()),
-                                                           counter++);
+    const fs::path temp =
+        path.parent_path() / fmt::format(".{}.tmp-{}-{}-{}", path.filename().string(), ::getpid(),
+                                         std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw_io("cannot create a cache file", temp, errno);
     std::size_t written = 0;
@@ -177,7 +177,10 @@ std::optional<CacheEntry> read_cache_entry(const fs::path& cache_dir, const std:
     if (!entry || entry->key != key) return std::nullopt;
     // The cubin must be the very bytes the sidecar describes: a truncated or replaced file is a miss, never served.
     const std::optional<std::string> cubin = try_read_file(cubin_path(cache_dir, key));
-    if (!cubin || cubin->size() != entry->cubin_bytes || cubin->compare(0, 4, "\x7f" "ELF") != 0 ||
+    if (!cubin || cubin->size() != entry->cubin_bytes ||
+        cubin->compare(0, 4,
+                       "\x7f"
+                       "ELF") != 0 ||
         sha256_hex(*cubin) != entry->cubin_sha256)
         return std::nullopt;
     return entry;

@@ -24,7 +24,7 @@ struct CacheEntry {
     std::string source_path;
     std::string options;
     std::string log;
-    double compile_seconds = 0;  // what the original compilation took, for the record
+    double compile_seconds = 0;     // what the original compilation took, for the record
     std::uint64_t cubin_bytes = 0;  // set by write_cache_entry from the cubin it writes
     std::string cubin_sha256;       // hex
     std::vector<CompiledKernel> kernels;

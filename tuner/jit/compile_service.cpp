@@ -9,11 +9,11 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "ktune_build_config.hpp"  // KTUNE_CUDA_INCLUDE_DIR
 #include "tuner/jit/cache_entry.hpp"
 #include "tuner/jit/include_walk.hpp"
 #include "tuner/jit/sha256.hpp"
 #include "tuner/jit/thread_pool.hpp"
-#include "ktune_build_config.hpp"  // KTUNE_CUDA_INCLUDE_DIR
 
 namespace ktune {
 
@@ -112,7 +112,7 @@ struct CompileService::Impl {
         check_arch(request.arch);
         Prepared p;
         p.files = detail::collect_sources(kernel_root, request.source_path, cuda_include_dirs, include_dirs);
-        p.options = {"-arch=" + request.arch, "-std=c++17", "-Xptxas=-v", "-lineinfo", "-DKTUNE_NVRTC=1",
+        p.options = {"-arch=" + request.arch,    "-std=c++17", "-Xptxas=-v", "-lineinfo", "-DKTUNE_NVRTC=1",
                      "-I" + kernel_root.string()};
         for (const fs::path& dir : include_dirs) p.options.push_back("-I" + dir.string());
         for (const fs::path& dir : cuda_include_dirs) p.options.push_back("-I" + dir.string());
@@ -168,9 +168,9 @@ struct CompileService::Impl {
         // includes next to it, where collect_sources checked them.
         const std::string program_name = p.files.front().path.string();
         ProgramGuard guard;
-        check_nvrtc(nvrtcCreateProgram(&guard.program, p.files.front().text.c_str(), program_name.c_str(), 0, nullptr,
-                                       nullptr),
-                    "nvrtcCreateProgram(" + request.source_path + ")");
+        check_nvrtc(
+            nvrtcCreateProgram(&guard.program, p.files.front().text.c_str(), program_name.c_str(), 0, nullptr, nullptr),
+            "nvrtcCreateProgram(" + request.source_path + ")");
         for (const std::string& name : request.name_expressions) {
             check_nvrtc(nvrtcAddNameExpression(guard.program, name.c_str()), "nvrtcAddNameExpression(" + name + ")");
         }

@@ -31,20 +31,20 @@ struct CompiledKernel {
 
 struct CompileResult {
     bool ok = false;
-    std::string log;          // NVRTC's log (errors and warnings), also on success
-    std::string options;      // the option string used, for error reports
-    std::string cache_key;    // hex digest
-    std::string cubin_path;   // absolute path of the cubin in the cache (ok only)
+    std::string log;         // NVRTC's log (errors and warnings), also on success
+    std::string options;     // the option string used, for error reports
+    std::string cache_key;   // hex digest
+    std::string cubin_path;  // absolute path of the cubin in the cache (ok only)
     bool cache_hit = false;
-    double compile_seconds = 0;  // NVRTC wall time (0 on a cache hit)
+    double compile_seconds = 0;           // NVRTC wall time (0 on a cache hit)
     std::vector<CompiledKernel> kernels;  // one per name expression, same order (ok only)
 };
 
 struct CompileServiceOptions {
-    std::string kernel_root;   // directory that kernel source paths and #include "..." are relative to
-    std::string cache_dir;     // on-disk cache; created when missing
+    std::string kernel_root;       // directory that kernel source paths and #include "..." are relative to
+    std::string cache_dir;         // on-disk cache; created when missing
     std::string cuda_include_dir;  // for <cuda_fp16.h>, <cuda_bf16.h>; default: the toolkit's include dir
-    unsigned threads = 0;      // 0: hardware concurrency
+    unsigned threads = 0;          // 0: hardware concurrency
 };
 
 class CompileService {

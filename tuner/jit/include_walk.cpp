@@ -6,8 +6,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "core/file.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 
 namespace ktune::detail {
 
@@ -39,8 +39,10 @@ std::string strip_comments(const std::string& text) {
                 }
                 break;
             case State::line_comment:
-                if (c == '\n') state = State::code;
-                else out[i] = ' ';
+                if (c == '\n')
+                    state = State::code;
+                else
+                    out[i] = ' ';
                 break;
             case State::block_comment:
                 if (c == '*' && next == '/') {
@@ -53,8 +55,10 @@ std::string strip_comments(const std::string& text) {
                 break;
             case State::string:
             case State::character:
-                if (c == '\\') ++i;  // skip the escaped character
-                else if (c == (state == State::string ? '"' : '\'') || c == '\n') state = State::code;
+                if (c == '\\')
+                    ++i;  // skip the escaped character
+                else if (c == (state == State::string ? '"' : '\'') || c == '\n')
+                    state = State::code;
                 break;
         }
     }

@@ -14,7 +14,7 @@
 namespace ktune::detail {
 
 struct SourceFile {
-    std::string name;  // relative to the kernel root when inside it (stable across checkouts), else absolute
+    std::string name;            // relative to the kernel root when inside it (stable across checkouts), else absolute
     std::filesystem::path path;  // absolute
     std::string text;
 };

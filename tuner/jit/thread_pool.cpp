@@ -21,8 +21,9 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::enqueue(std::function<void()> job) {
     {
         std::lock_guard lock(m_mutex);
-        if (m_stopping) throw Error(ErrorCategory::internal, "job submitted to a thread pool that is shutting down",
-                                    "jit thread pool");
+        if (m_stopping)
+            throw Error(ErrorCategory::internal, "job submitted to a thread pool that is shutting down",
+                        "jit thread pool");
         m_queue.push_back(std::move(job));
         if (m_workers.empty()) {
             m_workers.reserve(m_size);

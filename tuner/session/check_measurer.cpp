@@ -39,8 +39,8 @@ GpuCaseMeasurer::~GpuCaseMeasurer() = default;
 GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const std::string& variant) {
     auto& slot = m_spaces[op + "/" + variant];
     if (!slot) {
-        auto s = std::make_unique<Space>(Space{SearchSpace::load_file(find_space_file(m_root, op, variant)),
-                                               nullptr, nullptr});
+        auto s = std::make_unique<Space>(
+            Space{SearchSpace::load_file(find_space_file(m_root, op, variant)), nullptr, nullptr});
         s->op = &op_of(s->space);
         s->measurer = std::make_unique<SpaceMeasurer>(s->space, *s->op, m_jit, m_gpu, m_seed);
         slot = std::move(s);
@@ -57,8 +57,7 @@ std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::s
     t.time_cap_s = 60;
     t.cupti_samples = 0;
     const Measurement m = s.measurer->measure(config, c.problem, t, 10.0);
-    if (m.status != Status::ok)
-        throw CheckCorrectnessError(m.status, first_lines(m.message, 8), c.id());
+    if (m.status != Status::ok) throw CheckCorrectnessError(m.status, first_lines(m.message, 8), c.id());
     return m.samples_us;
 }
 

@@ -56,8 +56,10 @@ std::optional<std::string> run_program(const std::vector<std::string>& argv) {
     char buf[4096];
     for (;;) {
         const ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n > 0) out.append(buf, std::size_t(n));
-        else if (n == 0 || errno != EINTR) break;
+        if (n > 0)
+            out.append(buf, std::size_t(n));
+        else if (n == 0 || errno != EINTR)
+            break;
     }
     ::close(fds[0]);
     int status = 0;
@@ -175,10 +177,10 @@ std::string resolve_space_path(const std::string& root, const std::string& name)
     if (ref.files.size() == 1) return ref.files.front();
     std::vector<std::string> stems;
     for (const std::string& f : ref.files) stems.push_back(fs::path(f).stem().string());
-    throw Error(ErrorCategory::bad_input,
-                fmt::format("'{}' names {} search spaces ({}): name one of them", name, stems.size(),
-                            fmt::join(stems, ", ")),
-                "OP");
+    throw Error(
+        ErrorCategory::bad_input,
+        fmt::format("'{}' names {} search spaces ({}): name one of them", name, stems.size(), fmt::join(stems, ", ")),
+        "OP");
 }
 
 std::string git_revision(const std::string& root) {

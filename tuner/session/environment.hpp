@@ -16,15 +16,15 @@ std::optional<std::string> find_root(const std::string& explicit_root);
 // The Error resolve_root throws when no root is found; `why` says what the root was needed for ("" for kernels).
 [[noreturn]] void throw_no_root(const std::string& why = {});
 
-std::string default_db_path(const std::string& root);     // $KTUNE_DB, else <root>/results/ktune.db
-std::string default_cache_dir();                           // $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, ~/.cache/ktune
+std::string default_db_path(const std::string& root);  // $KTUNE_DB, else <root>/results/ktune.db
+std::string default_cache_dir();                       // $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, ~/.cache/ktune
 
 // What one name of a search space means on every command: a YAML file ("my/space.yaml"), a space name
 // ("rmsnorm" -> <root>/search_spaces/rmsnorm.yaml), an op ("glu": every space of that op) or op/variant
 // ("linear_int4/fwd": every space of that op and variant).
 struct SpaceRef {
     std::string op;
-    std::string variant;             // empty: every variant of op (an op name that several spaces share)
+    std::string variant;                // empty: every variant of op (an op name that several spaces share)
     std::vector<std::string> variants;  // the variants the spaces tune, sorted, at least one
     std::vector<std::string> files;     // the spaces it names, at least one
     std::string filter() const { return variant.empty() ? op : op + "/" + variant; }  // "op" or "op/variant"
@@ -37,6 +37,6 @@ std::string resolve_space_path(const std::string& root, const std::string& name)
 std::string git_revision(const std::string& root);  // $KTUNE_GIT_REVISION, else "abc1234" (+ "-dirty"), or "unknown"
 std::string hostname();
 std::string ktune_version();
-std::string cuda_toolkit_version();                        // the toolkit ktune was built with
+std::string cuda_toolkit_version();  // the toolkit ktune was built with
 
 }  // namespace ktune

@@ -13,7 +13,7 @@ namespace {
 
 // Element types the utility kernels are instantiated for, with their C++ spelling under NVRTC.
 const std::vector<std::pair<std::string, std::string>> kUtilityTypes = {
-    {"f32", "float"}, {"f16", "__half"},    {"bf16", "__nv_bfloat16"}, {"i32", "int"},
+    {"f32", "float"},     {"f16", "__half"},     {"bf16", "__nv_bfloat16"}, {"i32", "int"},
     {"i64", "long long"}, {"i8", "signed char"}, {"u8", "unsigned char"}};
 
 constexpr const char* kUtilitySource = "kernels/common/harness_kernels.cuh";
@@ -59,10 +59,10 @@ void GpuWorker::start() {
     const auto& devices = hello.at("devices");
     if (devices.empty()) throw Error(ErrorCategory::no_gpu, "the NVIDIA driver is loaded but sees no GPU");
     if (m_ordinal < 0 || m_ordinal >= int(devices.size()))
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("no GPU {}: this machine has {} (0 to {})", m_ordinal, devices.size(),
-                                devices.size() - 1),
-                    "--device");
+        throw Error(
+            ErrorCategory::bad_input,
+            fmt::format("no GPU {}: this machine has {} (0 to {})", m_ordinal, devices.size(), devices.size() - 1),
+            "--device");
     m_props = m_client.request({{"cmd", "open"}, {"device", m_ordinal}}, 60).at("device").get<wire::DeviceProps>();
 
     m_device = DeviceInfo{};
@@ -76,8 +76,9 @@ void GpuWorker::start() {
     m_device.memory_bus_bits = m_props.memory_bus_bits;
     m_device.sm_clock_khz = m_props.sm_clock_khz;
     const std::string module = nvidia_kernel_module_version();
-    m_device.driver_version = fmt::format("{}.{}{}", m_props.driver_version / 1000, (m_props.driver_version % 1000) / 10,
-                                          module.empty() ? "" : " (" + module + ")");
+    m_device.driver_version =
+        fmt::format("{}.{}{}", m_props.driver_version / 1000, (m_props.driver_version % 1000) / 10,
+                    module.empty() ? "" : " (" + module + ")");
     m_device.cuda_version = cuda_toolkit_version();
     m_device.nvrtc_version = CompileService::nvrtc_version();
     m_device.uuid = m_props.uuid;
@@ -116,13 +117,13 @@ DeviceCeilings GpuWorker::measure_ceilings(std::size_t copy_bytes) {
 
 void GpuWorker::setup(const ProblemSetup& setup) {
     m_setup = setup;
-    nlohmann::json req = {{"cmd", "setup"}, {"buffers", setup.buffers}, {"args", setup.args},
-                          {"reference", setup.reference}};
+    nlohmann::json req = {
+        {"cmd", "setup"}, {"buffers", setup.buffers}, {"args", setup.args}, {"reference", setup.reference}};
     try {
         m_client.request(req, 300);
     } catch (const WorkerLost& lost) {
-        throw Error(ErrorCategory::device,
-                    "the reference kernel failed while setting up the problem: " + lost.message, "ktune-worker");
+        throw Error(ErrorCategory::device, "the reference kernel failed while setting up the problem: " + lost.message,
+                    "ktune-worker");
     }
 }
 

@@ -4,13 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "core/stats.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace ktune {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string first_lines(const std::string& log, int lines) {
     std::size_t pos = 0;
@@ -25,13 +23,13 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     // A library baseline has no source to hash: its name stands for it (the library's version is in the run's
     // environment, not in the identity).
     const std::string source = space.is_library() ? space.kernel_source() : jit.source_hash(space.kernel_source());
-    const std::string rank = timing.cupti_samples > 0 ? fmt::format("kernel-time-under-{}us", kKernelTimeRankingUs)
-                                                      : std::string("event");
-    const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" +
-                                      wire::l2_state(timing) + "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
+    const std::string rank =
+        timing.cupti_samples > 0 ? fmt::format("kernel-time-under-{}us", kKernelTimeRankingUs) : std::string("event");
+    const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" + wire::l2_state(timing) +
+                                      "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
                                  .substr(0, 16);
-    return KernelInfo{space.op(), space.variant(), space.kernel_source(), hash, wire::l2_state(timing),
-                      space.alternative()};
+    return KernelInfo{space.op(), space.variant(),        space.kernel_source(),
+                      hash,       wire::l2_state(timing), space.alternative()};
 }
 
 RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire::TimingOptions& t) {

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "core/measurement.hpp"
 #include "harness/protocol/protocol.hpp"
 #include "kernels/op.hpp"
 #include "results/store.hpp"
-#include "core/measurement.hpp"
 #include "tuner/jit/compile_service.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/space/search_space.hpp"

@@ -1,8 +1,8 @@
 #include "tuner/session/tuning_session.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -12,11 +12,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.hpp"
+#include "core/error.hpp"
 #include "core/stats.hpp"
 #include "kernels/op.hpp"
-#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
-#include "core/clock.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/session/op_lookup.hpp"
@@ -58,8 +58,8 @@ void check_config_filters(const SearchSpace& space, const std::vector<Problem>& 
         for (const auto& [name, value] : f)
             if (std::none_of(space.parameters().begin(), space.parameters().end(),
                              [&](const auto& param) { return param.name == name; }))
-                throw Error(ErrorCategory::bad_input,
-                            fmt::format("'{}' is not a parameter of {}", name, space.file()), "--config");
+                throw Error(ErrorCategory::bad_input, fmt::format("'{}' is not a parameter of {}", name, space.file()),
+                            "--config");
     if (std::all_of(problems.begin(), problems.end(),
                     [&](const Problem& p) { return selected_configs(space, p, o).empty(); }))
         throw Error(ErrorCategory::bad_input,
@@ -145,8 +145,10 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
     ev.phase = "compile";
     ev.total = std::int64_t(jobs.size());
     if (progress && !s.no_gpu_reason.empty()) {
-        ev.notice = fmt::format("{}\nSo this is a compile-only sweep for {}: every valid configuration is compiled, "
-                                "nothing is timed.", s.no_gpu_reason, arch);
+        ev.notice = fmt::format(
+            "{}\nSo this is a compile-only sweep for {}: every valid configuration is compiled, "
+            "nothing is timed.",
+            s.no_gpu_reason, arch);
         progress(ev);
         ev.notice.clear();
     }
@@ -176,9 +178,8 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
 // those unselected measurements replace the first ones; if a configuration not yet confirmed is then best, it is
 // confirmed in turn. Confirming only the best was not enough: two tunings still settled on different near-equal
 // configurations (2.07 % apart at 4.6 us). Returns the number of re-measurements.
-int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo& kernel,
-                    const std::string& device_key, std::int64_t run_id, const TuneOptions& o, SpaceMeasurer& measurer,
-                    Store& store) {
+int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo& kernel, const std::string& device_key,
+                    std::int64_t run_id, const TuneOptions& o, SpaceMeasurer& measurer, Store& store) {
     constexpr double kLeaderMargin = 1.03;
     constexpr std::size_t kMaxLeaders = 5;
     constexpr int kMaxConfirmations = 8;
@@ -225,7 +226,12 @@ int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo
     std::set<std::string> confirmed;
     auto confirm = [&](const std::string& config_key) {
         const Config c = space.parse_config(config_key, "stored configuration");
-        ResultRecord rec{kernel, c.key(), p, device_key, run_id, utc_now_iso(),
+        ResultRecord rec{kernel,
+                         c.key(),
+                         p,
+                         device_key,
+                         run_id,
+                         utc_now_iso(),
                          measurer.measure_pooled(c, p, timing, rounds, o.timeout_floor_s)};
         store.record(rec, /*replace=*/true);
         confirmed.insert(config_key);
@@ -300,7 +306,7 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
                                     space.file(), p.key()),
                         "--shape");
     }
-    space.check_launches();  // a bad grid for any problem fails now, GPU or not (--compile-only)
+    space.check_launches();                  // a bad grid for any problem fails now, GPU or not (--compile-only)
     plan_strategy(o.strategy, o.budget, 0);  // a bad --strategy or --budget fails now too
 
     // Kernel sources resolve against the root, then the space file's own folder: a user's op kept beside its YAML,
@@ -323,10 +329,10 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
 
     DeviceInfo device = gpu->device();
     if (o.timing.cold_l2 && o.timing.clean_flush && device.cc_major < 8)  // no discard.global.L2 before sm_80
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("the clean flush needs sm_80 or newer and this GPU is {}: use --flush dirty",
-                                device.arch()),
-                    "--flush");
+        throw Error(
+            ErrorCategory::bad_input,
+            fmt::format("the clean flush needs sm_80 or newer and this GPU is {}: use --flush dirty", device.arch()),
+            "--flush");
     Store store = Store::open(o.db_path);
     s.arch = device.arch();
     if (auto known = store.device(device.key); known && known->copy_gbps > 0) {
@@ -348,17 +354,17 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
     run.command_line = o.command_line;
     run.device_key = device.key;
     run.status = "running";
-    run.environment_json = nlohmann::json{{"hostname", hostname()},
-                                          {"ktune", ktune_version()},
-                                          {"cuda_toolkit", cuda_toolkit_version()},
-                                          {"nvrtc", CompileService::nvrtc_version()},
-                                          {"driver", device.driver_version},
-                                          {"device", gpu->props()},
-                                          {"space", o.space_path},
-                                          {"strategy", o.strategy},
-                                          {"seed", o.seed},
-                                          {"timing", o.timing}}
-                               .dump();
+    run.environment_json = nlohmann::json{
+        {"hostname", hostname()},
+        {"ktune", ktune_version()},
+        {"cuda_toolkit", cuda_toolkit_version()},
+        {"nvrtc", CompileService::nvrtc_version()},
+        {"driver", device.driver_version},
+        {"device", gpu->props()},
+        {"space", o.space_path},
+        {"strategy", o.strategy},
+        {"seed", o.seed},
+        {"timing", o.timing}}.dump();
     s.run_id = store.begin_run(run);
 
     const KernelInfo kernel = kernel_identity(space, jit, o.timing);
@@ -425,7 +431,12 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
                     s.time_limit_hit = true;
                     break;
                 }
-                ResultRecord rec{kernel, c.key(), p, device.key, s.run_id, utc_now_iso(),
+                ResultRecord rec{kernel,
+                                 c.key(),
+                                 p,
+                                 device.key,
+                                 s.run_id,
+                                 utc_now_iso(),
                                  measurer.measure(c, p, o.timing, o.timeout_floor_s)};
                 const Measurement& m = rec.measurement;
                 store.record(rec, o.force);
@@ -508,7 +519,8 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(o.space_path);
     if (!o.alternatives.empty()) {
         for (const std::string& name : o.alternatives)
-            if (std::none_of(kernels.begin(), kernels.end(), [&](const SearchSpace& k) { return k.alternative() == name; }))
+            if (std::none_of(kernels.begin(), kernels.end(),
+                             [&](const SearchSpace& k) { return k.alternative() == name; }))
                 throw Error(ErrorCategory::bad_input,
                             fmt::format("{} has no alternative kernel '{}'", o.space_path, name), "--kernel");
         std::erase_if(kernels, [&](const SearchSpace& k) {
@@ -529,10 +541,10 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
             });
         });
         if (kernels.empty())
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("no kernel of {} takes every --config filter (its parameters and values)",
-                                    o.space_path),
-                        "--config");
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("no kernel of {} takes every --config filter (its parameters and values)", o.space_path),
+                "--config");
     }
     TuneSummary s;
     for (const SearchSpace& k : kernels) {

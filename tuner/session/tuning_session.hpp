@@ -10,46 +10,46 @@
 #include <string>
 #include <vector>
 
+#include "core/types.hpp"
 #include "harness/protocol/protocol.hpp"
 #include "results/store.hpp"
-#include "core/types.hpp"
 
 namespace ktune {
 
 struct TuneOptions {
-    std::string root;         // repository root (kernels/, search_spaces/)
-    std::string space_path;   // the YAML file
+    std::string root;        // repository root (kernels/, search_spaces/)
+    std::string space_path;  // the YAML file
     std::string db_path;
     std::string cache_dir;
     std::string worker_path;
     std::string strategy = "auto";  // tuner/strategy/strategy.hpp plan_strategy: exhaustive, or a search when large
-    std::optional<std::int64_t> budget;        // configurations per problem
-    std::optional<double> time_limit_s;        // stop measuring after this long (what was measured is kept)
-    bool force = false;                        // measure again what the store already has
+    std::optional<std::int64_t> budget;  // configurations per problem
+    std::optional<double> time_limit_s;  // stop measuring after this long (what was measured is kept)
+    bool force = false;                  // measure again what the store already has
     int device = 0;
-    std::optional<std::string> arch;           // compile-only target (default sm_90); with a GPU, its own arch
+    std::optional<std::string> arch;  // compile-only target (default sm_90); with a GPU, its own arch
     bool compile_only = false;
     std::vector<Dtype> dtypes;                 // empty: the space's dtypes
     std::vector<NamedValues> problem_filters;  // keep problems matching any filter (all named axes equal)
     // Tune at these shapes instead of the space's problems (every axis of the space, plus optional axes of the op such
     // as a row stride), in each selected dtype: odd sizes, strided rows, a model's own shapes.
     std::vector<NamedValues> shapes;
-    std::vector<NamedValues> config_filters;   // keep configurations matching any filter (all named parameters equal)
-    std::vector<std::string> alternatives;     // tune only these kernels of a space of alternatives (empty: all)
+    std::vector<NamedValues> config_filters;  // keep configurations matching any filter (all named parameters equal)
+    std::vector<std::string> alternatives;    // tune only these kernels of a space of alternatives (empty: all)
     // --config as typed ("ENGINE=wgmma,FLAG=true"): read against the space (choice names, bools) into config_filters.
     std::vector<std::string> config_filter_texts;
-    unsigned threads = 0;                      // compile threads (0: all cores)
-    std::uint64_t seed = 1;                    // input generator and random strategy
+    unsigned threads = 0;    // compile threads (0: all cores)
+    std::uint64_t seed = 1;  // input generator and random strategy
     wire::TimingOptions timing;
-    double timeout_floor_s = 10;               // watchdog floor per evaluation
+    double timeout_floor_s = 10;  // watchdog floor per evaluation
     std::string command_line;
 };
 
 struct ProgressEvent {
     std::int64_t done = 0, total = 0;
     std::int64_t measured = 0, skipped = 0, failed = 0;
-    std::string phase;  // "compile" or "measure"
-    std::string notice; // a one-off message to show the user now (e.g. why this became a compile-only sweep)
+    std::string phase;   // "compile" or "measure"
+    std::string notice;  // a one-off message to show the user now (e.g. why this became a compile-only sweep)
     std::string problem, config;
     double elapsed_s = 0;
 };

@@ -51,8 +51,8 @@ WorkerClient::~WorkerClient() {
 nlohmann::json WorkerClient::start() {
     if (m_pid > 0) kill();
     if (!std::filesystem::exists(m_worker_path))
-        throw Error(ErrorCategory::internal, fmt::format("the GPU worker executable is missing: {} (set KTUNE_WORKER)",
-                                                         m_worker_path));
+        throw Error(ErrorCategory::internal,
+                    fmt::format("the GPU worker executable is missing: {} (set KTUNE_WORKER)", m_worker_path));
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
         throw Error(ErrorCategory::internal, std::string("pipe: ") + std::strerror(errno));
@@ -108,7 +108,8 @@ std::string WorkerClient::exit_description() {
         if (WIFEXITED(status))
             what = fmt::format("the worker exited with code {}", WEXITSTATUS(status));
         else if (WIFSIGNALED(status))
-            what = fmt::format("the worker was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+            what =
+                fmt::format("the worker was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
     m_pid = -1;
     close(m_to_worker);

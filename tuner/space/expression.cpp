@@ -145,19 +145,30 @@ public:
         DefineInfixOprt("+", [](double a) { return a; });
         DefineInfixOprt("!", [](double a) { return a == 0 ? 1.0 : 0.0; });
         // Precedence as in C, except that muParser puts all comparisons on one level.
-        DefineOprt("*", [](double a, double b) { return a * b; }, mu::prMUL_DIV);
+        DefineOprt(
+            "*", [](double a, double b) { return a * b; }, mu::prMUL_DIV);
         DefineOprt("/", m_arithmetic == Arithmetic::real ? op_div_real : op_div, mu::prMUL_DIV);
         DefineOprt("%", op_rem, mu::prMUL_DIV);
-        DefineOprt("+", [](double a, double b) { return a + b; }, mu::prADD_SUB);
-        DefineOprt("-", [](double a, double b) { return a - b; }, mu::prADD_SUB);
-        DefineOprt("==", [](double a, double b) { return a == b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt("!=", [](double a, double b) { return a != b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt("<", [](double a, double b) { return a < b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt("<=", [](double a, double b) { return a <= b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt(">", [](double a, double b) { return a > b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt(">=", [](double a, double b) { return a >= b ? 1.0 : 0.0; }, mu::prCMP);
-        DefineOprt("&&", [](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }, mu::prLAND);
-        DefineOprt("||", [](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }, mu::prLOR);
+        DefineOprt(
+            "+", [](double a, double b) { return a + b; }, mu::prADD_SUB);
+        DefineOprt(
+            "-", [](double a, double b) { return a - b; }, mu::prADD_SUB);
+        DefineOprt(
+            "==", [](double a, double b) { return a == b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            "!=", [](double a, double b) { return a != b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            "<", [](double a, double b) { return a < b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            "<=", [](double a, double b) { return a <= b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            ">", [](double a, double b) { return a > b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            ">=", [](double a, double b) { return a >= b ? 1.0 : 0.0; }, mu::prCMP);
+        DefineOprt(
+            "&&", [](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }, mu::prLAND);
+        DefineOprt(
+            "||", [](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }, mu::prLOR);
     }
 
 private:
@@ -268,10 +279,10 @@ double Expression::evaluate(const std::map<std::string, double>& vars) const {
         auto it = vars.find(names[i]);
         if (it == vars.end()) {
             m_impl->release(std::move(e));
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("variable '{}' used in expression '{}' has no value", excerpt(names[i]),
-                                    excerpt(m_text)),
-                        m_where);
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("variable '{}' used in expression '{}' has no value", excerpt(names[i]), excerpt(m_text)),
+                m_where);
         }
         e->slots[i] = it->second;
     }
@@ -300,11 +311,12 @@ double Expression::evaluate(const std::map<std::string, double>& vars) const {
 long long Expression::evaluate_int(const std::map<std::string, double>& vars) const {
     double v = evaluate(vars);
     if (std::floor(v) == v && !integral(v))
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("expression '{}' evaluated to {:.0f}, which is out of range: an integer result must lie "
-                                "within (-9e15, 9e15), where doubles hold integers exactly",
-                                m_text, v),
-                    m_where);
+        throw Error(
+            ErrorCategory::bad_input,
+            fmt::format("expression '{}' evaluated to {:.0f}, which is out of range: an integer result must lie "
+                        "within (-9e15, 9e15), where doubles hold integers exactly",
+                        m_text, v),
+            m_where);
     if (!integral(v))
         throw Error(ErrorCategory::bad_input,
                     fmt::format("expression '{}' evaluated to {}, which is not an integer (ceil_div rounds up)",

@@ -40,11 +40,16 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string describe(const YAML::Node& node) {
     switch (node.Type()) {
-        case YAML::NodeType::Null: return "nothing";
-        case YAML::NodeType::Scalar: return fmt::format("'{}'", excerpt(node.Scalar()));
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Map: return "a mapping";
-        default: return "an undefined node";
+        case YAML::NodeType::Null:
+            return "nothing";
+        case YAML::NodeType::Scalar:
+            return fmt::format("'{}'", excerpt(node.Scalar()));
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        default:
+            return "an undefined node";
     }
 }
 
@@ -113,8 +118,8 @@ std::vector<std::pair<std::string, Located>> Located::fields(std::initializer_li
         }
         std::string list;
         for (auto a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
-        std::string hint = best.empty() ? fmt::format("expected one of: {}", list)
-                                        : fmt::format("did you mean '{}'?", best);
+        std::string hint =
+            best.empty() ? fmt::format("expected one of: {}", list) : fmt::format("did you mean '{}'?", best);
         Located(value.node(), value.field(), value.key_line(), m_file)
             .fail(fmt::format("unknown key '{}' ({})", excerpt(name), hint));
     }
@@ -177,9 +182,12 @@ std::string excerpt(std::string_view text, std::size_t max) {
     const std::size_t shown = std::min(text.size(), max);
     for (std::size_t i = 0; i < shown; ++i) {
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '\n') out += "\\n";
-        else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-        else out += text[i];
+        if (c == '\n')
+            out += "\\n";
+        else if (c < 0x20 || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += text[i];
     }
     if (shown < text.size()) out += fmt::format("... ({} characters)", text.size());
     return out;

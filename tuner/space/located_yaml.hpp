@@ -40,10 +40,10 @@ public:
     // A sequence, its items with field paths "field[i]".
     std::vector<Located> items() const;
 
-    std::string scalar() const;         // any scalar, as written
-    std::string text() const;           // a non-empty scalar
+    std::string scalar() const;  // any scalar, as written
+    std::string text() const;    // a non-empty scalar
     std::int64_t integer(std::int64_t lo, std::int64_t hi, std::string_view what) const;
-    double number() const;              // a finite number
+    double number() const;  // a finite number
 
     // The line of a missing key's parent and the key's full field path.
     Located missing(std::string_view key) const;

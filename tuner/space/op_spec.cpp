@@ -25,7 +25,8 @@ constexpr double max_buffer_elements = 1ull << 44;
 
 bool is_identifier(const std::string& s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -164,8 +165,11 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
         auto parse_type = [](const Located& t) {
             const std::string s = t.text();
             const std::optional<ElemType> e = parse_elem_type(s);
-            if (!e) t.fail(fmt::format("unknown element type '{}' (f32, f16, bf16, i32, i64, i8, u8, or T for the "
-                                       "problem's dtype)", s));
+            if (!e)
+                t.fail(
+                    fmt::format("unknown element type '{}' (f32, f16, bf16, i32, i64, i8, u8, or T for the "
+                                "problem's dtype)",
+                                s));
             return *e;
         };
         if (type.node().IsMap()) {
@@ -232,9 +236,10 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
         if (!item.node().IsMap()) {
             a.buffer = item.text();
             if (std::find(buffer_names.begin(), buffer_names.end(), a.buffer) == buffer_names.end())
-                item.fail(fmt::format("unknown buffer '{}' (buffers: {}; a scalar is written {{i32: \"expr\"}}, "
-                                      "{{i64: ...}} or {{f32: ...}})",
-                                      a.buffer, join(buffer_names)));
+                item.fail(
+                    fmt::format("unknown buffer '{}' (buffers: {}; a scalar is written {{i32: \"expr\"}}, "
+                                "{{i64: ...}} or {{f32: ...}})",
+                                a.buffer, join(buffer_names)));
             passed.insert(a.buffer);
         } else {
             auto f = item.fields({"i32", "i64", "f32"}, {});
@@ -245,8 +250,8 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
                 value.fail(fmt::format("'{}' is a buffer, not a {} scalar: list it by name ({})", value.text(), kind,
                                        value.text()));
             // An f32 argument is real arithmetic ("1 / sqrt(H)"); the integer ones divide as C++ integers do.
-            a.value = std::make_unique<Expression>(value.text(), value.where(),
-                                                   a.kind == KernelArg::Kind::f32 ? Arithmetic::real : Arithmetic::integer);
+            a.value = std::make_unique<Expression>(
+                value.text(), value.where(), a.kind == KernelArg::Kind::f32 ? Arithmetic::real : Arithmetic::integer);
             check_variables(*a.value, axis_names, "the argument", let_names);
         }
         op->m_arguments.push_back(std::move(a));
@@ -254,9 +259,10 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
     if (op->m_arguments.empty()) args_node.fail("the kernel needs at least one argument");
     for (const Buffer& b : op->m_buffers)
         if (!passed.count(b.name))
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("buffer {} is never passed to the kernel (add it to arguments, or remove it)", b.name),
-                        b.where);
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("buffer {} is never passed to the kernel (add it to arguments, or remove it)", b.name),
+                b.where);
 
     op->m_bytes = std::make_unique<Expression>(read_expression(*find_field(top, "bytes")));
     check_variables(*op->m_bytes, axis_names, "bytes", let_names);
@@ -293,9 +299,8 @@ std::map<std::string, double> DeclaredOp::variables(const Problem& p) const {
     }
     for (const Check& c : m_checks)
         if (!c.require.evaluate_bool(vars))
-            throw Error(ErrorCategory::bad_input, fmt::format("{}: {} ({} does not hold)", key(), c.message,
-                                                              c.require.text()),
-                        p.key());
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}: {} ({} does not hold)", key(), c.message, c.require.text()), p.key());
     return vars;
 }
 
@@ -343,7 +348,8 @@ std::vector<BufferSpec> DeclaredOp::buffers(const Problem& p) const {
             for (std::size_t i = 0; i < b.shape.size(); ++i) {
                 const std::int64_t extent = integral(b.shape[i], vars, key(), p.key());
                 empty = empty || extent == 0;
-                last += static_cast<double>(extent - 1) * static_cast<double>(integral(b.strides[i], vars, key(), p.key()));
+                last +=
+                    static_cast<double>(extent - 1) * static_cast<double>(integral(b.strides[i], vars, key(), p.key()));
             }
             elements = empty ? 0 : last + 1;
         }
@@ -373,7 +379,9 @@ std::vector<KernelArg> DeclaredOp::arguments(const Problem& p) const {
     std::vector<KernelArg> out;
     for (const Argument& a : m_arguments) {
         switch (a.kind) {
-            case KernelArg::Kind::buffer: out.push_back(KernelArg::buf(a.buffer)); break;
+            case KernelArg::Kind::buffer:
+                out.push_back(KernelArg::buf(a.buffer));
+                break;
             case KernelArg::Kind::i32: {
                 const std::int64_t v = integral(*a.value, vars, key(), p.key());
                 if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
@@ -384,8 +392,12 @@ std::vector<KernelArg> DeclaredOp::arguments(const Problem& p) const {
                 out.push_back(KernelArg::i32(v));
                 break;
             }
-            case KernelArg::Kind::i64: out.push_back(KernelArg::i64(integral(*a.value, vars, key(), p.key()))); break;
-            case KernelArg::Kind::f32: out.push_back(KernelArg::f32(a.value->evaluate(vars))); break;
+            case KernelArg::Kind::i64:
+                out.push_back(KernelArg::i64(integral(*a.value, vars, key(), p.key())));
+                break;
+            case KernelArg::Kind::f32:
+                out.push_back(KernelArg::f32(a.value->evaluate(vars)));
+                break;
         }
     }
     return out;

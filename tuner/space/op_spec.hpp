@@ -112,7 +112,7 @@ public:
 
 private:
     struct TypeRule {
-        bool problem_dtype = false;                  // T
+        bool problem_dtype = false;  // T
         ElemType fixed = ElemType::f32;
         std::vector<std::pair<Dtype, ElemType>> by_dtype;  // a mapping: one type per dtype
     };

@@ -1,11 +1,11 @@
 #include "tuner/space/search_space.hpp"
 
-#include <map>
 #include <filesystem>
+#include <map>
 
 #include <algorithm>
-#include <charconv>
 #include <array>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "core/file.hpp"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/library.hpp"
 #include "tuner/space/located_yaml.hpp"
 #include "tuner/space/op_spec.hpp"
@@ -48,7 +48,7 @@ using detail::Located;
 
 constexpr std::int64_t max_parameter_value = (std::int64_t{1} << 31) - 1;  // a C++ int template argument
 constexpr std::int64_t min_parameter_value = -(std::int64_t{1} << 31);
-constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;                // exact in the expressions' doubles
+constexpr std::int64_t max_axis_value = std::int64_t{1} << 53;  // exact in the expressions' doubles
 constexpr std::int64_t max_values_per_parameter = 65536;
 // all_configs() materialises every configuration: a few million are fine, 2^33 would exhaust memory.
 constexpr std::uint64_t max_cartesian_size = std::uint64_t{1} << 22;
@@ -122,9 +122,12 @@ std::string split_template(const std::string& s, std::vector<Piece>& pieces) {
 
 const char* kind_name(ParameterKind k) {
     switch (k) {
-        case ParameterKind::integer: return "an integer";
-        case ParameterKind::boolean: return "a bool";
-        case ParameterKind::choice: return "a choice";
+        case ParameterKind::integer:
+            return "an integer";
+        case ParameterKind::boolean:
+            return "a bool";
+        case ParameterKind::choice:
+            return "a choice";
     }
     return "?";
 }
@@ -200,8 +203,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
     }
 
     const Located& kernel_node = *find_field(top, "kernel");
-    auto kernel = kernel_node.fields({"source", "library", "name", "reference", "reference_source"},
-                                     {"name", "reference"});
+    auto kernel =
+        kernel_node.fields({"source", "library", "name", "reference", "reference_source"}, {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
     if ((source == nullptr) == (library == nullptr))
@@ -220,7 +223,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
         const LibraryBaseline* lib = find_library_baseline(out.library);
         if (lib == nullptr) {
             std::string known;
-            for (const LibraryBaseline& l : library_baselines()) known += (known.empty() ? "" : ", ") + std::string(l.name);
+            for (const LibraryBaseline& l : library_baselines())
+                known += (known.empty() ? "" : ", ") + std::string(l.name);
             library->fail(fmt::format("unknown library baseline '{}' (known: {})", excerpt(out.library), known));
         }
         for (const ParameterSpec& p : out.parameters) {
@@ -231,9 +235,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
                             p.where);
             if (std::find(lib->parameters.begin(), lib->parameters.end(), p.name) == lib->parameters.end())
                 throw Error(ErrorCategory::bad_input,
-                            fmt::format("library baseline {} takes no parameter {} (it takes: {})", out.library,
-                                        p.name, join(std::vector<std::string>(lib->parameters.begin(),
-                                                                              lib->parameters.end()))),
+                            fmt::format("library baseline {} takes no parameter {} (it takes: {})", out.library, p.name,
+                                        join(std::vector<std::string>(lib->parameters.begin(), lib->parameters.end()))),
                             p.where);
         }
         if (reference_source == nullptr)
@@ -307,9 +310,10 @@ std::vector<ParameterSpec> Loader::read_parameters(const Located& node) const {
 
 ParameterSpec Loader::read_parameter(const std::string& name, const Located& node) const {
     if (!is_upper_snake(name))
-        node.fail(fmt::format("parameter name '{}' must be UPPER_SNAKE, like BLOCK or ROWS_PER_BLOCK: it is the "
-                              "kernel's template parameter",
-                              excerpt(name)));
+        node.fail(
+            fmt::format("parameter name '{}' must be UPPER_SNAKE, like BLOCK or ROWS_PER_BLOCK: it is the "
+                        "kernel's template parameter",
+                        excerpt(name)));
     if (reserved_names().count(name)) node.fail(fmt::format("parameter name '{}' is reserved", excerpt(name)));
 
     ParameterSpec spec;
@@ -338,14 +342,15 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
         for (std::size_t i = 0; i < items.size(); ++i) {
             const std::string choice = items[i].text();
             if (!is_identifier(choice))
-                items[i].fail(fmt::format("choice '{}' of parameter {} is not an identifier: it is a constant in "
-                                          "expressions and a name in the kernel's C++",
-                                          excerpt(choice), name));
+                items[i].fail(
+                    fmt::format("choice '{}' of parameter {} is not an identifier: it is a constant in "
+                                "expressions and a name in the kernel's C++",
+                                excerpt(choice), name));
             if (reserved_names().count(choice))
                 items[i].fail(fmt::format("choice {} of parameter {} is reserved", choice, name));
             if (const auto [seen, added] = index.try_emplace(choice, i); !added)
-                items[i].fail(fmt::format("duplicate choice {} in parameter {} (also choices[{}])", choice, name,
-                                          seen->second));
+                items[i].fail(
+                    fmt::format("duplicate choice {} in parameter {} (also choices[{}])", choice, name, seen->second));
             spec.labels.push_back(choice);
         }
         return spec;
@@ -360,9 +365,10 @@ ParameterSpec Loader::read_parameter(const std::string& name, const Located& nod
         };
         const std::size_t bools = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), is_bool));
         if (bools != 0 && bools != items.size())
-            values->fail(fmt::format("parameter {} mixes true/false with integers: a bool takes [false, true], an "
-                                     "integer parameter numbers",
-                                     name));
+            values->fail(
+                fmt::format("parameter {} mixes true/false with integers: a bool takes [false, true], an "
+                            "integer parameter numbers",
+                            name));
         if (bools != 0) spec.kind = ParameterKind::boolean;
         std::unordered_map<std::int64_t, std::size_t> index;  // n log n over long lists, not n^2
         for (std::size_t i = 0; i < items.size(); ++i) {
@@ -466,9 +472,10 @@ void Loader::check_reference_name(const Located& node) const {
     if (auto err = split_template(node.scalar(), pieces); !err.empty()) node.fail("reference name: " + err);
     for (const auto& p : pieces)
         if (p.placeholder && p.text != "T")
-            node.fail(fmt::format("placeholder {{{}}} in the reference name is not allowed: only {{T}} is, the "
-                                  "reference kernel has no parameters",
-                                  excerpt(p.text)));
+            node.fail(
+                fmt::format("placeholder {{{}}} in the reference name is not allowed: only {{T}} is, the "
+                            "reference kernel has no parameters",
+                            excerpt(p.text)));
 }
 
 // The compile service resolves sources against the kernel root and refuses, symlinks resolved, whatever lies outside
@@ -478,9 +485,10 @@ void Loader::check_source_path(const Located& node) {
     if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
         node.fail("a kernel file path may not contain control characters");
     if (path.front() == '/' || path.front() == '~')
-        node.fail(fmt::format("'{}' is an absolute path: give a path relative to the kernel root, like "
-                              "kernels/rmsnorm/rmsnorm_fwd.cuh",
-                              detail::excerpt(path)));
+        node.fail(
+            fmt::format("'{}' is an absolute path: give a path relative to the kernel root, like "
+                        "kernels/rmsnorm/rmsnorm_fwd.cuh",
+                        detail::excerpt(path)));
     for (const auto& part : std::filesystem::path(path))
         if (part == "..")
             node.fail(fmt::format("'{}' steps out with '..': kernel files must lie under the kernel root",
@@ -506,10 +514,11 @@ std::shared_ptr<const DeclaredOp> Loader::read_op_spec(const Located& node, cons
     }
     for (const ProblemAxis& a : out.axes)
         if (!op->has_axis(a.name))
-            node.fail(fmt::format("problems.axes has {}, which op {}/{} does not declare", a.name, out.op, out.variant));
+            node.fail(
+                fmt::format("problems.axes has {}, which op {}/{} does not declare", a.name, out.op, out.variant));
     for (const OpAxis& a : op->axes())
-        if (!a.default_value && std::none_of(out.axes.begin(), out.axes.end(),
-                                             [&](const ProblemAxis& p) { return p.name == a.name; }))
+        if (!a.default_value &&
+            std::none_of(out.axes.begin(), out.axes.end(), [&](const ProblemAxis& p) { return p.name == a.name; }))
             node.fail(fmt::format("op {}/{} needs axis {}, which problems.axes lacks", out.op, out.variant, a.name));
     return op;
 }
@@ -677,10 +686,10 @@ SearchSpace SearchSpace::load_file(const std::string& path) {
 SearchSpace SearchSpace::load_string(const std::string& yaml, const std::string& path_for_messages) {
     std::vector<SearchSpace> all = load_alternatives_string(yaml, path_for_messages);
     if (all.size() != 1 || !all.front().alternative().empty())
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("{} holds {} alternative kernels, where one space was expected", path_for_messages,
-                                all.size()),
-                    path_for_messages);
+        throw Error(
+            ErrorCategory::bad_input,
+            fmt::format("{} holds {} alternative kernels, where one space was expected", path_for_messages, all.size()),
+            path_for_messages);
     return std::move(all.front());
 }
 
@@ -698,9 +707,8 @@ YAML::Node merge_alternative(const YAML::Node& top, const Located& alternative) 
     YAML::Node merged(YAML::NodeType::Map);
     for (const auto& kv : top)
         if (kv.first.Scalar() != "alternatives") merged[kv.first.Scalar()] = kv.second;
-    for (const auto& [key, value] : alternative.fields({"kernel", "parameters", "constraints", "prune", "launch",
-                                                        "reference_launch", "doc"},
-                                                       {"kernel"})) {
+    for (const auto& [key, value] : alternative.fields(
+             {"kernel", "parameters", "constraints", "prune", "launch", "reference_launch", "doc"}, {"kernel"})) {
         if (key == "doc") continue;
         const YAML::Node base = top[key];
         if ((key == "kernel" || key == "parameters") && base && base.IsMap() && value.node().IsMap()) {
@@ -708,8 +716,8 @@ YAML::Node merge_alternative(const YAML::Node& top, const Located& alternative) 
             for (const auto& kv : base) joined[kv.first.Scalar()] = kv.second;
             for (const auto& kv : value.node()) {
                 if (key == "parameters" && joined[kv.first.Scalar()])
-                    value.fail(fmt::format("parameter {} is declared at the top level and again here",
-                                           kv.first.Scalar()));
+                    value.fail(
+                        fmt::format("parameter {} is declared at the top level and again here", kv.first.Scalar()));
                 joined[kv.first.Scalar()] = kv.second;
             }
             merged[key] = joined;
@@ -759,7 +767,8 @@ std::vector<SearchSpace> SearchSpace::load_alternatives_string(const std::string
     return out;
 }
 
-SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string& path_for_messages, std::string alternative) {
+SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string& path_for_messages,
+                                     std::string alternative) {
     SearchSpace s;
     s.m_alternative = std::move(alternative);
     s.m_file = path_for_messages;
@@ -788,9 +797,12 @@ std::string SearchSpace::kernel_name(const Config& c, Dtype d) const {
     split_template(m_kernel_name, pieces);  // validated on load
     std::string out;
     for (const auto& p : pieces) {
-        if (!p.placeholder) out += p.text;
-        else if (p.text == "T") out += dtype_cpp_type(d);
-        else out += c.text(p.text);
+        if (!p.placeholder)
+            out += p.text;
+        else if (p.text == "T")
+            out += dtype_cpp_type(d);
+        else
+            out += c.text(p.text);
     }
     return out;
 }
@@ -881,10 +893,10 @@ std::vector<std::pair<std::string, std::string>> split_key(const std::string& te
         const std::string item = text.substr(start, comma - start);
         const std::size_t eq = item.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("'{}' is not PARAM=VALUE (write e.g. BLOCK=256,ENGINE=wgmma,FLAG=true)",
-                                    excerpt(item)),
-                        where);
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("'{}' is not PARAM=VALUE (write e.g. BLOCK=256,ENGINE=wgmma,FLAG=true)", excerpt(item)),
+                where);
         std::string name = item.substr(0, eq);
         for (const auto& [seen, value] : out)
             if (seen == name)
@@ -905,17 +917,17 @@ std::pair<std::int64_t, std::size_t> parse_value(const ParameterSpec& p, const s
         for (std::size_t i = 0; i < p.labels.size(); ++i)
             if (p.labels[i] == text) return {p.values[i], i};
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("'{}' is not a choice of {} in '{}' (choices: {})", excerpt(text), p.name,
-                                excerpt(key), join(p.labels)),
+                    fmt::format("'{}' is not a choice of {} in '{}' (choices: {})", excerpt(text), p.name, excerpt(key),
+                                join(p.labels)),
                     where);
     }
     if (p.kind == ParameterKind::boolean) {
         const std::int64_t v = text == "true" || text == "1" ? 1 : text == "false" || text == "0" ? 0 : -1;
         if (v < 0)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("{} is a bool: '{}' in '{}' must be true or false", p.name, excerpt(text),
-                                    excerpt(key)),
-                        where);
+            throw Error(
+                ErrorCategory::bad_input,
+                fmt::format("{} is a bool: '{}' in '{}' must be true or false", p.name, excerpt(text), excerpt(key)),
+                where);
         for (std::size_t i = 0; i < p.values.size(); ++i)
             if (p.values[i] == v) return {v, i};
         return {v, npos};
@@ -937,7 +949,8 @@ Config SearchSpace::parse_config(const std::string& key, const std::string& wher
     std::vector<std::string> parameter_names;
     for (const ParameterSpec& p : m_parameters) {
         parameter_names.push_back(p.name);
-        const auto it = std::find_if(items.begin(), items.end(), [&](const auto& item) { return item.first == p.name; });
+        const auto it =
+            std::find_if(items.begin(), items.end(), [&](const auto& item) { return item.first == p.name; });
         if (it == items.end())
             throw Error(ErrorCategory::bad_input,
                         fmt::format("configuration '{}' lacks parameter {} of the search space {}", excerpt(key),
@@ -989,10 +1002,9 @@ void SearchSpace::require_some_valid_config() const {
         });
         if (stopped) return;
     }
-    if (first_failures.empty())
-        throw Error(ErrorCategory::bad_input, "the space has no problem to tune", m_file);
-    const auto& [rule, rejected] = *std::max_element(
-        first_failures.begin(), first_failures.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (first_failures.empty()) throw Error(ErrorCategory::bad_input, "the space has no problem to tune", m_file);
+    const auto& [rule, rejected] = *std::max_element(first_failures.begin(), first_failures.end(),
+                                                     [](const auto& a, const auto& b) { return a.second < b.second; });
     std::string where = m_file;
     for (const auto* rules : {&m_constraints, &m_prune})
         for (const Expression& e : *rules)

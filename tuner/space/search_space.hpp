@@ -136,8 +136,8 @@ public:
     bool for_each_config(const std::function<bool(const Config&)>& visit) const;
 
     // What an expression of this space reads for (config, problem): the parameters (a bool as 1 / 0, a choice as its
-    // constant), the problem axes, DTYPE_BYTES, every choice name as its constant, true / false as 1 / 0, and a declared
-    // op's optional axes at their defaults.
+    // constant), the problem axes, DTYPE_BYTES, every choice name as its constant, true / false as 1 / 0, and a
+    // declared op's optional axes at their defaults.
     std::map<std::string, double> variables(const Config& c, const Problem& p) const;
     // A configuration key read back: "BLOCK=256,ENGINE=wgmma,FLAG=true", every parameter once (any order); integers as
     // numbers, bools as true / false (or 1 / 0), choices by name. Throws Error(bad_input) naming `where`.

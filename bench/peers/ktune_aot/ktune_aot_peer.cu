@@ -26,11 +26,10 @@ const ktune_tuned::DeviceProps* props_of(int device) {
 
 // dtype: 0 fp32, 1 fp16, 2 bf16 (ktune_tuned::Dtype). Contiguous rows. Returns ktune_tuned::Status as an int (0 ok);
 // -1 when the device's properties cannot be read.
-extern "C" int ktune_aot_rmsnorm_fwd(int device, int dtype, void* y, const void* x, const void* w, int rows,
-                                     int hidden, float eps, void* stream) {
+extern "C" int ktune_aot_rmsnorm_fwd(int device, int dtype, void* y, const void* x, const void* w, int rows, int hidden,
+                                     float eps, void* stream) {
     const ktune_tuned::DeviceProps* props = props_of(device);
     if (props == nullptr) return -1;
     return static_cast<int>(ktune_tuned::rmsnorm_fwd(*props, static_cast<ktune_tuned::Dtype>(dtype), y, x, w, rows,
-                                                     hidden, hidden, hidden, eps,
-                                                     static_cast<cudaStream_t>(stream)));
+                                                     hidden, hidden, hidden, eps, static_cast<cudaStream_t>(stream)));
 }

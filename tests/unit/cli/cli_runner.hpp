@@ -76,8 +76,8 @@ struct RunResult {
 inline RunResult run_ktune(const Sandbox& box, const std::vector<std::string>& args, bool with_root = true) {
     const fs::path work = box.work();
     std::string cmd = "cd " + shell_quote(work.string()) + " && env -u KTUNE_ROOT " +
-                      (with_root ? "KTUNE_ROOT=" + shell_quote(KTUNE_SOURCE_ROOT) + " " : std::string()) + "KTUNE_DB=" +
-                      shell_quote((work / "ktune.db").string()) +
+                      (with_root ? "KTUNE_ROOT=" + shell_quote(KTUNE_SOURCE_ROOT) + " " : std::string()) +
+                      "KTUNE_DB=" + shell_quote((work / "ktune.db").string()) +
                       " KTUNE_CACHE_DIR=" + shell_quote((work / "cache").string()) +
                       " XDG_CACHE_HOME=" + shell_quote((work / "xdg-cache").string()) + " " +
                       shell_quote(ktune_binary().string());

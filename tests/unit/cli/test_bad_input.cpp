@@ -35,7 +35,7 @@ struct Case {
     std::vector<std::string> fixtures;
     std::string db = "{work}/ktune.db", cache = "{work}/cache";
     bool writes = false, no_gpu = false;
-    bool no_root = false;  // run outside any checkout with no KTUNE_ROOT
+    bool no_root = false;    // run outside any checkout with no KTUNE_ROOT
     std::string load_error;  // set on a single placeholder case when cases.yaml itself is broken
 };
 
@@ -99,8 +99,7 @@ bool gpu_driver_present() {
 // immutable attribute, which not every file system (or container) allows: returns why it could not, or "" when done.
 std::string make_unwritable(const fs::path& path) {
     ::chmod(path.c_str(), fs::is_directory(path) ? 0555 : 0444);
-    if (::geteuid() == 0 &&
-        std::system(("chattr +i " + shell_quote(path.string()) + " >/dev/null 2>&1").c_str()) != 0)
+    if (::geteuid() == 0 && std::system(("chattr +i " + shell_quote(path.string()) + " >/dev/null 2>&1").c_str()) != 0)
         return "running as root, which ignores file modes, and chattr +i is not available here";
     if (::access(path.c_str(), W_OK) == 0) return "the file stays writable for this user";
     return {};
@@ -156,7 +155,8 @@ protected:
 TEST_P(CliCase, ExitsWithItsCodeSaysWhatIsWrongAndWritesNothing) {
     const Case& c = GetParam();
     ASSERT_TRUE(c.load_error.empty()) << c.load_error;
-    if (c.no_gpu && gpu_driver_present()) GTEST_SKIP() << "an NVIDIA driver is present: this case needs a machine without";
+    if (c.no_gpu && gpu_driver_present())
+        GTEST_SKIP() << "an NVIDIA driver is present: this case needs a machine without";
     if (c.no_gpu && !fs::exists(fs::path(KTUNE_BINARY_DIR) / "ktune-worker"))
         GTEST_SKIP() << "ktune-worker is not built in " << KTUNE_BINARY_DIR << " (build it to run this case)";
 

@@ -49,7 +49,9 @@ Expectation read_expectation(const fs::path& path) {
     return e;
 }
 
-std::string regex_escape(const std::string& s) { return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)"); }
+std::string regex_escape(const std::string& s) {
+    return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+}
 
 void expect_rejected(const std::string& file, const std::vector<std::string>& command) {
     const fs::path path = bad_dir / file;
@@ -57,8 +59,9 @@ void expect_rejected(const std::string& file, const std::vector<std::string>& co
     ASSERT_FALSE(expected.message.empty()) << path << " must start with '# expect: <message substring>'";
 
     Sandbox box(command[0] + "_" + file);
-    std::vector<std::string> args = {"--db", (box.work() / "ktune.db").string(), "--cache-dir",
-                                     (box.work() / "cache").string(), command[0], path.string()};
+    std::vector<std::string> args = {"--db",        (box.work() / "ktune.db").string(),
+                                     "--cache-dir", (box.work() / "cache").string(),
+                                     command[0],    path.string()};
     args.insert(args.end(), command.begin() + 1, command.end());
     const auto before = snapshot(box.work());
     const RunResult r = run_ktune(box, args);
@@ -67,11 +70,11 @@ void expect_rejected(const std::string& file, const std::vector<std::string>& co
     EXPECT_THAT(r.err, HasSubstr(expected.message));
     // "<path>:<line>: <field>: <message>", the line being the marked one when the file marks one.
     const std::string line = expected.line > 0 ? std::to_string(expected.line) : "[0-9]+";
-    const bool has_field =
-        std::find(without_field.begin(), without_field.end(), file) == without_field.end();
+    const bool has_field = std::find(without_field.begin(), without_field.end(), file) == without_field.end();
     const std::string field = has_field ? R"( [A-Za-z_][A-Za-z0-9_.\[\]]*:)" : "";
     EXPECT_TRUE(std::regex_search(r.err, std::regex(regex_escape(path.string()) + ":" + line + ":" + field + " ")))
-        << "expected " << path.string() << ":" << line << (has_field ? ": <field>" : "") << ": in\n" << r.err;
+        << "expected " << path.string() << ":" << line << (has_field ? ": <field>" : "") << ": in\n"
+        << r.err;
     const std::string changed = changes(before, snapshot(box.work()), box.work());
     EXPECT_TRUE(changed.empty()) << "ktune must write nothing for bad YAML, but:\n" << changed;
 }

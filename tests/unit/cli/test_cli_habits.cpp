@@ -49,7 +49,8 @@ TEST(List, AsJsonParsesWhenASpaceHoldsBytesThatAreNotUtf8) {
     const nlohmann::json j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j.size(), 3u);
     EXPECT_EQ(j[1]["space"], "invalid_utf8");
-    EXPECT_THAT(j[2]["error"].get<std::string>(), HasSubstr("'12\xEF\xBF\xBD" "8' is not an integer"));
+    EXPECT_THAT(j[2]["error"].get<std::string>(), HasSubstr("'12\xEF\xBF\xBD"
+                                                            "8' is not an integer"));
 }
 
 TEST(JsonErrors, ParseAsAnObjectWithCategoryMessageAndWhere) {

@@ -61,8 +61,10 @@ TEST(GitRevision, ReadsTheCommitOfARootWhoseNameHoldsAQuote) {
     const fs::path root = dir.path() / "o'brien";
     fs::create_directories(root);
     const std::string q = cli_test::shell_quote(root.string());
-    const std::string setup = "git init -q " + q + " && git -C " + q + " -c user.name=t -c user.email=t@t commit -q "
-                              "--allow-empty -m x && git -C " + q + " rev-parse --short=12 HEAD > " +
+    const std::string setup = "git init -q " + q + " && git -C " + q +
+                              " -c user.name=t -c user.email=t@t commit -q "
+                              "--allow-empty -m x && git -C " +
+                              q + " rev-parse --short=12 HEAD > " +
                               cli_test::shell_quote((dir.path() / "head").string());
     if (std::system(setup.c_str()) != 0) GTEST_SKIP() << "git cannot make a repository here";
     std::string head = cli_test::read_text(dir.path() / "head");

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include "core/error.hpp"
 #include "ktune_test_config.hpp"
 #include "results/store.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "core/error.hpp"
 #include "tuner/export/export_header.hpp"
 #include "tuner/space/search_space.hpp"
 

@@ -32,8 +32,9 @@ TEST(CppExpression, KeepsTheSearchSpacePrecedence) {
     EXPECT_EQ(cpp("1 + 2 * H"), "(1.0 + (2.0 * (h)))");
     EXPECT_EQ(cpp("(1 + 2) * H"), "((1.0 + 2.0) * (h))");
     EXPECT_EQ(cpp("M < H == 1"), "detail::ex_eq(detail::ex_lt((m), (h)), 1.0)");  // one comparison level
-    EXPECT_EQ(cpp("M > 1 || H > 1 && VEC"), "detail::ex_or(detail::ex_gt((m), 1.0), "
-                                            "detail::ex_and(detail::ex_gt((h), 1.0), 8.0))");
+    EXPECT_EQ(cpp("M > 1 || H > 1 && VEC"),
+              "detail::ex_or(detail::ex_gt((m), 1.0), "
+              "detail::ex_and(detail::ex_gt((h), 1.0), 8.0))");
 }
 
 TEST(CppExpression, DividesInFloatingPointAndTakesRemaindersWithFmod) {
@@ -79,20 +80,34 @@ TEST_F(ExportTest, TranslatedExpressionsComputeWhatTheSearchSpaceComputes) {
     if (std::system((cxx + " --version > /dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no host C++ compiler";
 
     const std::vector<std::string> texts = {
-        "ceil_div(M, ROWS_PER_BLOCK)", "BLOCK / ROWS_PER_BLOCK * VEC <= H", "H % VEC == 0", "M / 0",
-        "ceil_div(M, 0)", "log2(H)", "log2(M - M)", "is_pow2(H) && is_pow2(M)", "min(M, H) + max(M, H)",
-        "align_up(H, 96)", "M > 100 ? M : -H", "!(M % 3) || H < 5", "ceil_div(-M, 3) + ceil_div(7, -2)",
-        "M % -3", "(M / 3) * 3 != M", "BLOCK * VEC * DTYPE_BYTES <= 65536 && H >= 32 * VEC",
-        "M == 0 ? 1 : H / M", "ceil_div(M / 2, 3)",
+        "ceil_div(M, ROWS_PER_BLOCK)",
+        "BLOCK / ROWS_PER_BLOCK * VEC <= H",
+        "H % VEC == 0",
+        "M / 0",
+        "ceil_div(M, 0)",
+        "log2(H)",
+        "log2(M - M)",
+        "is_pow2(H) && is_pow2(M)",
+        "min(M, H) + max(M, H)",
+        "align_up(H, 96)",
+        "M > 100 ? M : -H",
+        "!(M % 3) || H < 5",
+        "ceil_div(-M, 3) + ceil_div(7, -2)",
+        "M % -3",
+        "(M / 3) * 3 != M",
+        "BLOCK * VEC * DTYPE_BYTES <= 65536 && H >= 32 * VEC",
+        "M == 0 ? 1 : H / M",
+        "ceil_div(M / 2, 3)",
     };
     const std::vector<std::pair<double, double>> points = {{1, 4096}, {7, 4095}, {300, 8192}, {65536, 3}, {0, 1}};
-    std::string src = std::string("#define KTUNE_TUNED_HOST_ONLY\n#include <cmath>\n#include <cstdio>\n#include <limits>\n") +
-                      std::string(export_detail::header_common_text()) +
-                      "using namespace ktune_tuned;\nint failures = 0;\n"
-                      "void check(double got, double want, int line) {\n"
-                      "    if (std::isnan(want) ? !std::isnan(got) : got != want) {\n"
-                      "        std::printf(\"case %d: got %.17g want %.17g\\n\", line, got, want);\n"
-                      "        ++failures;\n    }\n}\nint main() {\n";
+    std::string src =
+        std::string("#define KTUNE_TUNED_HOST_ONLY\n#include <cmath>\n#include <cstdio>\n#include <limits>\n") +
+        std::string(export_detail::header_common_text()) +
+        "using namespace ktune_tuned;\nint failures = 0;\n"
+        "void check(double got, double want, int line) {\n"
+        "    if (std::isnan(want) ? !std::isnan(got) : got != want) {\n"
+        "        std::printf(\"case %d: got %.17g want %.17g\\n\", line, got, want);\n"
+        "        ++failures;\n    }\n}\nint main() {\n";
     int cases = 0;
     for (const std::string& t : texts) {
         const std::string c = cpp(t);
@@ -100,8 +115,8 @@ TEST_F(ExportTest, TranslatedExpressionsComputeWhatTheSearchSpaceComputes) {
         for (const auto& [m, h] : points) {
             double want;
             try {
-                want = e.evaluate({{"M", m}, {"H", h}, {"BLOCK", 256}, {"VEC", 8}, {"ROWS_PER_BLOCK", 2},
-                                   {"DTYPE_BYTES", 2}});
+                want = e.evaluate(
+                    {{"M", m}, {"H", h}, {"BLOCK", 256}, {"VEC", 8}, {"ROWS_PER_BLOCK", 2}, {"DTYPE_BYTES", 2}});
             } catch (const Error&) {
                 want = std::nan("");
             }

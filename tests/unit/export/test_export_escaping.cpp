@@ -81,9 +81,9 @@ int main() {
 )";
     const std::string log = (dir() / "cxx.log").string();
     const std::string exe = (dir() / "read_back").string();
-    const std::string cmd = fmt::format("c++ -std=c++17 -I{} -I{} {} -o {} > {} 2>&1 && {} > {}", source_root(),
-                                        out.string(), (dir() / "main.cpp").string(), exe, log, exe,
-                                        (dir() / "strings.bin").string());
+    const std::string cmd =
+        fmt::format("c++ -std=c++17 -I{} -I{} {} -o {} > {} 2>&1 && {} > {}", source_root(), out.string(),
+                    (dir() / "main.cpp").string(), exe, log, exe, (dir() / "strings.bin").string());
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_text(log);
     const std::string strings = read_text((dir() / "strings.bin").string());
     const DeviceInfo d = hostile_device();

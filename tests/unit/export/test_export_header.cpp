@@ -162,8 +162,7 @@ TEST_F(ExportHeader, PicksTheConfigurationBestForMostProblemsAsTheDtypeDefault) 
 TEST_F(ExportHeader, FindsTheSearchSpaceOfAVariantUnderTheRoot) {
     EXPECT_EQ(std::filesystem::path(find_space_file(source_root(), "rmsnorm", "fwd_gemma")).filename(),
               "rmsnorm_gemma.yaml");
-    EXPECT_EQ(error_of([] { find_space_file(source_root(), "rmsnorm", "nope"); }).category(),
-              ErrorCategory::bad_input);
+    EXPECT_EQ(error_of([] { find_space_file(source_root(), "rmsnorm", "nope"); }).category(), ErrorCategory::bad_input);
 }
 
 TEST_F(ExportHeader, ExportsTheGemmaVariantWithItsOwnDispatcherName) {

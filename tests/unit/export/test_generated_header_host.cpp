@@ -28,9 +28,7 @@ kt::Choice select(const kt::DeviceProps& p, kt::Dtype dtype, long long m, long l
     return kt::rmsnorm_fwd_select(p, dtype, shape);
 }
 
-std::string bucket(const kt::Choice& c) {
-    return c.entry < 0 ? "" : kt::rmsnorm_fwd_table::entries[c.entry].problem;
-}
+std::string bucket(const kt::Choice& c) { return c.entry < 0 ? "" : kt::rmsnorm_fwd_table::entries[c.entry].problem; }
 
 TEST(GeneratedHeaderSelect, UsesTheExactDeviceWhenEveryIdentityFieldMatches) {
     const kt::Choice c = select(sxm_props(), kt::Dtype::bf16, 16, 4096);
@@ -143,7 +141,8 @@ TEST(GeneratedHeaderGeometry, AgreesWithTheSearchSpaceForEveryConfigurationAndSh
                 const long long shape[3] = {m, h, h};
                 kt::detail::Geometry g;
                 ASSERT_TRUE(kt::rmsnorm_fwd_table::geometry(i, shape, &g));
-                const LaunchGeometry want = space.launch(c, Problem{dtypes[static_cast<int>(hc.dtype)], {{"M", m}, {"H", h}}});
+                const LaunchGeometry want =
+                    space.launch(c, Problem{dtypes[static_cast<int>(hc.dtype)], {{"M", m}, {"H", h}}});
                 for (int k = 0; k < 3; ++k) {
                     EXPECT_EQ(g.grid[k], want.grid[k]) << hc.key << " M=" << m;
                     EXPECT_EQ(g.block[k], want.block[k]) << hc.key;

@@ -59,8 +59,9 @@ int run(void* y, const void* x, const void* w, int rows, int hidden, cudaStream_
 }
 )";
     const std::string log = (dir() / "nvcc.log").string();
-    const std::string cmd = fmt::format("{} -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra -I{} -I{} -c {} -o {} > {} 2>&1",
-                                        nvcc, source_root(), out, cu.string(), (dir() / "user.o").string(), log);
+    const std::string cmd =
+        fmt::format("{} -std=c++17 -arch=sm_90 -Xcompiler=-Wall,-Wextra -I{} -I{} -c {} -o {} > {} 2>&1", nvcc,
+                    source_root(), out, cu.string(), (dir() / "user.o").string(), log);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_text(log);
     EXPECT_EQ(read_text(log).find("warning"), std::string::npos) << read_text(log);
     EXPECT_TRUE(std::filesystem::exists(dir() / "user.o"));

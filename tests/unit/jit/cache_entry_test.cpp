@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/common/temp_dir.hpp"
 #include "core/error.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/jit/cache_entry.hpp"
 
 namespace ktune {
@@ -64,7 +64,9 @@ TEST(CacheEntry, TreatsASidecarOfAnotherFormatAsAMiss) {
 TEST(CacheEntry, IsReadBackFromDiskWhenItsCubinIsAnElfFile) {
     test::TempDir dir;
     const detail::CacheEntry e = sample_entry();
-    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF rest of a cubin"));
+    detail::write_cache_entry(dir.path(), e,
+                              std::string("\x7f"
+                                          "ELF rest of a cubin"));
     const auto back = detail::read_cache_entry(dir.path(), e.key);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->kernels.at(0).lowered_name, e.kernels[0].lowered_name);
@@ -73,7 +75,9 @@ TEST(CacheEntry, IsReadBackFromDiskWhenItsCubinIsAnElfFile) {
 TEST(CacheEntry, IsAMissWhenItsCubinIsMissing) {
     test::TempDir dir;
     const detail::CacheEntry e = sample_entry();
-    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF"));
+    detail::write_cache_entry(dir.path(), e,
+                              std::string("\x7f"
+                                          "ELF"));
     std::filesystem::remove(detail::cubin_path(dir.path(), e.key));
     EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
 }
@@ -81,7 +85,9 @@ TEST(CacheEntry, IsAMissWhenItsCubinIsMissing) {
 TEST(CacheEntry, IsAMissWhenItsCubinIsTruncated) {
     test::TempDir dir;
     const detail::CacheEntry e = sample_entry();
-    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF rest of a cubin"));
+    detail::write_cache_entry(dir.path(), e,
+                              std::string("\x7f"
+                                          "ELF rest of a cubin"));
     std::filesystem::resize_file(detail::cubin_path(dir.path(), e.key), 8);
     EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
 }
@@ -89,16 +95,21 @@ TEST(CacheEntry, IsAMissWhenItsCubinIsTruncated) {
 TEST(CacheEntry, IsAMissWhenItsCubinHasTheRecordedSizeButOtherBytes) {
     test::TempDir dir;
     const detail::CacheEntry e = sample_entry();
-    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF rest of a cubin"));
-    std::ofstream(detail::cubin_path(dir.path(), e.key), std::ios::binary | std::ios::trunc)
-        << std::string("\x7f" "ELF rest of a cubix");
+    detail::write_cache_entry(dir.path(), e,
+                              std::string("\x7f"
+                                          "ELF rest of a cubin"));
+    std::ofstream(detail::cubin_path(dir.path(), e.key), std::ios::binary | std::ios::trunc) << std::string(
+        "\x7f"
+        "ELF rest of a cubix");
     EXPECT_FALSE(detail::read_cache_entry(dir.path(), e.key).has_value());
 }
 
 TEST(CacheEntry, RecordsTheCubinSizeAndHashInTheSidecar) {
     test::TempDir dir;
     const detail::CacheEntry e = sample_entry();
-    detail::write_cache_entry(dir.path(), e, std::string("\x7f" "ELF"));
+    detail::write_cache_entry(dir.path(), e,
+                              std::string("\x7f"
+                                          "ELF"));
     const auto back = detail::read_cache_entry(dir.path(), e.key);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->cubin_bytes, 4u);
@@ -108,7 +119,9 @@ TEST(CacheEntry, RecordsTheCubinSizeAndHashInTheSidecar) {
 
 TEST(CacheEntry, LeavesNoTemporaryFilesBehind) {
     test::TempDir dir;
-    detail::write_cache_entry(dir.path(), sample_entry(), std::string("\x7f" "ELF"));
+    detail::write_cache_entry(dir.path(), sample_entry(),
+                              std::string("\x7f"
+                                          "ELF"));
     int files = 0;
     for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
         ++files;

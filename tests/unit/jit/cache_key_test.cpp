@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/common/temp_dir.hpp"
 #include "core/error.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/jit/compile_service.hpp"
 
 namespace ktune {
@@ -62,8 +62,9 @@ TEST_F(CacheKey, ChangesWhenAHeaderNextToTheSourceChanges) {
 TEST_F(CacheKey, ChangesWhenTheSourceChanges) {
     CompileService service = make_service();
     const std::string before = service.cache_key(m_request);
-    m_root.write("kernels/op/op.cuh", "#include \"kernels/common/util.cuh\"\n#include \"local.cuh\"\n"
-                                      "template <int N> __global__ void op(float* p) { p[1] = N; }\n");
+    m_root.write("kernels/op/op.cuh",
+                 "#include \"kernels/common/util.cuh\"\n#include \"local.cuh\"\n"
+                 "template <int N> __global__ void op(float* p) { p[1] = N; }\n");
     EXPECT_NE(service.cache_key(m_request), before);
 }
 
@@ -96,8 +97,9 @@ TEST_F(CacheKey, ChangesWhenTheArchitectureChanges) {
 }
 
 TEST_F(CacheKey, IgnoresAnIncludeThatIsCommentedOut) {
-    m_root.write("kernels/op/op.cuh", "// #include \"kernels/common/gone.cuh\"\n/* #include \"gone2.cuh\" */\n"
-                                      "template <int N> __global__ void op(float* p) { p[0] = N; }\n");
+    m_root.write("kernels/op/op.cuh",
+                 "// #include \"kernels/common/gone.cuh\"\n/* #include \"gone2.cuh\" */\n"
+                 "template <int N> __global__ void op(float* p) { p[0] = N; }\n");
     EXPECT_EQ(make_service().cache_key(m_request).size(), 64u);
 }
 

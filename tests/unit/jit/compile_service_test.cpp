@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.hpp"
 #include "ktune_test_config.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "core/error.hpp"
 #include "tuner/jit/compile_service.hpp"
 
 namespace ktune {
@@ -32,7 +32,9 @@ CompileRequest scale_request(const std::string& type = "__nv_bfloat16", int bloc
 bool starts_with_elf_magic(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     char magic[4] = {};
-    return in.read(magic, 4) && std::string(magic, 4) == "\x7f" "ELF";
+    return in.read(magic, 4) && std::string(magic, 4) ==
+                                    "\x7f"
+                                    "ELF";
 }
 
 class CompileServiceTest : public ::testing::Test {
@@ -195,7 +197,8 @@ TEST_F(CompileServiceTest, PassesTheHouseOptionsAndTheExtraOnes) {
     request.extra_options = {"-DKTUNE_EXTRA=3"};
     const CompileResult r = service.compile(request);
     ASSERT_TRUE(r.ok) << r.log;
-    for (const char* o : {"-arch=sm_90", "-std=c++17", "-Xptxas=-v", "-lineinfo", "-DKTUNE_NVRTC=1", "-DKTUNE_EXTRA=3"}) {
+    for (const char* o :
+         {"-arch=sm_90", "-std=c++17", "-Xptxas=-v", "-lineinfo", "-DKTUNE_NVRTC=1", "-DKTUNE_EXTRA=3"}) {
         EXPECT_NE(r.options.find(o), std::string::npos) << o << " missing from " << r.options;
     }
     EXPECT_NE(r.options.find("-I" + service.options().kernel_root), std::string::npos) << r.options;

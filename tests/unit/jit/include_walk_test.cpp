@@ -6,8 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/common/temp_dir.hpp"
 #include "core/error.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuner/jit/include_walk.hpp"
 
 namespace ktune {

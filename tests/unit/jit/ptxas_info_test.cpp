@@ -9,7 +9,8 @@ namespace {
 
 // Captured from NVRTC 13.0 (-arch=sm_90 -Xptxas=-v -maxrregcount=24): one kernel that spills, one that uses shared
 // memory, and a __noinline__ device function whose properties block follows the first entry's report.
-const std::string k_two_kernel_log = R"(ptxas info    : Overriding maximum register limit 256 for '_Z5spillILi64EEvPf' with  24 of maxrregcount option
+const std::string k_two_kernel_log =
+    R"(ptxas info    : Overriding maximum register limit 256 for '_Z5spillILi64EEvPf' with  24 of maxrregcount option
 ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function '_Z5spillILi64EEvPf' for 'sm_90'
 ptxas info    : Function properties for _Z5spillILi64EEvPf

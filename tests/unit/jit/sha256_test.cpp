@@ -23,8 +23,7 @@ TEST(Sha256, HashesAMessageThatNeedsTwoBlocksOfPadding) {
 }
 
 TEST(Sha256, HashesAMillionRepetitionsOfA) {
-    EXPECT_EQ(hash_hex(std::string(1000000, 'a')),
-              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    EXPECT_EQ(hash_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(Sha256, GivesTheSameDigestWhenFedInPiecesOfAnySize) {
@@ -32,7 +31,8 @@ TEST(Sha256, GivesTheSameDigestWhenFedInPiecesOfAnySize) {
     for (int i = 0; i < 1000; ++i) message += char('a' + i % 26);
     for (std::size_t piece : {1u, 3u, 63u, 64u, 65u, 200u}) {
         detail::Sha256 sha;
-        for (std::size_t at = 0; at < message.size(); at += piece) sha.update(std::string_view(message).substr(at, piece));
+        for (std::size_t at = 0; at < message.size(); at += piece)
+            sha.update(std::string_view(message).substr(at, piece));
         EXPECT_EQ(detail::to_hex(sha.finish()), hash_hex(message)) << "piece size " << piece;
     }
 }

@@ -86,7 +86,7 @@ TEST(CopyReadOp, CpuReferenceTakesBf16ChunksOf256AndSkipsNaNAsTheKernelsFmaxDoes
     const std::int64_t n = 512;  // two bf16 chunks
     HostBuffers b;
     std::vector<double> x(n, -3.0);
-    x[0] = 1.0;  // chunk 0: its first element is its maximum
+    x[0] = 1.0;                                         // chunk 0: its first element is its maximum
     x[256] = std::numeric_limits<double>::quiet_NaN();  // chunk 1: a NaN first, then the maximum at its end
     x[511] = 2.5;
     b["x"] = x;

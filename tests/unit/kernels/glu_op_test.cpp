@@ -86,7 +86,7 @@ TEST(GluOp, SwigluMultipliesSiluOfGateByUp) {
     cpu_reference(declared_op("glu", "swiglu"), problem(Dtype::fp32, {{"M", 1}, {"I", 3}}), b);
     ASSERT_EQ(b["out"].size(), 3u);
     EXPECT_EQ(b["out"][0], 0.0);
-    EXPECT_NEAR(b["out"][1], 2.0 * 0.7310585786300049, 1e-15);  // silu(1) = 1 / (1 + e^-1)
+    EXPECT_NEAR(b["out"][1], 2.0 * 0.7310585786300049, 1e-15);   // silu(1) = 1 / (1 + e^-1)
     EXPECT_NEAR(b["out"][2], 3.0 * -0.2384058440442351, 1e-15);  // silu(-2) = -2 / (1 + e^2)
 }
 

@@ -100,8 +100,10 @@ TEST(QuantLinearPack, PutsALanesFragmentOfOneMmaStepInOneWord) {
 }
 
 TEST(QuantLinearPack, Int4ScalesAndZeroPointsPackAndUnpackLosslessly) {
-    for (auto [n, k, g] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{16, 64, 64}, {37, 200, 64},
-                           {5, 4096, 128}, {33, 1, 128}}) {
+    for (auto [n, k, g] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{16, 64, 64},
+                           {37, 200, 64},
+                           {5, 4096, 128},
+                           {33, 1, 128}}) {
         const std::int64_t groups = layout::groups(k, g);
         std::vector<std::uint16_t> plain(static_cast<std::size_t>(groups * n));
         for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<std::uint16_t>(1 + i);  // all distinct

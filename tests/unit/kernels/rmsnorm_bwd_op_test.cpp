@@ -81,10 +81,10 @@ TEST(RmsNormBwdOp, PadsScratchRowsOfAnOddHiddenToWholeQuads) {
 TEST(RmsNormBwdOp, TakesOnePartialPerRowUpToACapSetByTheRowLength) {
     EXPECT_EQ(layout::dw_partials(1, 4096), 1);
     EXPECT_EQ(layout::dw_partials(16, 4096), 16);
-    EXPECT_EQ(layout::dw_partials(4096, 1024), 512);   // 2^20 / 1024 = 1024, capped at 512
+    EXPECT_EQ(layout::dw_partials(4096, 1024), 512);  // 2^20 / 1024 = 1024, capped at 512
     EXPECT_EQ(layout::dw_partials(4096, 2048), 512);
     EXPECT_EQ(layout::dw_partials(4096, 4096), 256);
-    EXPECT_EQ(layout::dw_partials(4096, 4095), 256);   // floor(2^20 / 4095)
+    EXPECT_EQ(layout::dw_partials(4096, 4095), 256);  // floor(2^20 / 4095)
     EXPECT_EQ(layout::dw_partials(4096, 8192), 128);
     EXPECT_EQ(layout::dw_partials(4096, 65536), 128);  // 2^20 / 65536 = 16, raised to 128
     EXPECT_EQ(layout::dw_partials(100, 65536), 100);

@@ -46,7 +46,8 @@ TEST(SoftmaxFwdOp, PassesArgumentsInKernelOrderWithTheScaleLast) {
 }
 
 TEST(SoftmaxFwdOp, CountsXAndOutOnceAsBytesMoved) {
-    EXPECT_DOUBLE_EQ(softmax().bytes_moved(problem(Dtype::bf16, {{"M", 4096}, {"N", 128256}})), 2.0 * 4096 * 128256 * 2);
+    EXPECT_DOUBLE_EQ(softmax().bytes_moved(problem(Dtype::bf16, {{"M", 4096}, {"N", 128256}})),
+                     2.0 * 4096 * 128256 * 2);
     EXPECT_DOUBLE_EQ(softmax().bytes_moved(problem(Dtype::fp32, {{"M", 4}, {"N", 8}, {"S", 100}})), 2.0 * 4 * 8 * 4);
 }
 

@@ -1,5 +1,5 @@
-#include "ktune_test_config.hpp"
 #include "tests/unit/reports/golden.hpp"
+#include "ktune_test_config.hpp"
 
 #include <gtest/gtest.h>
 
@@ -83,8 +83,8 @@ std::string golden_mismatch(std::string_view golden, std::string_view actual) {
         if (i >= al.size()) return "line " + std::to_string(i + 1) + ": missing line: " + std::string(gl[i]);
         const std::size_t at = line_mismatch(gl[i], al[i]);
         if (at != std::string_view::npos)
-            return "line " + std::to_string(i + 1) + ", column " + std::to_string(at + 1) + ":\n  golden: " +
-                   std::string(gl[i]) + "\n  actual: " + std::string(al[i]);
+            return "line " + std::to_string(i + 1) + ", column " + std::to_string(at + 1) +
+                   ":\n  golden: " + std::string(gl[i]) + "\n  actual: " + std::string(al[i]);
     }
     return {};
 }

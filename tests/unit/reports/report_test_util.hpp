@@ -8,10 +8,10 @@
 #include <functional>
 #include <string>
 
+#include "core/error.hpp"
 #include "reports/report_data.hpp"
 #include "results/store.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "core/error.hpp"
 
 namespace ktune::test {
 

@@ -121,8 +121,8 @@ TEST_F(CollectReport, PeerTimingsOfProblemsKtuneDidNotTuneAreCounted) {
 TEST_F(CollectReport, AnImplTimedWithTwoMethodsGetsALabelPerMethod) {
     store().record_peers({peer("torch_compile", k_square, 13, k_h100_name, "cuda_graph")});
     const OpSection s = collect().sections[0];
-    EXPECT_EQ(s.peer_labels, (std::vector<std::string>{"torch_compile@cold_l2_events", "torch_compile@cuda_graph",
-                                                       "torch_eager"}));
+    EXPECT_EQ(s.peer_labels,
+              (std::vector<std::string>{"torch_compile@cold_l2_events", "torch_compile@cuda_graph", "torch_eager"}));
 }
 
 TEST_F(CollectReport, FlopsFromTheCallerGiveTflops) {
@@ -315,7 +315,7 @@ TEST_F(LikeForLike, KernelDurationPeersCompareWithKtunesCuptiTimeAndEventPeersWi
     store.upsert_device(d);
     const Problem p{Dtype::bf16, {{"M", 16}, {"H", 4096}}};
     ResultRecord r = result("BLOCK=256", p, 5.0, 50);  // event p50 5 us
-    r.measurement.cupti_p50_us = 2.0;                   // the kernel itself: 2 us
+    r.measurement.cupti_p50_us = 2.0;                  // the kernel itself: 2 us
     store.record(r);
     store.record_peers({peer("torch_compile", p, 4.0, d.name, "cold_l2_events"),
                         peer("torch_compile", p, 1.4, d.name, "cupti_kernel_sum")});

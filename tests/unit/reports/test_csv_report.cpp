@@ -97,7 +97,7 @@ TEST(CsvReport, TheSameSizeFloorsFollowTheShareOfTheCopyCeiling) {
     EXPECT_EQ(records[1][col], "22.8");
     EXPECT_EQ(records[1][col + 1], "14.1");
     EXPECT_NEAR(std::stod(records[1][col + 2]), 100 * 22.8 / 24.5, 1e-9);
-    EXPECT_EQ(records[3][col + 1], "");  // fp32 M=4096: no read floor
+    EXPECT_EQ(records[3][col + 1], "");                                        // fp32 M=4096: no read floor
     for (std::size_t i = col; i < col + 3; ++i) EXPECT_EQ(records[4][i], "");  // a device without copies
 }
 

@@ -13,9 +13,7 @@ TEST(GoldenMatcher, APlaceholderMatchesANumberFollowedByAUnit) {
     EXPECT_EQ(golden_mismatch("{num}x {num} GB/s {num}rem", "1.52x 2950 GB/s .3rem"), "");
 }
 
-TEST(GoldenMatcher, APlaceholderDoesNotMatchText) {
-    EXPECT_NE(golden_mismatch("p50 {num} us", "p50 - us"), "");
-}
+TEST(GoldenMatcher, APlaceholderDoesNotMatchText) { EXPECT_NE(golden_mismatch("p50 {num} us", "p50 - us"), ""); }
 
 TEST(GoldenMatcher, LiteralTextMustMatchExactlyAndTheMismatchNamesTheLine) {
     const std::string m = golden_mismatch("a\nM=4096 {num}\n", "a\nM=4097 1.5\n");

@@ -21,8 +21,9 @@ TEST(MarkdownReport, HasOneHeadingPerOpAndOnePerDevice) {
 
 TEST(MarkdownReport, TheResultsTableHasASpeedupColumnPerPeerAndTheBestPeer) {
     const std::string md = markdown(sample_report());
-    EXPECT_TRUE(contains(md, "| problem | config | p50 (us) | p95 (us) | p99 (us) | GB/s | % of copy | "
-                             "% of same-size copy | vs liger | vs torch_compile | vs torch_eager | best peer |"))
+    EXPECT_TRUE(contains(md,
+                         "| problem | config | p50 (us) | p95 (us) | p99 (us) | GB/s | % of copy | "
+                         "% of same-size copy | vs liger | vs torch_compile | vs torch_eager | best peer |"))
         << md;
     // bf16 M=4096: torch_compile 30.2 / 24.5 = 1.23x is the best peer, torch_eager 70.4 / 24.5 = 2.87x.
     EXPECT_TRUE(contains(md, "| 1.27x | 1.23x | 2.87x | torch_compile 1.23x |")) << md;
@@ -30,8 +31,9 @@ TEST(MarkdownReport, TheResultsTableHasASpeedupColumnPerPeerAndTheBestPeer) {
 
 TEST(MarkdownReport, TheLatencyTableGivesPercentilesAndImprovementPerPeer) {
     const std::string md = markdown(sample_report());
-    EXPECT_TRUE(contains(md, "| problem | ktune | liger | improvement | torch_compile | improvement | torch_eager | "
-                             "improvement |"));
+    EXPECT_TRUE(contains(md,
+                         "| problem | ktune | liger | improvement | torch_compile | improvement | torch_eager | "
+                         "improvement |"));
     // bf16 M=16384: ktune 185 us against torch_compile 181 us is 2.2 % slower.
     EXPECT_TRUE(contains(md, "| 181.0 / 184.6 / 190.1 | -2.2 / -1.2 / -0.7 % |")) << md;
 }
@@ -48,8 +50,9 @@ TEST(MarkdownReport, EachRowGivesItsShareOfTheSameSizeCopyAfterItsShareOfTheCeil
     EXPECT_TRUE(contains(md, "| 24.50 | 24.75 | 25.36 | 2739 | 90.9 | 93.1 | 1.27x |")) << md;
     // Without a copy curve on the device, as without a ceiling: missing.
     EXPECT_TRUE(contains(md, "| 1614 | - | - |\n")) << md;
-    EXPECT_TRUE(contains(md, "% of same-size copy: the p50 of the best `copy/fwd` of the same bytes on the same "
-                             "device (tuned with `ktune tune copy`"));
+    EXPECT_TRUE(contains(md,
+                         "% of same-size copy: the p50 of the best `copy/fwd` of the same bytes on the same "
+                         "device (tuned with `ktune tune copy`"));
     EXPECT_TRUE(contains(md, "(`ktune tune copy_read`)"));
 }
 

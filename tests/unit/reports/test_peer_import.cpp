@@ -61,8 +61,8 @@ TEST_F(PeerImport, PercentilesGivenWinOverTheSamples) {
 }
 
 TEST_F(PeerImport, AResultsOwnMethodOverridesTheFiles) {
-    const auto peers = parse_peers(std::string(std::istreambuf_iterator<char>(std::ifstream(k_good).rdbuf()), {}),
-                                   "f.json");
+    const auto peers =
+        parse_peers(std::string(std::istreambuf_iterator<char>(std::ifstream(k_good).rdbuf()), {}), "f.json");
     ASSERT_EQ(peers.size(), 4u);
     EXPECT_EQ(peers[0].method, "cold_l2_events");
     EXPECT_EQ(peers[3].method, "cuda_graph");
@@ -127,19 +127,18 @@ const std::string k_results_object = R"({"device": {"name": "G"}, "method": "m",
 const std::string k_version_2 = R"({"format_version": 2, "device": {"name": "G"}, "method": "m", "results": []})";
 const std::string k_top_typo = R"({"device": {"name": "G"}, "methods": "m", "results": []})";
 const std::string k_unknown_key = with_result(R"("p50": 5, "p95_us": 6, "p99_us": 7)");
-const std::string k_bad_dtype = with_result(k_percentiles).replace(
-    with_result(k_percentiles).find("bf16"), 4, "int4");
-const std::string k_shape_string = with_result(k_percentiles).replace(with_result(k_percentiles).find("16}"), 2,
-                                                                      "\"16\"");
-const std::string k_empty_shape = with_result(k_percentiles).replace(
-    with_result(k_percentiles).find("{\"M\": 8, \"H\": 16}"), 17, "{}");
+const std::string k_bad_dtype = with_result(k_percentiles).replace(with_result(k_percentiles).find("bf16"), 4, "int4");
+const std::string k_shape_string =
+    with_result(k_percentiles).replace(with_result(k_percentiles).find("16}"), 2, "\"16\"");
+const std::string k_empty_shape =
+    with_result(k_percentiles).replace(with_result(k_percentiles).find("{\"M\": 8, \"H\": 16}"), 17, "{}");
 const std::string k_negative_p50 = with_result(R"("p50_us": -5, "p95_us": 6, "p99_us": 7)");
 const std::string k_p50_string = with_result(R"("p50_us": "5", "p95_us": 6, "p99_us": 7)");
 const std::string k_p99_below_p95 = with_result(R"("p50_us": 5, "p95_us": 6, "p99_us": 5.5)");
 const std::string k_no_p50 = with_result(R"("p95_us": 6, "p99_us": 7)");
 const std::string k_bad_sample = with_result(R"("samples_us": [1.0, 2.0, null])");
-const std::string k_bad_impl = with_result(k_percentiles).replace(with_result(k_percentiles).find("liger"), 5,
-                                                                  "li ger");
+const std::string k_bad_impl =
+    with_result(k_percentiles).replace(with_result(k_percentiles).find("liger"), 5, "li ger");
 const std::string k_bad_n = with_result(k_percentiles + R"(, "n": 2.5)");
 const std::string k_no_method = R"({"device": {"name": "G"}, "results": [{"op": "o", "variant": "v", "dtype": "bf16",
     "shape": {"M": 8}, "impl": "i", "p50_us": 5, "p95_us": 6, "p99_us": 7}]})";

@@ -27,10 +27,11 @@ std::string scalar(const std::string& db, const std::string& sql) {
 }
 
 // What schemas 4 and 5 added (results/schema.cpp): dropped to make a database of an earlier version.
-const std::string k_drop_v4 = "ALTER TABLE kernels DROP COLUMN alternative; "
-                              "ALTER TABLE measurements DROP COLUMN cupti_samples; "
-                              "ALTER TABLE measurements DROP COLUMN kernel_us; "
-                              "ALTER TABLE measurements DROP COLUMN ranked_by; ";
+const std::string k_drop_v4 =
+    "ALTER TABLE kernels DROP COLUMN alternative; "
+    "ALTER TABLE measurements DROP COLUMN cupti_samples; "
+    "ALTER TABLE measurements DROP COLUMN kernel_us; "
+    "ALTER TABLE measurements DROP COLUMN ranked_by; ";
 
 void exec(const std::string& db, const std::string& sql) {
     sqlite3* h = nullptr;
@@ -51,8 +52,9 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
         store.record(result("BLOCK=256", k_square, 10, 2000));
     }
     // What a version-1 ktune left: no peer table, no kernels.l2_state, user_version 1.
-    exec(path("r.db"), k_drop_v4 + "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
-                                   "PRAGMA user_version = 1;");
+    exec(path("r.db"), k_drop_v4 +
+                           "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                           "PRAGMA user_version = 1;");
     Store store = Store::open(path("r.db"));
     EXPECT_EQ(store.schema_version(), 5);
     EXPECT_EQ(store.count_results({}), 1);
@@ -62,8 +64,9 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
 
 TEST_F(PeersStore, AVersionOneDatabaseOpenedReadOnlyReadsAsHavingNoPeersAndStaysVersionOne) {
     { Store::open(path("r.db")); }
-    exec(path("r.db"), k_drop_v4 + "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
-                                   "PRAGMA user_version = 1;");
+    exec(path("r.db"), k_drop_v4 +
+                           "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
+                           "PRAGMA user_version = 1;");
     {
         Store store = Store::open(path("r.db"), Store::Mode::read_only);
         EXPECT_EQ(store.schema_version(), 1);

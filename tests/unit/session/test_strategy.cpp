@@ -56,9 +56,7 @@ TEST(MakeStrategy, RejectsAnUnknownNameListingTheKnownOnes) {
     }
 }
 
-TEST(MakeStrategy, RejectsABudgetBelowOne) {
-    EXPECT_THROW(make_strategy("random", {.budget = 0}), Error);
-}
+TEST(MakeStrategy, RejectsABudgetBelowOne) { EXPECT_THROW(make_strategy("random", {.budget = 0}), Error); }
 
 }  // namespace
 }  // namespace ktune

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "ktune_test_config.hpp"
 #include "core/error.hpp"
+#include "ktune_test_config.hpp"
 #include "tuner/space/search_space.hpp"
 
 namespace ktune {
@@ -63,8 +63,8 @@ TEST_P(BadSpace, IsRejectedWithTheExpectedMessageFileAndLine) {
         if (expected.line > 0)
             EXPECT_THAT(e.where(), HasSubstr(file + ":" + std::to_string(expected.line))) << e.what();
         else
-            EXPECT_TRUE(std::regex_search(e.where(), std::regex(std::regex_replace(file, std::regex("\\."), "\\.") +
-                                                               ":[0-9]+")))
+            EXPECT_TRUE(std::regex_search(e.where(),
+                                          std::regex(std::regex_replace(file, std::regex("\\."), "\\.") + ":[0-9]+")))
                 << e.what();
     }
 }

@@ -61,10 +61,10 @@ TEST(Expression, KeepsRealValuesWhereNoDivisionIsInvolved) {
 TEST(Expression, RemainderBindsLikeMultiplication) {
     EXPECT_EQ(eval("H % VEC == 0", {{"H", 4096}, {"VEC", 8}}), 1);
     EXPECT_EQ(eval("H % VEC == 0", {{"H", 4100}, {"VEC", 8}}), 0);
-    EXPECT_EQ(eval("1 + 7 % 4"), 4);    // % before +
-    EXPECT_EQ(eval("2 * 7 % 4"), 2);    // left to right with *: (2 * 7) % 4
-    EXPECT_EQ(eval("7 % 4 * 2"), 6);    // (7 % 4) * 2
-    EXPECT_EQ(eval("-7 % 4"), -3);      // sign of the dividend, as in C
+    EXPECT_EQ(eval("1 + 7 % 4"), 4);  // % before +
+    EXPECT_EQ(eval("2 * 7 % 4"), 2);  // left to right with *: (2 * 7) % 4
+    EXPECT_EQ(eval("7 % 4 * 2"), 6);  // (7 % 4) * 2
+    EXPECT_EQ(eval("-7 % 4"), -3);    // sign of the dividend, as in C
 }
 
 TEST(Expression, ComparisonsYieldOneOrZero) {
@@ -178,11 +178,11 @@ TEST(Expression, SyntaxErrorAtConstructionCarriesPositionAndWhere) {
 }
 
 TEST(Expression, RejectsWhatTheLanguageDoesNotHave) {
-    bad_input_of([] { Expression("BLOCK = 64", "test"); });      // assignment, not ==
-    bad_input_of([] { Expression("sqrt(BLOCK)", "test"); });     // no such function
-    bad_input_of([] { Expression("BLOCK ^ 2", "test"); });       // no power operator
+    bad_input_of([] { Expression("BLOCK = 64", "test"); });        // assignment, not ==
+    bad_input_of([] { Expression("sqrt(BLOCK)", "test"); });       // no such function
+    bad_input_of([] { Expression("BLOCK ^ 2", "test"); });         // no power operator
     bad_input_of([] { Expression("_pi", "test").evaluate({}); });  // no built-in constants
-    bad_input_of([] { Expression("min(1)", "test"); });          // wrong argument count
+    bad_input_of([] { Expression("min(1)", "test"); });            // wrong argument count
     bad_input_of([] { Expression("(1 + 2", "test"); });
     bad_input_of([] { Expression("", "test"); });
 }

@@ -319,13 +319,17 @@ TEST(OpSpecFile, ASpecInAFileOfItsOwnResolvesRelativeToTheSpace) {
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_file_test";
     fs::create_directories(dir / "ops");
-    std::ofstream(dir / "ops" / "scaled_row.op.yaml") << "op: scaled_row\nvariant: fwd\n" << [] {
-        std::string s;  // the inline spec, one level less indented
-        for (std::size_t i = 0; i < good_spec.size(); ++i)
-            if (!(good_spec.compare(i, 2, "  ") == 0 && (i == 0 || good_spec[i - 1] == '\n'))) s += good_spec[i];
-            else ++i;
-        return s;
-    }();
+    std::ofstream(dir / "ops" / "scaled_row.op.yaml")
+        << "op: scaled_row\nvariant: fwd\n"
+        << [] {
+               std::string s;  // the inline spec, one level less indented
+               for (std::size_t i = 0; i < good_spec.size(); ++i)
+                   if (!(good_spec.compare(i, 2, "  ") == 0 && (i == 0 || good_spec[i - 1] == '\n')))
+                       s += good_spec[i];
+                   else
+                       ++i;
+               return s;
+           }();
     std::string yaml = space_with("");
     yaml = with_line_replaced(yaml, "op_spec:\n", "op_spec: ops/scaled_row.op.yaml\n");
     std::ofstream(dir / "space.yaml") << yaml;
@@ -339,8 +343,9 @@ TEST(OpSpecFile, ASpecFileDeclaringAnotherOpIsRefused) {
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_other_test";
     fs::create_directories(dir);
-    std::ofstream(dir / "other.op.yaml") << "op: other\naxes: {M: {}}\nbuffers: {y: {type: T, count: M, role: output}}\n"
-                                            "arguments: [y]\nbytes: M\n";
+    std::ofstream(dir / "other.op.yaml")
+        << "op: other\naxes: {M: {}}\nbuffers: {y: {type: T, count: M, role: output}}\n"
+           "arguments: [y]\nbytes: M\n";
     std::string yaml = with_line_replaced(space_with(""), "op_spec:\n", "op_spec: other.op.yaml\n");
     std::ofstream(dir / "space.yaml") << yaml;
     try {

@@ -120,9 +120,9 @@ TEST(SearchSpace, ProblemsHaveDtypesOutermostThenAxesInOrder) {
 // H=1000; !(BLOCK == 64 && UNROLL == 3) drops 64/3; VEC*DTYPE_BYTES <= 16 drops VEC=8 for fp32.
 TEST(SearchSpace, ConstraintsReduceTheSpaceToTheCountWorkedByHand) {
     SearchSpace s = load_good("full.yaml");
-    EXPECT_EQ(s.valid_configs(problem(Dtype::fp32, 1, 4608)).size(), 15u);  // 3*3*2 - 3
-    EXPECT_EQ(s.valid_configs(problem(Dtype::fp32, 1, 1000)).size(), 9u);   // 3*3*1
-    EXPECT_EQ(s.valid_configs(problem(Dtype::bf16, 1, 4608)).size(), 18u);  // 11*2 - 4
+    EXPECT_EQ(s.valid_configs(problem(Dtype::fp32, 1, 4608)).size(), 15u);     // 3*3*2 - 3
+    EXPECT_EQ(s.valid_configs(problem(Dtype::fp32, 1, 1000)).size(), 9u);      // 3*3*1
+    EXPECT_EQ(s.valid_configs(problem(Dtype::bf16, 1, 4608)).size(), 18u);     // 11*2 - 4
     EXPECT_EQ(s.valid_configs(problem(Dtype::bf16, 4096, 1000)).size(), 11u);  // 11*1
 }
 
@@ -182,9 +182,9 @@ TEST(SearchSpace, ToleranceForAnUndeclaredDtypeIsAnError) {
 }
 
 TEST(SearchSpace, BlockOverTheThreadLimitIsAnErrorNamingTheExpression) {
-    SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: [M], block: [BLOCK]}\n",
-                                                         "reference_launch: {grid: [M], block: ['1']}\n"),
-                                             "mem.yaml");
+    SearchSpace s = SearchSpace::load_string(
+        small_space("launch: {grid: [M], block: [BLOCK]}\n", "reference_launch: {grid: [M], block: ['1']}\n"),
+        "mem.yaml");
     EXPECT_EQ(s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}}).block[0], 32u);
     try {
         s.launch(Config{{{"BLOCK", 2048}}}, Problem{Dtype::fp16, {{"M", 1}}});
@@ -406,12 +406,15 @@ TEST(SearchSpaceBounds, FindsADuplicateAmongManyValuesQuickly) {
     std::string values = "[";
     for (int v = 1; v <= 65536; ++v) values += std::to_string(v) + ", ";
     values += "65536]";
-    const std::string yaml = "op: t\n"
-                             "kernel: {source: k.cuh, name: \"k<{T}, {A}>\", reference: \"r<{T}>\"}\n"
-                             "parameters:\n  A: {values: " + values + "}\n"
-                             "launch: {grid: [\"M\"], block: [\"32\"]}\n"
-                             "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
-                             "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
+    const std::string yaml =
+        "op: t\n"
+        "kernel: {source: k.cuh, name: \"k<{T}, {A}>\", reference: \"r<{T}>\"}\n"
+        "parameters:\n  A: {values: " +
+        values +
+        "}\n"
+        "launch: {grid: [\"M\"], block: [\"32\"]}\n"
+        "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
+        "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
     const auto start = std::chrono::steady_clock::now();
     EXPECT_THAT(bad_input_of([&] { SearchSpace::load_string(yaml, "dup.yaml"); }).message(),
                 HasSubstr("duplicate value 65536 in parameter A (also values[65535])"));

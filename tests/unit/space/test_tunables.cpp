@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "ktune_test_config.hpp"
 #include "core/error.hpp"
+#include "ktune_test_config.hpp"
 #include "tests/unit/space/space_test_util.hpp"
 #include "tuner/space/search_space.hpp"
 
@@ -130,12 +130,13 @@ TEST(Tunables, RefusesAKeyThatLacksAParameterOrGivesOneTwice) {
 }
 
 TEST(Tunables, AcceptsZeroAndNegativeIntegersInValuesAndRanges) {
-    const std::string yaml = "op: t\n"
-                             "kernel: {source: k.cuh, name: \"k<{T}, {A}, {B}>\", reference: \"r<{T}>\"}\n"
-                             "parameters:\n  A: {values: [0, -2147483648, 2147483647]}\n  B: {range: [-3, 3, 3]}\n"
-                             "launch: {grid: [\"M\"], block: [\"32\"]}\n"
-                             "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
-                             "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
+    const std::string yaml =
+        "op: t\n"
+        "kernel: {source: k.cuh, name: \"k<{T}, {A}, {B}>\", reference: \"r<{T}>\"}\n"
+        "parameters:\n  A: {values: [0, -2147483648, 2147483647]}\n  B: {range: [-3, 3, 3]}\n"
+        "launch: {grid: [\"M\"], block: [\"32\"]}\n"
+        "problems: {axes: {M: [1]}, dtypes: [fp16]}\n"
+        "tolerances: {fp16: {rtol: 1e-3, atol: 1e-3}}\n";
     const SearchSpace s = SearchSpace::load_string(yaml, "signed.yaml");
     EXPECT_THAT(s.parameters()[0].values, ElementsAre(0, -2147483648LL, 2147483647));
     EXPECT_THAT(s.parameters()[1].values, ElementsAre(-3, 0, 3));

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
+#include "core/error.hpp"
 #include "results/store.hpp"
 #include "tests/common/temp_dir.hpp"
-#include "core/error.hpp"
 
 namespace ktune::test {
 
@@ -32,10 +32,9 @@ inline KernelInfo kernel(const std::string& source_hash, const std::string& op =
     return KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash, ""};
 }
 
-inline ResultRecord make_record(const std::string& config_key, const Problem& p, double p50,
-                                Status status = Status::ok, const std::string& device_key = "dev-A",
-                                const std::string& source_hash = "hash-1", const std::string& op = "rmsnorm",
-                                const std::string& variant = "fwd") {
+inline ResultRecord make_record(const std::string& config_key, const Problem& p, double p50, Status status = Status::ok,
+                                const std::string& device_key = "dev-A", const std::string& source_hash = "hash-1",
+                                const std::string& op = "rmsnorm", const std::string& variant = "fwd") {
     ResultRecord r;
     r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + ".cuh", source_hash, ""};
     r.config_key = config_key;

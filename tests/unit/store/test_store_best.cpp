@@ -36,7 +36,7 @@ TEST_F(StoreBest, BreaksATieOnP50ByTheLowerKernelTimeThenByTheEarlierRow) {
     };
     store.record(with_kernel_time(make_record("B=1", p, 4.0), 1.63));
     store.record(with_kernel_time(make_record("B=2", p, 4.0), 1.41));
-    store.record(make_record("B=3", p, 4.0));  // no kernel time: after those with one
+    store.record(make_record("B=3", p, 4.0));                          // no kernel time: after those with one
     store.record(with_kernel_time(make_record("B=4", p, 4.1), 1.20));  // event-ranked: a higher p50 still loses
     store.record(make_record("B=1", q, 5.0));
     store.record(make_record("B=2", q, 5.0));
@@ -84,8 +84,8 @@ TEST_F(StoreBest, OrdersLikeBestRankSoTheLastConfirmedLeaderIsTheOneStored) {
             rs.back().measurement.ranked_by = timer;
             store.record(rs.back());
         }
-        const auto by_rank = std::ranges::min_element(
-            rs, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+        const auto by_rank =
+            std::ranges::min_element(rs, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
         const auto best = store.best("rmsnorm", "fwd", "dev-A");
         const auto it = std::ranges::find_if(best, [&](const ResultRecord& r) { return r.problem == p; });
         ASSERT_NE(it, best.end());
@@ -121,10 +121,10 @@ TEST_F(StoreBest, OrdersProblemsNumericallyAxisByAxisNotAsText) {
     for (std::int64_t m : {256, 16, 1024, 32})
         for (std::int64_t h : {8192, 768}) store.record(make_record("B=1", problem({{"M", m}, {"H", h}}), 1.0));
 
-    EXPECT_EQ(problem_keys(store.best("rmsnorm", "fwd", "dev-A")),
-              (std::vector<std::string>{"bf16:M=16,H=768", "bf16:M=16,H=8192", "bf16:M=32,H=768", "bf16:M=32,H=8192",
-                                        "bf16:M=256,H=768", "bf16:M=256,H=8192", "bf16:M=1024,H=768",
-                                        "bf16:M=1024,H=8192"}));
+    EXPECT_EQ(
+        problem_keys(store.best("rmsnorm", "fwd", "dev-A")),
+        (std::vector<std::string>{"bf16:M=16,H=768", "bf16:M=16,H=8192", "bf16:M=32,H=768", "bf16:M=32,H=8192",
+                                  "bf16:M=256,H=768", "bf16:M=256,H=8192", "bf16:M=1024,H=768", "bf16:M=1024,H=8192"}));
 }
 
 TEST_F(StoreBest, OrdersByDtypeBeforeShape) {

@@ -110,8 +110,8 @@ TEST_F(StoreConcurrency, IntegrityCheckPassesAfterManyRecords) {
         const std::int64_t run = store.begin_run(RunInfo{});
         for (int i = 0; i < 1000; ++i) {
             ResultRecord r = make_record("B=" + std::to_string(i % 50), problem({{"M", 16 << (i % 7)}}), 1.0 + i,
-                                         i % 10 == 0 ? Status::invalid_result : Status::ok, "dev-" + std::to_string(i % 3),
-                                         "hash-" + std::to_string(i % 2));
+                                         i % 10 == 0 ? Status::invalid_result : Status::ok,
+                                         "dev-" + std::to_string(i % 3), "hash-" + std::to_string(i % 2));
             r.run_id = run;
             r.measurement.samples_us.assign(static_cast<std::size_t>(i % 64), 1.5);
             store.record(r, /*replace=*/i % 4 == 0);

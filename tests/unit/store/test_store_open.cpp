@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <iterator>
+#include <optional>
 
 #include "tests/unit/store/store_test_util.hpp"
 
