@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -108,7 +109,12 @@ struct Pending {
     std::vector<std::vector<PeerRecord>> peers;  // per row: its problem's peer measurements, one per (impl, method)
 };
 
-void match_peers(Pending& p, std::vector<PeerRecord> peers) {
+UnmatchedPeer unmatched_peer(const PeerRecord& r) {
+    return UnmatchedPeer{r.op,     r.variant, r.device_name, r.problem, r.impl,  r.method,
+                         r.p50_us, r.p95_us,  r.p99_us,      r.n,       r.source};
+}
+
+void match_peers(Pending& p, std::vector<PeerRecord> peers, std::vector<UnmatchedPeer>& unmatched) {
     std::map<std::string, std::size_t> row_of;
     for (std::size_t i = 0; i < p.section.rows.size(); ++i) row_of[canonical_problem(p.section.rows[i].problem)] = i;
     p.peers.resize(p.section.rows.size());
@@ -116,6 +122,7 @@ void match_peers(Pending& p, std::vector<PeerRecord> peers) {
         const auto it = row_of.find(canonical_problem(peer.problem));
         if (it == row_of.end()) {
             ++p.section.unmatched_peers;
+            unmatched.push_back(unmatched_peer(peer));
             continue;
         }
         auto& list = p.peers[it->second];
@@ -246,9 +253,32 @@ ReportData collect_report_data(const Store& store, const ReportOptions& o) {
         }
         std::vector<PeerRecord> peers;
         if (!dev.name.empty()) peers = store.peers(PeerFilter{t.op, t.variant, dev.name, std::nullopt});
-        match_peers(p, std::move(peers));
+        match_peers(p, std::move(peers), data.unmatched_peers);
         pending.push_back(std::move(p));
     }
+    // Peers of an (op, variant, device name) without any section: nothing of ktune's to set them against.
+    std::set<std::string> with_section;
+    for (const Pending& p : pending)
+        with_section.insert(p.section.op + "/" + p.section.variant + "\n" + data.devices[p.section.device].name);
+    for (const PeerRecord& r : store.peers(PeerFilter{})) {
+        if (with_section.count(r.op + "/" + r.variant + "\n" + r.device_name)) continue;
+        const TunedOp as_op{r.op, r.variant, r.device_key};
+        if (!o.ops.empty() &&
+            std::none_of(o.ops.begin(), o.ops.end(), [&](const std::string& f) { return op_matches(f, as_op); }))
+            continue;
+        DeviceInfo as_device;
+        as_device.key = r.device_key;
+        as_device.name = r.device_name;
+        if (!o.devices.empty() && std::none_of(o.devices.begin(), o.devices.end(),
+                                               [&](const std::string& f) { return device_matches(f, as_device); }))
+            continue;
+        data.unmatched_peers.push_back(unmatched_peer(r));
+    }
+    const auto order = [](const UnmatchedPeer& u) {
+        return std::make_tuple(u.op, u.variant, u.device_name, u.problem.key(), u.impl, u.method);
+    };
+    std::sort(data.unmatched_peers.begin(), data.unmatched_peers.end(),
+              [&](const UnmatchedPeer& a, const UnmatchedPeer& b) { return order(a) < order(b); });
     for (const std::string& f : o.devices) {
         if (!device_filters_used.count(f))
             throw Error(ErrorCategory::bad_input,

@@ -1,6 +1,7 @@
 // CSV report: one row per (device, op, problem), RFC 4180 (CRLF line ends, fields quoted when they must be). The
 // fixed columns come first and never change meaning; then four columns per peer label, named <label>_p50_us,
 // <label>_p95_us, <label>_p99_us and <label>_speedup, for every peer in the report. Unknown numbers are empty fields.
+// Peers without ktune results (ReportData::unmatched_peers) have no row to sit in: the other formats list them.
 #include <fmt/format.h>
 
 #include "reports/detail/format.hpp"

@@ -162,7 +162,7 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
     if (s.unmatched_peers > 0)
         out += fmt::format(
             "<p class=\"note\">{} peer measurement{} on this device {} for problems without ktune "
-            "results (not shown).</p>\n",
+            "results (listed at the end).</p>\n",
             s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s", s.unmatched_peers == 1 ? "is" : "are");
 
     out += "<div class=\"charts\">\n";
@@ -187,6 +187,22 @@ void section(std::string& out, const ReportData& data, const OpSection& s, std::
     out += "</section>\n";
 }
 
+void unmatched_peers(std::string& out, const ReportData& data) {
+    if (data.unmatched_peers.empty()) return;
+    out +=
+        "<h2>Peers without ktune results</h2>\n<p class=\"note\">Imported peer measurements of problems that ktune "
+        "has not timed on a device of that name: tune them to see the speedups.</p>\n";
+    out += "<div class=\"table\"><table>\n<thead><tr>";
+    for (const char* h : {"op", "device", "problem", "peer", "method", "p50 (us)", "p95 (us)", "p99 (us)", "n", "from"})
+        out += th(h);
+    out += "</tr></thead>\n<tbody>\n";
+    for (const UnmatchedPeer& u : data.unmatched_peers)
+        out += "<tr>" + td(u.op + " " + u.variant) + td(u.device_name) + td(u.problem.key()) + td(u.impl) +
+               td(u.method) + td(format_us(u.p50_us), true) + td(format_us(u.p95_us), true) +
+               td(format_us(u.p99_us), true) + td(fmt::format("{}", u.n), true) + td(u.source) + "</tr>\n";
+    out += "</tbody></table></div>\n";
+}
+
 }  // namespace
 
 std::string render_html(const ReportData& data) {
@@ -199,7 +215,9 @@ std::string render_html(const ReportData& data) {
     out += fmt::format("<header>\n<h1>{}</h1>\n<p class=\"meta\">Generated {} from <code>{}</code>.</p>\n</header>\n",
                        html_escape(data.title), html_escape(data.generated_at), html_escape(data.database));
     if (data.sections.empty()) {
-        out += "<p>No timed results in the database.</p>\n</body>\n</html>\n";
+        out += "<p>No timed results in the database.</p>\n";
+        unmatched_peers(out, data);
+        out += "</body>\n</html>\n";
         return out;
     }
     const std::vector<OpGroup> groups = group_by_op(data);
@@ -221,6 +239,7 @@ std::string render_html(const ReportData& data) {
         out += fmt::format("<h2>{} {}</h2>\n", html_escape(g.op), html_escape(g.variant));
         for (const OpSection* s : g.sections) section(out, data, *s, index++, colours);
     }
+    unmatched_peers(out, data);
     out +=
         "<footer class=\"note\">p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the "
         "op must move / p50; % of copy: of the device's measured device-to-device copy bandwidth. % of same-size "

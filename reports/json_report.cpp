@@ -107,10 +107,23 @@ std::string render_json(const ReportData& data) {
                                 {"unmatched_peers", s.unmatched_peers},
                                 {"problems", rows}});
     }
+    Json unmatched = Json::array();
+    for (const UnmatchedPeer& u : data.unmatched_peers)
+        unmatched.push_back(Json{{"op", u.op},
+                                 {"variant", u.variant},
+                                 {"device_name", u.device_name},
+                                 {"problem", u.problem.key()},
+                                 {"impl", u.impl},
+                                 {"method", u.method},
+                                 {"p50_us", number(u.p50_us)},
+                                 {"p95_us", number(u.p95_us)},
+                                 {"p99_us", number(u.p99_us)},
+                                 {"n", u.n},
+                                 {"source", u.source}});
     const Json doc{{"format", "ktune-report"},  {"format_version", k_format_version},
                    {"title", data.title},       {"generated_at", data.generated_at},
                    {"database", data.database}, {"devices", devices},
-                   {"sections", sections}};
+                   {"sections", sections},      {"unmatched_peers", unmatched}};
     // Invalid UTF-8 in a name is replaced rather than thrown: a report is still worth having.
     return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -117,9 +117,22 @@ void section(std::string& out, const ReportData& data, const OpSection& s) {
     }
     if (s.unmatched_peers > 0)
         out += fmt::format(
-            "\n{} peer measurement{} on this device {} for problems without ktune results (not "
-            "shown).\n",
+            "\n{} peer measurement{} on this device {} for problems without ktune results (listed at the "
+            "end).\n",
             s.unmatched_peers, s.unmatched_peers == 1 ? "" : "s", s.unmatched_peers == 1 ? "is" : "are");
+}
+
+void unmatched_peers(std::string& out, const ReportData& data) {
+    if (data.unmatched_peers.empty()) return;
+    out +=
+        "\n## Peers without ktune results\n\nImported peer measurements of problems that ktune has not timed on a "
+        "device of that name: tune them to see the speedups.\n\n";
+    table_row(out, {"op", "device", "problem", "peer", "method", "p50 / p95 / p99 (us)", "n", "from"});
+    table_rule(out, {false, false, false, false, false, true, true, false});
+    for (const UnmatchedPeer& u : data.unmatched_peers)
+        table_row(out, {markdown_cell(u.op + " " + u.variant), markdown_cell(u.device_name),
+                        markdown_cell(u.problem.key()), markdown_cell(u.impl), markdown_cell(u.method),
+                        triple(u.p50_us, u.p95_us, u.p99_us), fmt::format("{}", u.n), markdown_cell(u.source)});
 }
 
 }  // namespace
@@ -129,12 +142,14 @@ std::string render_markdown(const ReportData& data) {
     out += fmt::format("Generated {} from `{}`.\n", data.generated_at, data.database);
     if (data.sections.empty()) {
         out += "\nNo timed results in the database.\n";
+        unmatched_peers(out, data);
         return out;
     }
     for (const OpGroup& g : group_by_op(data)) {
         out += fmt::format("\n## {} {}\n", markdown_cell(g.op), markdown_cell(g.variant));
         for (const OpSection* s : g.sections) section(out, data, *s);
     }
+    unmatched_peers(out, data);
     out +=
         "\n---\n\n"
         "p50 / p95 / p99: percentiles of the kernel's event-timed duration. GB/s: bytes the op must move / p50; "

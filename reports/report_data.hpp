@@ -80,12 +80,24 @@ struct OpSection {
     std::size_t unmatched_peers = 0;       // peer timings of this op on a device of this name for problems not in rows
 };
 
+// A peer measurement with no ktune result to set it against: an (op, variant, problem) that ktune has not timed on a
+// device of that name. Reports list these on their own, so an import is never silently left out.
+struct UnmatchedPeer {
+    std::string op, variant, device_name;
+    Problem problem;
+    std::string impl, method;
+    double p50_us = k_report_nan, p95_us = k_report_nan, p99_us = k_report_nan;
+    std::int64_t n = 0;
+    std::string source;  // the file it was imported from
+};
+
 struct ReportData {
     std::string title = "ktune report";
     std::string generated_at;  // ISO-8601 UTC
     std::string database;      // the results database it was collected from
     std::vector<ReportDevice> devices;
-    std::vector<OpSection> sections;  // by op, variant, then device
+    std::vector<OpSection> sections;             // by op, variant, then device
+    std::vector<UnmatchedPeer> unmatched_peers;  // by op, variant, device name, problem, impl, method
 
     // Every peer label of every section, sorted: the CSV's per-peer columns and the chart colours.
     std::vector<std::string> peer_labels() const;

@@ -80,24 +80,6 @@ std::string op_filter(const Paths& p, const std::string& name) {
     }
 }
 
-// Imported peers appear in a report only beside ktune's results on a device of the same name: say so for the others,
-// or an import followed by a report looks as if it stored nothing.
-void note_peers_left_out(const Store& store, const ReportData& data) {
-    std::set<std::string> shown;
-    for (const OpSection& sec : data.sections)
-        shown.insert(sec.op + "/" + sec.variant + " on " + data.devices[sec.device].name);
-    std::map<std::string, int> left_out;
-    for (const PeerRecord& r : store.peers(PeerFilter{})) {
-        const std::string what = r.op + "/" + r.variant + " on " + r.device_name;
-        if (!shown.count(what)) ++left_out[what];
-    }
-    for (const auto& [what, n] : left_out)
-        fmt::print(stderr,
-                   "note: not in this report: {} imported peer measurement{} of {} (no ktune results of it on a GPU "
-                   "of that name to set them against)\n",
-                   n, n == 1 ? "" : "s", what);
-}
-
 int cmd_report(const GlobalOptions& g) {
     const Paths p = resolve_paths(g, RootUse::defaults_only);
     ReportFormat format = ReportFormat::markdown;  // standard output reads best as Markdown
@@ -120,7 +102,6 @@ int cmd_report(const GlobalOptions& g) {
     };
     const ReportData data = collect_report_data(store, o);
     const std::string text = render_report(data, format);
-    note_peers_left_out(store, data);
     if (g_report.out.empty() || g_report.out == "-") {
         std::cout << text;
     } else {

@@ -63,14 +63,18 @@ TEST(JsonErrors, ParseAsAnObjectWithCategoryMessageAndWhere) {
     EXPECT_THAT(j["error"]["message"].get<std::string>(), HasSubstr("no search space named 'nosuchop'"));
 }
 
-TEST(Report, SaysWhichImportedPeersItCannotShow) {
+TEST(Report, ShowsImportedPeersThatHaveNoKtuneResults) {
     Sandbox box("report_peers");
     const std::string peers = std::string(KTUNE_TEST_DATA) + "/reports/peers_h100_rmsnorm.json";
     ASSERT_EQ(run_ktune(box, {"import-peers", peers}).exit_code, 0);
     const RunResult r = run_ktune(box, {"report"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("# ktune report"));
-    EXPECT_THAT(r.err, HasSubstr("not in this report: 4 imported peer measurements of rmsnorm/fwd on NVIDIA H100"));
+    EXPECT_THAT(r.out, HasSubstr("## Peers without ktune results"));
+    EXPECT_THAT(r.out, HasSubstr("| rmsnorm fwd | NVIDIA H100 80GB HBM3 |"));
+    const RunResult j = run_ktune(box, {"report", "--format", "json"});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_EQ(nlohmann::json::parse(j.out)["unmatched_peers"].size(), 4u);
 }
 
 }  // namespace

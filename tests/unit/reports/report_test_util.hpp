@@ -130,6 +130,23 @@ inline ReportData sample_report() {
     t.source_hash = "deadbeefcafe0123456789";
     t.rows = {row(Dtype::fp16, 1024, 2048, "BLOCK=128,VEC=8,UNROLL=1,ROWS_PER_BLOCK=1", 5.2, 0)};
     d.sections = {s, t};
+    UnmatchedPeer u;
+    u.op = "rmsnorm";
+    u.variant = "fwd";
+    u.device_name = h100.name;
+    u.problem = Problem{Dtype::bf16, {{"M", 1}, {"H", 4096}}};
+    u.impl = "liger";
+    u.method = "cold_l2_events";
+    u.p50_us = 6.1;
+    u.p95_us = 6.4;
+    u.p99_us = 7.0;
+    u.n = 200;
+    u.source = "peers/h100.json";
+    UnmatchedPeer v = u;
+    v.op = "softmax";
+    v.p50_us = v.p95_us = v.p99_us = k_report_nan;  // a peer that gave no times renders as missing
+    v.n = 0;
+    d.unmatched_peers = {u, v};
     return d;
 }
 
@@ -170,7 +187,7 @@ inline ResultRecord result(const std::string& config, const Problem& p, double p
                            const std::string& device_key = "dev-h100", const std::string& op = "rmsnorm",
                            const std::string& variant = "fwd") {
     ResultRecord r;
-    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + "_" + variant + ".cuh", "hash-1", ""};
+    r.kernel = KernelInfo{op, variant, "kernels/" + op + "/" + op + "_" + variant + ".cuh", "hash-1", "", ""};
     r.config_key = config;
     r.problem = p;
     r.device_key = device_key;

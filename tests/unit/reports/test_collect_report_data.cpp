@@ -113,9 +113,22 @@ TEST_F(CollectReport, PeersWithTheAxesInAnotherOrderStillMatch) {
     EXPECT_DOUBLE_EQ(r.peer("liger")->speedup, 1.25);
 }
 
-TEST_F(CollectReport, PeerTimingsOfProblemsKtuneDidNotTuneAreCounted) {
+TEST_F(CollectReport, PeerTimingsOfProblemsKtuneDidNotTuneAreCountedAndListed) {
     store().record_peers({peer("liger", k_fp32, 5), peer("liger", Problem{Dtype::bf16, {{"M", 1}, {"H", 1}}}, 5)});
-    EXPECT_EQ(collect().sections[0].unmatched_peers, 2u);
+    const ReportData d = collect();
+    EXPECT_EQ(d.sections[0].unmatched_peers, 2u);
+    ASSERT_EQ(d.unmatched_peers.size(), 2u);
+    EXPECT_EQ(d.unmatched_peers[0].problem.key(), "bf16:M=1,H=1");
+    EXPECT_EQ(d.unmatched_peers[1].problem.key(), k_fp32.key());
+    EXPECT_EQ(d.unmatched_peers[0].impl, "liger");
+}
+
+TEST_F(CollectReport, PeersOfAnOpOrDeviceWithoutKtuneResultsAreListedAndFiltered) {
+    store().record_peers({peer("liger", k_square, 11, "NVIDIA A100-SXM4-80GB")});
+    EXPECT_EQ(collect().unmatched_peers.size(), 1u);
+    ReportOptions o;
+    o.devices = {"H100"};
+    EXPECT_TRUE(collect_report_data(store(), o).unmatched_peers.empty());
 }
 
 TEST_F(CollectReport, AnImplTimedWithTwoMethodsGetsALabelPerMethod) {

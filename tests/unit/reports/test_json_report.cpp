@@ -22,7 +22,15 @@ TEST(JsonReport, TopLevelKeysComeInAStableOrder) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : j.items()) keys.push_back(k);
     EXPECT_EQ(keys, (std::vector<std::string>{"format", "format_version", "title", "generated_at", "database",
-                                              "devices", "sections"}));
+                                              "devices", "sections", "unmatched_peers"}));
+}
+
+TEST(JsonReport, PeersWithoutKtuneResultsAreListedWithMissingTimesAsNull) {
+    const auto j = json_of(sample_report());
+    ASSERT_EQ(j["unmatched_peers"].size(), 2u);
+    EXPECT_EQ(j["unmatched_peers"][0]["problem"], "bf16:M=1,H=4096");
+    EXPECT_EQ(j["unmatched_peers"][0]["p50_us"], 6.1);
+    EXPECT_TRUE(j["unmatched_peers"][1]["p50_us"].is_null());
 }
 
 TEST(JsonReport, EachProblemCarriesItsTimingsPeersAndSamples) {

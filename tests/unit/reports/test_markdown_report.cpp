@@ -11,9 +11,10 @@ std::string markdown(const ReportData& d) { return render_report(d, ReportFormat
 
 TEST(MarkdownReport, MatchesTheGoldenFile) { expect_matches_golden(markdown(sample_report()), "sample.md"); }
 
-TEST(MarkdownReport, HasOneHeadingPerOpAndOnePerDevice) {
+TEST(MarkdownReport, HasOneHeadingPerOpAndOnePerDeviceThenThePeersWithoutResults) {
     const std::string md = markdown(sample_report());
-    EXPECT_EQ(count(md, "\n## "), 1u);
+    EXPECT_EQ(count(md, "\n## "), 2u);
+    EXPECT_TRUE(contains(md, "\n## Peers without ktune results\n"));
     EXPECT_EQ(count(md, "\n### "), 2u);
     EXPECT_TRUE(contains(md, "\n## rmsnorm fwd\n"));
     EXPECT_TRUE(contains(md, "\n### NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)\n"));
