@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct ReplayArgs {
     int batch = 0;
     double cutoff = 0.96;
     bool no_strategy_time = false;
+    bool no_transfer = false;
     bool json = false;
 } g_replay;
 
@@ -83,10 +85,12 @@ json efficiency_json(const Efficiency& e) {
         const std::string key = fmt::format("{:g}%", 100 * kWithin[w]);
         within[key] = {
             {"fraction_of_space", std::isnan(e.fraction_within[w]) ? json(nullptr) : json(e.fraction_within[w])},
-            {"runs_reached", e.runs_within[w]}};
+            {"runs_reached", e.runs_within[w]},
+            {"share_within_small_fraction", e.share_within_small[w]}};
     }
     return {{"strategy", e.strategy},
             {"runs", e.runs},
+            {"small_fraction", kSmallShare},
             {"score_time", e.score_time},
             {"score_evaluations", e.score_evals},
             {"within", within}};
@@ -103,8 +107,11 @@ int cmd_replay(const GlobalOptions& g) {
     o.methodology.cutoff_percentile = g_replay.cutoff;
     json out = json::array();
     std::vector<SearchChart> charts;
-    for (const ReplaySpace& space : load_spaces(g)) {
-        const Comparison c = compare_strategies(space, o);
+    o.transfer = !g_replay.no_transfer;
+    const std::vector<Comparison> comparisons = compare_strategies(load_spaces(g), o);
+    std::map<std::string, int> meets;  // per strategy: spaces where it came within 2 % in 10 % in 90 % of the runs
+    for (const Comparison& c : comparisons) {
+        for (const Efficiency& e : c.strategies) meets[e.strategy] += e.share_within_small[1] >= 0.9 ? 1 : 0;
         for (SearchChart& chart : comparison_charts(c)) charts.push_back(std::move(chart));
         if (g_replay.json) {
             json j = {{"space", c.space},
@@ -130,19 +137,30 @@ int cmd_replay(const GlobalOptions& g) {
             "  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
             "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
             100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
-        fmt::print("  {:<18} {:>11} {:>11}   {:<16} {:<16} {:<16}\n", "strategy", "score(time)", "score(evals)",
-                   "within 1 %", "within 2 %", "within 5 %");
+        fmt::print("  {:<18} {:>11} {:>11}   {:<16} {:<16} {:<16} {:>14}\n", "strategy", "score(time)", "score(evals)",
+                   "within 1 %", "within 2 %", "within 5 %", "2 % in 10 %");
         auto row = [&](const Efficiency& e, const std::string& label) {
-            fmt::print("  {:<18} {:>11.3f} {:>11.3f}   {:<16} {:<16} {:<16}\n", label, e.score_time, e.score_evals,
-                       percent_or_dash(e.fraction_within[0], e.runs_within[0], e.runs),
+            const std::string small =
+                e.runs > 0 ? fmt::format("{}/{}", int(std::lround(e.share_within_small[1] * e.runs)), e.runs)
+                           : fmt::format("p={:.2f}", e.share_within_small[1]);
+            fmt::print("  {:<18} {:>11.3f} {:>11.3f}   {:<16} {:<16} {:<16} {:>14}\n", label, e.score_time,
+                       e.score_evals, percent_or_dash(e.fraction_within[0], e.runs_within[0], e.runs),
                        percent_or_dash(e.fraction_within[1], e.runs_within[1], e.runs),
-                       percent_or_dash(e.fraction_within[2], e.runs_within[2], e.runs));
+                       percent_or_dash(e.fraction_within[2], e.runs_within[2], e.runs), small);
         };
         row(c.random_expected, "random (expected)");
         for (const Efficiency& e : c.strategies) row(e, e.strategy);
         fmt::print(
             "  (score: mean over the budget of (random - strategy) / (random - optimum), 0 = random search, "
-            "1 = the optimum; within: the fraction of the space evaluated, mean over the runs that got there)\n");
+            "1 = the optimum; within: the fraction of the space evaluated, mean over the runs that got there; 2 % "
+            "in 10 %: runs within 2 % of the optimum after evaluating at most 10 % of the space)\n");
+    }
+    if (!g_replay.json && comparisons.size() > 1) {
+        fmt::print(
+            "{} spaces{}: where each strategy came within 2 % of the optimum after at most 10 % of the space "
+            "in at least 90 % of its runs\n",
+            comparisons.size(), o.transfer ? " (each problem starting from its predecessors' winners)" : "");
+        for (const auto& [name, n] : meets) fmt::print("  {:<18} {} of {}\n", name, n, comparisons.size());
     }
     if (g_replay.json) fmt::print("{}\n", out.dump(2));
     if (!g_replay.svg.empty()) {
@@ -202,6 +220,9 @@ void register_replay_commands(CLI::App& app) {
                      "The budget ends where random search closes this fraction of the median-to-optimum gap")
         ->capture_default_str()
         ->check(CLI::Range(0.5, 0.999));
+    replay->add_flag("--no-transfer", g_replay.no_transfer,
+                     "Replay each problem of an op on its own, not starting from the winners of the problems "
+                     "before it (as `ktune tune --no-transfer`)");
     replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
                      "Leave the strategies' own time out of the time axis (runs repeat exactly)");
     replay->add_option("--svg", g_replay.svg,

@@ -1,14 +1,19 @@
 #include "tuner/replay/comparison.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "tuner/strategy/strategy.hpp"
+#include "tuner/strategy/transfer.hpp"
 
 namespace ktune {
 
-Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o) {
+namespace {
+
+Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o) {
     Comparison c;
     c.space = space.name;
     c.unit = space.unit;
@@ -18,22 +23,59 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
     c.budget = o.budget.value_or(std::max<std::int64_t>(100, 2 * c.end.evals));
     c.budget = std::min<std::int64_t>(c.budget, std::int64_t(space.entries.size()));
     c.random_expected = random_baseline(c.stats, c.budget, o.methodology);
+    return c;
+}
+
+// The fastest configuration a run found, if any.
+std::optional<Config> best_found(const ReplaySpace& space, const ReplayRun& run) {
+    const Evaluation* best = nullptr;
+    for (const Evaluation& e : run.evaluations)
+        if (!std::isnan(e.value) && (!best || e.value < best->value)) best = &e;
+    if (!best) return std::nullopt;
+    return space.entries[best->entry].config;
+}
+
+}  // namespace
+
+Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o) {
+    return std::move(compare_strategies(std::vector<ReplaySpace>{space}, o).front());
+}
+
+std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o) {
+    std::vector<Comparison> out;
+    for (const ReplaySpace& space : spaces) out.push_back(comparison_frame(space, o));
     std::vector<std::string> names = o.strategies;
     if (names.empty()) {
         names = strategy_names();
         std::erase(names, "exhaustive");
     }
-    ReplayOptions ro;
-    ro.budget = c.budget;
-    ro.batch = o.batch;
-    ro.count_strategy_time = o.count_strategy_time;
     for (const std::string& name : names) {
         make_strategy(name, {});  // an unknown name fails before any run
-        std::vector<ReplayRun> runs;
-        for (int r = 0; r < o.runs; ++r) runs.push_back(replay(space, name, o.seed + std::uint64_t(r), ro));
-        c.strategies.push_back(evaluate_runs(c.stats, runs, o.methodology));
+        std::vector<std::vector<ReplayRun>> runs(spaces.size());
+        for (int r = 0; r < o.runs; ++r) {
+            const std::uint64_t seed = o.seed + std::uint64_t(r);
+            std::vector<TunedProblem> tuned;  // this run's winners so far, for transfer
+            for (std::size_t i = 0; i < spaces.size(); ++i) {
+                ReplayOptions ro;
+                ro.budget = out[i].budget;
+                ro.batch = o.batch;
+                ro.count_strategy_time = o.count_strategy_time;
+                std::vector<Config> first;
+                if (o.transfer && spaces[i].problem) {
+                    std::vector<Config> candidates;
+                    for (const ReplayEntry& e : spaces[i].entries) candidates.push_back(e.config);
+                    first =
+                        transfer_hints(*spaces[i].problem, tuned, candidates, transfer_hint_limit(candidates.size()));
+                }
+                runs[i].push_back(replay(spaces[i], name, seed, ro, first));
+                if (spaces[i].problem)
+                    if (auto best = best_found(spaces[i], runs[i].back())) tuned.push_back({*spaces[i].problem, *best});
+            }
+        }
+        for (std::size_t i = 0; i < spaces.size(); ++i)
+            out[i].strategies.push_back(evaluate_runs(out[i].stats, runs[i], o.methodology));
     }
-    return c;
+    return out;
 }
 
 std::vector<SearchChart> comparison_charts(const Comparison& c) {

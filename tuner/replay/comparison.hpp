@@ -19,6 +19,9 @@ struct ComparisonOptions {
     std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
     std::optional<int> batch = std::nullopt;
     bool count_strategy_time = true;
+    // Spaces of one op's problems (from the store) are replayed in order, each run starting from the best
+    // configurations the same strategy and seed found at the problems before it, as `ktune tune` does (transfer.hpp).
+    bool transfer = true;
     MethodologyOptions methodology = {};
 };
 
@@ -33,6 +36,8 @@ struct Comparison {
 };
 
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
+// One comparison per space; with o.transfer, problems after the first start from their predecessors' winners.
+std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o);
 // Two charts: best so far against evaluations, and against time.
 std::vector<SearchChart> comparison_charts(const Comparison& c);
 

@@ -161,16 +161,23 @@ Efficiency evaluate_runs(const SpaceStatistics& s, const std::vector<ReplayRun>&
 
     for (std::size_t w = 0; w < kWithin.size(); ++w) {
         double sum = 0;
+        int small = 0;
         for (const auto& b : bests) {
             const auto hit = std::ranges::find_if(b, [&](double v) { return v <= s.optimum * (1 + kWithin[w]); });
             if (hit == b.end()) continue;
             sum += double(hit - b.begin() + 1) / double(s.size);
             ++eff.runs_within[w];
+            if (hit - b.begin() + 1 <= small_share_evals(std::int64_t(s.size))) ++small;
         }
+        eff.share_within_small[w] = bests.empty() ? 0 : double(small) / double(bests.size());
         eff.fraction_within[w] =
             eff.runs_within[w] ? sum / eff.runs_within[w] : std::numeric_limits<double>::quiet_NaN();
     }
     return eff;
+}
+
+std::int64_t small_share_evals(std::int64_t size) {
+    return std::max<std::int64_t>(1, std::int64_t(std::floor(kSmallShare * double(size) + 1e-9)));
 }
 
 Efficiency random_baseline(const SpaceStatistics& s, std::int64_t max_evals, const MethodologyOptions& o) {
@@ -187,6 +194,12 @@ Efficiency random_baseline(const SpaceStatistics& s, std::int64_t max_evals, con
     for (std::size_t w = 0; w < kWithin.size(); ++w) {
         const double k = double(std::ranges::upper_bound(s.sorted, s.optimum * (1 + kWithin[w])) - s.sorted.begin());
         eff.fraction_within[w] = (double(s.size) + 1) / (k + 1) / double(s.size);
+        // 1 - C(N - K, n) / C(N, n): some of the K hit among n draws without replacement.
+        const auto n = small_share_evals(std::int64_t(s.size));
+        double miss = 1;
+        for (std::int64_t j = 0; j < n; ++j)
+            miss *= std::max(0.0, (double(s.size) - k - double(j)) / (double(s.size) - double(j)));
+        eff.share_within_small[w] = 1 - miss;
     }
     return eff;
 }

@@ -55,6 +55,9 @@ struct MethodologyOptions {
 };
 
 inline constexpr std::array<double, 3> kWithin = {0.01, 0.02, 0.05};
+inline constexpr double kSmallShare = 0.10;  // "within 2 % after at most 10 % of the space" (docs/search.md)
+// The evaluations that make kSmallShare of a space of `size` configurations (at least 1).
+std::int64_t small_share_evals(std::int64_t size);
 
 struct Efficiency {
     std::string strategy;
@@ -64,6 +67,9 @@ struct Efficiency {
     // runs that got there, and how many did.
     std::array<double, 3> fraction_within{};
     std::array<int, 3> runs_within{};
+    // Per kWithin: the share of the runs that came within it after evaluating at most kSmallShare of the space (for
+    // random search, its probability).
+    std::array<double, 3> share_within_small{};
     // The averaged best-so-far, for the charts: (evaluations, value) at every evaluation up to the longest run and
     // (seconds, value) over the time budget.
     std::vector<std::pair<double, double>> curve_evals, curve_time;

@@ -46,12 +46,17 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
     for (const ResultRecord& r : records) ++per_source[r.kernel.variant + "|" + r.kernel.source_hash];
     if (per_source.empty()) return {};
     const std::string source = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
-    std::map<std::string, ReplaySpace> by_problem;
+    // In the order the problems were first measured: a tuning's order, which transfer between problems follows.
+    std::vector<ReplaySpace> out;
+    std::map<std::string, std::size_t> index_of;
     for (const ResultRecord& r : records) {
         if (r.kernel.variant + "|" + r.kernel.source_hash != source) continue;
-        ReplaySpace& s = by_problem[r.problem.key()];
+        const auto [it, added] = index_of.emplace(r.problem.key(), out.size());
+        if (added) out.emplace_back();
+        ReplaySpace& s = out[it->second];
         s.name = fmt::format("{} {} on {}", op, r.problem.key(), device_key);
         s.unit = "us";
+        s.problem = r.problem;
         ReplayEntry e;
         std::size_t start = 0;
         while (start < r.config_key.size()) {
@@ -72,12 +77,11 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
         e.cost_s = m.compile.compile_seconds + sampled_us * 1e-6;
         s.entries.push_back(std::move(e));
     }
-    std::vector<ReplaySpace> out;
-    for (auto& [key, s] : by_problem) out.push_back(std::move(s));
     return out;
 }
 
-ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o) {
+ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o,
+                 const std::vector<Config>& first) {
     using Clock = std::chrono::steady_clock;
     ReplayRun run;
     run.strategy = std::string(strategy);
@@ -96,7 +100,10 @@ ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint6
         f();
         if (o.count_strategy_time) elapsed += std::chrono::duration<double>(Clock::now() - t0).count();
     };
-    timed([&] { s->begin(Problem{Dtype::fp32, {}}, candidates); });
+    timed([&] {
+        s->begin(space.problem.value_or(Problem{Dtype::fp32, {}}), candidates);
+        if (!first.empty()) s->start_with(first);
+    });
     std::vector<Config> batch;
     timed([&] { batch = s->propose(); });
     while (!batch.empty()) {

@@ -26,6 +26,7 @@ struct ReplaySpace {
     std::string name;
     std::string unit = "ms";
     std::vector<ReplayEntry> entries;
+    std::optional<Problem> problem;  // a problem of a stored tuning; none for a T4 file
 };
 
 ReplaySpace replay_space_from_t4(const T4File& f, std::string name);
@@ -54,6 +55,8 @@ struct ReplayOptions {
 };
 
 // Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
-ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o);
+// `first` goes to the strategy's start_with() (transfer from other problems' winners).
+ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o,
+                 const std::vector<Config>& first = {});
 
 }  // namespace ktune

@@ -14,9 +14,16 @@ void AdaptiveStrategy::begin(const Problem& problem, std::vector<Config> candida
     m_proposed.assign(m_candidates.size(), false);
     m_cost.assign(m_candidates.size(), std::nullopt);
     m_observed.clear();
+    m_first.clear();
+    m_hinted = false;
     m_last_batch_begin = 0;
     m_proposed_count = 0;
     start();
+}
+
+void AdaptiveStrategy::start_with(const std::vector<Config>& first) {
+    for (const Config& c : first)
+        if (const auto i = m_index->find(c)) m_first.push_back(*i);
 }
 
 std::size_t AdaptiveStrategy::batch_size() const { return std::size_t(std::max(1, m_options.batch.value_or(8))); }
@@ -26,17 +33,21 @@ std::vector<Config> AdaptiveStrategy::propose() {
     if (m_options.budget) n = std::min<std::size_t>(n, std::size_t(*m_options.budget) - m_proposed_count);
     std::vector<Config> out;
     if (n == 0) return out;
-    std::vector<std::size_t> ids = choose(n);
     std::vector<std::size_t> chosen;
-    for (std::size_t i : ids) {
-        if (chosen.size() == n) break;
-        if (i >= m_candidates.size() || m_proposed[i]) continue;
+    auto take = [&](std::size_t i) {
+        if (chosen.size() == n || i >= m_candidates.size() || m_proposed[i]) return;
         m_proposed[i] = true;
         chosen.push_back(i);
+    };
+    // start_with()'s configurations make batches of their own, so their results are in before the first idea.
+    while (!m_first.empty() && chosen.size() < n) {
+        take(m_first.front());
+        m_first.erase(m_first.begin());
     }
-    for (std::size_t i : random_unproposed(n - chosen.size())) {
-        m_proposed[i] = true;
-        chosen.push_back(i);
+    m_hinted = m_hinted || !chosen.empty();
+    if (chosen.empty()) {
+        for (std::size_t i : choose(n)) take(i);
+        for (std::size_t i : random_unproposed(n - chosen.size())) take(i);
     }
     m_proposed_count += chosen.size();
     m_last_batch_begin = m_observed.size();

@@ -24,6 +24,7 @@ class AdaptiveStrategy : public SearchStrategy {
 public:
     explicit AdaptiveStrategy(StrategyOptions o) : m_options(o) {}
     void begin(const Problem& problem, std::vector<Config> candidates) final;
+    void start_with(const std::vector<Config>& first) final;
     std::vector<Config> propose() final;
     void observe(const Config& config, const Measurement& m) final;
 
@@ -50,6 +51,8 @@ protected:
     std::vector<std::size_t> unproposed(const std::vector<std::size_t>& ids) const;
     // The fraction of the budget (or of the space, without one) already proposed.
     double progress() const;
+    // Whether start_with() gave configurations that were proposed: results from a similar problem's winners.
+    bool hinted() const { return m_hinted; }
 
 private:
     StrategyOptions m_options;
@@ -58,6 +61,8 @@ private:
     std::vector<bool> m_proposed;
     std::vector<std::optional<double>> m_cost;
     std::vector<std::size_t> m_observed;
+    std::vector<std::size_t> m_first;  // start_with()'s candidates, proposed before choose() is asked
+    bool m_hinted = false;
     std::size_t m_last_batch_begin = 0;
     std::size_t m_proposed_count = 0;
     std::mt19937_64 m_rng;

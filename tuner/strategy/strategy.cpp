@@ -41,16 +41,35 @@ public:
         std::seed_seq seq{m_options.seed, std::hash<std::string>{}(problem.key())};
         std::mt19937_64 rng(seq);
         std::shuffle(candidates.begin(), candidates.end(), rng);
-        if (m_options.budget && std::int64_t(candidates.size()) > *m_options.budget)
-            candidates.resize(static_cast<std::size_t>(*m_options.budget));
         m_pending = std::move(candidates);
+        m_started = false;
     }
-    std::vector<Config> propose() override { return std::exchange(m_pending, {}); }
+    void start_with(const std::vector<Config>& first) override {
+        // The hints move to the front in their order; the rest keep their random order.
+        std::vector<Config> front, rest;
+        for (const Config& h : first) {
+            const auto it =
+                std::find_if(m_pending.begin(), m_pending.end(), [&](const Config& c) { return c.key() == h.key(); });
+            if (it == m_pending.end()) continue;
+            front.push_back(std::move(*it));
+            m_pending.erase(it);
+        }
+        front.insert(front.end(), std::make_move_iterator(m_pending.begin()), std::make_move_iterator(m_pending.end()));
+        m_pending = std::move(front);
+    }
+    std::vector<Config> propose() override {
+        if (m_started) return {};
+        m_started = true;
+        if (m_options.budget && std::int64_t(m_pending.size()) > *m_options.budget)
+            m_pending.resize(static_cast<std::size_t>(*m_options.budget));
+        return std::exchange(m_pending, {});
+    }
     void observe(const Config&, const Measurement&) override {}
 
 private:
     StrategyOptions m_options;
     std::vector<Config> m_pending;
+    bool m_started = false;
 };
 
 }  // namespace

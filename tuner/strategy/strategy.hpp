@@ -26,6 +26,10 @@ public:
     virtual std::string_view name() const = 0;
     // Starts a problem: `candidates` are its valid configurations (the search space after constraints).
     virtual void begin(const Problem& problem, std::vector<Config> candidates) = 0;
+    // Configurations to propose first, in this order, before the strategy's own ideas (the winners of similar
+    // problems: transfer.hpp); called after begin() and before the first propose(). Those that are not candidates
+    // are ignored; the others count against the budget. Exhaustive search measures everything and ignores them.
+    virtual void start_with(const std::vector<Config>& first) { (void)first; }
     // The next configurations to measure (empty when the strategy is done with this problem).
     virtual std::vector<Config> propose() = 0;
     // What one proposed configuration gave (skipped ones, already in the store, are reported too).

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tuner/strategy/strategy.hpp"
+#include "tuner/strategy/transfer.hpp"
+
+namespace ktune {
+namespace {
+
+Problem rows(Dtype d, std::int64_t m, std::int64_t h) { return Problem{d, {{"M", m}, {"H", h}}}; }
+Config block(std::int64_t b, std::int64_t v = 4) { return Config{{{"BLOCK", b}, {"VEC", v}}}; }
+
+std::vector<Config> space() {
+    std::vector<Config> out;
+    for (std::int64_t b : {64, 128, 256, 512, 1024})
+        for (std::int64_t v : {1, 2, 4, 8}) out.push_back(block(b, v));
+    return out;
+}
+
+std::vector<std::string> keys(const std::vector<Config>& cs) {
+    std::vector<std::string> out;
+    for (const Config& c : cs) out.push_back(c.key());
+    return out;
+}
+
+TEST(ProblemDistance, AnotherDtypeIsFartherThanAnyShape) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    EXPECT_DOUBLE_EQ(problem_distance(p, p), 0);
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 64, 4096)), 2);  // log2(64 / 16)
+    EXPECT_LT(problem_distance(p, rows(Dtype::bf16, 1 << 20, 1)), problem_distance(p, rows(Dtype::fp16, 16, 4096)));
+}
+
+TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLimit) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    const std::vector<TunedProblem> tuned = {
+        {rows(Dtype::fp16, 16, 4096), block(64)},     // other dtype: last
+        {rows(Dtype::bf16, 4096, 4096), block(512)},  // far
+        {rows(Dtype::bf16, 32, 4096), block(128)},    // nearest
+        {rows(Dtype::bf16, 1, 4096), block(128)},     // same winner again: once
+        {rows(Dtype::bf16, 64, 4096), block(2048)},   // not a candidate here
+        {p, block(1024)},                             // the problem itself: skipped
+    };
+    EXPECT_EQ(keys(transfer_hints(p, tuned, space(), 10)),
+              (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=64,VEC=4"}));
+    EXPECT_EQ(keys(transfer_hints(p, tuned, space(), 1)), (std::vector<std::string>{"BLOCK=128,VEC=4"}));
+    EXPECT_TRUE(transfer_hints(p, {}, space(), 10).empty());
+}
+
+TEST(TransferHints, TheLimitIsATenthOfTheSpaceBetweenTwoAndSixteen) {
+    EXPECT_EQ(transfer_hint_limit(5), 2u);
+    EXPECT_EQ(transfer_hint_limit(60), 6u);
+    EXPECT_EQ(transfer_hint_limit(100000), 16u);
+}
+
+// Every strategy but exhaustive proposes start_with()'s candidates first, in their order, as a batch of their own
+// for the adaptive ones, never twice, and within its budget.
+TEST(StartWith, EveryStrategyProposesTheHintsFirstOnceWithinTheBudget) {
+    const std::vector<Config> hints = {block(512, 8), block(2048), block(64, 1)};  // the middle one is no candidate
+    for (const std::string name : {"random", "annealing", "genetic", "pattern", "forest"}) {
+        SCOPED_TRACE(name);
+        StrategyOptions o;
+        o.budget = 6;
+        o.seed = 3;
+        auto s = make_strategy(name, o);
+        s->begin(rows(Dtype::bf16, 16, 4096), space());
+        s->start_with(hints);
+        std::vector<std::string> proposed;
+        for (auto batch = s->propose(); !batch.empty(); batch = s->propose()) {
+            for (const Config& c : batch) {
+                proposed.push_back(c.key());
+                Measurement m;
+                m.stats.p50 = 1 + double(c.at("BLOCK")) / 64;
+                s->observe(c, m);
+            }
+        }
+        ASSERT_GE(proposed.size(), 2u);
+        EXPECT_EQ(proposed[0], "BLOCK=512,VEC=8");
+        EXPECT_EQ(proposed[1], "BLOCK=64,VEC=1");
+        EXPECT_EQ(proposed.size(), 6u);
+        EXPECT_EQ(std::set<std::string>(proposed.begin(), proposed.end()).size(), proposed.size());
+    }
+}
+
+TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
+    auto s = make_strategy("forest", StrategyOptions{});
+    s->begin(rows(Dtype::bf16, 16, 4096), space());
+    s->start_with({block(256)});
+    EXPECT_EQ(keys(s->propose()), (std::vector<std::string>{"BLOCK=256,VEC=4"}));
+    EXPECT_EQ(s->propose().size(), 8u);
+}
+
+}  // namespace
+}  // namespace ktune
