@@ -657,7 +657,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         for (const Planned& pl : planned) parts.push_back(pl.split ? pl.parts.size() : (pl.parts.empty() ? 0 : 1));
         return parts;
     }());
-    // Called in a handler, which rethrows what this does not turn into LaneLost.
+    // Called in a handler, which throws the error itself when this does not turn it into LaneLost.
     auto lane_error = [&](std::size_t lane, const Error& e) {
         // A GPU that fails (its worker lost and not restarted) is dropped while others go on; alone, the error stands.
         if (lanes > 1 && (e.category() == ErrorCategory::device || e.category() == ErrorCategory::no_gpu))
@@ -693,6 +693,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             } catch (const Error& e) {
                 lane_error(lane, e);
                 throw;
+            } catch (const WorkerLost& l) {  // the worker died again while being restarted
+                lane_error(lane, Error(ErrorCategory::device, "its worker cannot be restarted: " + l.message));
+                throw Error(ErrorCategory::device, "the GPU's worker cannot be restarted: " + l.message);
             }
             const Measurement& m = rec.measurement;
             stores[lane].record(rec, o.force);
@@ -739,6 +742,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             } catch (const Error& e) {
                 lane_error(lane, e);
                 throw;
+            } catch (const WorkerLost& l) {
+                lane_error(lane, Error(ErrorCategory::device, "its worker cannot be restarted: " + l.message));
+                throw Error(ErrorCategory::device, "the GPU's worker cannot be restarted: " + l.message);
             }
             std::lock_guard lock(mutex);
             s.confirmations += confirmed;
