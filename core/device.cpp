@@ -1,4 +1,8 @@
 // Device identity: the readable keys that results are filed under (docs/design.md, "Device identity").
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "core/device.hpp"
@@ -33,6 +37,31 @@ std::string make_device_key(const DeviceInfo& d) {
     return fmt::format("{}|L2 {}|{} {}GiB@{}MHz|drv {}|cuda {}|nvrtc {}", d.chip_key(), l2_size(d.l2_bytes),
                        memory_kind(d.memory_bus_bits), d.memory_bytes / k_gib, (d.memory_clock_khz + 500) / 1000,
                        d.driver_version, d.cuda_version, d.nvrtc_version);
+}
+
+std::string calibration_difference(const DeviceInfo& a, const DeviceInfo& b) {
+    std::vector<std::string> differences;
+    auto compare = [&](std::string_view what, double x, double y, double rel, double abs, std::string_view unit) {
+        if (!(x > 0) || !(y > 0)) return;
+        if (std::abs(x - y) <= std::max(abs, rel * std::min(x, y))) return;
+        const int digits = unit == "GB/s" ? 0 : 2;
+        differences.push_back(fmt::format("{} {:.{}f} against {:.{}f} {} ({:.0f} % apart)", what, x, digits, y, digits,
+                                          unit, 100 * std::abs(x - y) / std::min(x, y)));
+    };
+    compare("copy ceiling", a.copy_gbps, b.copy_gbps, kCopyCeilingNoise, 0, "GB/s");
+    compare("launch floor (events)", a.launch_floor_us, b.launch_floor_us, kLaunchFloorNoise, kLaunchFloorNoiseUs,
+            "us");
+    compare("launch floor (CUPTI)", a.launch_floor_cupti_us, b.launch_floor_cupti_us, kLaunchFloorNoise,
+            kLaunchFloorNoiseUs, "us");
+    std::string out;
+    for (const std::string& d : differences) out += (out.empty() ? "" : "; ") + d;
+    return out;
+}
+
+std::string distinct_device_key(const DeviceInfo& d, bool with_bus_id) {
+    std::string key = fmt::format("{}|host {}", d.key, d.host.empty() ? "unknown" : d.host);
+    if (with_bus_id && !d.pci_bus_id.empty()) key += fmt::format("|gpu {}", d.pci_bus_id);
+    return key;
 }
 
 }  // namespace ktune

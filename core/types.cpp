@@ -108,12 +108,15 @@ std::string_view status_name(Status s) {
             return "launch_error";
         case Status::timeout:
             return "timeout";
+        case Status::compiled:
+            return "compiled";
     }
     return "?";
 }
 
 std::optional<Status> parse_status(std::string_view s) {
-    for (Status st : {Status::ok, Status::compile_error, Status::invalid_result, Status::launch_error, Status::timeout})
+    for (Status st : {Status::ok, Status::compile_error, Status::invalid_result, Status::launch_error, Status::timeout,
+                      Status::compiled})
         if (status_name(st) == s) return st;
     return std::nullopt;
 }

@@ -57,7 +57,9 @@ struct Problem {
 // Variables visible to YAML expressions for one (config, problem): parameters, shape axes, DTYPE_BYTES.
 std::map<std::string, double> expression_variables(const Config& c, const Problem& p);
 
-enum class Status { ok, compile_error, invalid_result, launch_error, timeout };
+// compiled: compiled by a compile-only sweep and never run (no GPU), filed under a compile-only device (see
+// compile_only_device in tuner/session/tuning_session.cpp).
+enum class Status { ok, compile_error, invalid_result, launch_error, timeout, compiled };
 std::string_view status_name(Status s);
 std::optional<Status> parse_status(std::string_view s);
 

@@ -181,9 +181,24 @@ constexpr std::string_view k_schema_v5 = R"sql(
 ALTER TABLE kernels ADD COLUMN alternative TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Schema version 6: what makes results from several GPUs and hosts joinable (docs/design.md, "Scale").
+// - devices: the rest of the calibration beside the key (the CUPTI launch floor, the host it was measured on), so
+//   pooling, merging and checks can tell two devices with one key apart.
+// - runs: a uid that names a run in every database it is merged into (ids are per database; rows written before get
+//   their start time and id, the same in every copy of one database), and the host it ran on.
+constexpr std::string_view k_schema_v6 = R"sql(
+ALTER TABLE devices ADD COLUMN launch_floor_cupti_us REAL NOT NULL DEFAULT 0;
+ALTER TABLE devices ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+UPDATE runs SET uid = printf('%s#%d', started_at, id);
+UPDATE runs SET host = coalesce(json_extract(environment_json, '$.hostname'), '') WHERE json_valid(environment_json);
+CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
+)sql";
+
 // migrations[i] takes a database from schema version i to i + 1. Append new steps; never edit a released one.
-constexpr std::array<std::string_view, 5> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3, k_schema_v4,
-                                                          k_schema_v5};
+constexpr std::array<std::string_view, 6> k_migrations = {k_schema_v1, k_schema_v2, k_schema_v3,
+                                                          k_schema_v4, k_schema_v5, k_schema_v6};
 
 // ---- reading shape JSON ---------------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -259,10 +260,14 @@ bool problem_less(const Problem& a, const Problem& b) {
 // ---- devices and runs
 // ------------------------------------------------------------------------------------------------
 
-constexpr std::string_view k_select_devices =
-    "SELECT key, name, cc_major, cc_minor, sm_count, l2_bytes, memory_bytes, memory_clock_khz, memory_bus_bits, "
-    "sm_clock_khz, driver_version, cuda_version, nvrtc_version, uuid, pci_bus_id, copy_gbps, launch_floor_us, "
-    "measured_at FROM devices";
+// A read-only open of a schema 5 database has no CUPTI launch floor or host: they read as unknown.
+std::string select_devices(int version) {
+    return fmt::format(
+        "SELECT key, name, cc_major, cc_minor, sm_count, l2_bytes, memory_bytes, memory_clock_khz, memory_bus_bits, "
+        "sm_clock_khz, driver_version, cuda_version, nvrtc_version, uuid, pci_bus_id, copy_gbps, launch_floor_us, "
+        "measured_at, {} FROM devices",
+        version >= 6 ? "launch_floor_cupti_us, host" : "0, ''");
+}
 
 DeviceInfo read_device(const Stmt& s) {
     DeviceInfo d;
@@ -285,11 +290,21 @@ DeviceInfo read_device(const Stmt& s) {
     d.copy_gbps = s.real(i++);
     d.launch_floor_us = s.real(i++);
     d.measured_at = s.text(i++);
+    d.launch_floor_cupti_us = s.real(i++);
+    d.host = s.text(i++);
     return d;
 }
 
 // A ceiling that was never measured (or is not a number) is stored as 0, the "unknown" of DeviceInfo.
 double ceiling(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
+
+// 128 random bits in hex: a run's name in every database it is merged into.
+std::string new_run_uid() {
+    std::random_device rd;
+    std::string out;
+    for (int i = 0; i < 4; ++i) out += fmt::format("{:08x}", rd());
+    return out;
+}
 
 // ---- opening
 // -----------------------------------------------------------------------------------------------------------
@@ -493,43 +508,67 @@ void Store::upsert_device(const DeviceInfo& in) {
     if (d.key.empty()) d.key = make_device_key(d);
     d.copy_gbps = ceiling(d.copy_gbps);
     d.launch_floor_us = ceiling(d.launch_floor_us);
-    // Descriptive fields follow the newest report; a ceiling is replaced only by a new measurement of it.
+    d.launch_floor_cupti_us = ceiling(d.launch_floor_cupti_us);
+    // Descriptive fields follow the newest report; the calibration (ceilings, the host and time they were measured) is
+    // replaced only by a new measurement of it.
     constexpr std::string_view sql =
         "INSERT INTO devices (key, name, cc_major, cc_minor, sm_count, l2_bytes, memory_bytes, memory_clock_khz, "
         "memory_bus_bits, sm_clock_khz, driver_version, cuda_version, nvrtc_version, uuid, pci_bus_id, copy_gbps, "
-        "launch_floor_us, measured_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18) ON CONFLICT (key) DO UPDATE SET name = excluded.name, cc_major = excluded.cc_major, "
-        "cc_minor = excluded.cc_minor, sm_count = excluded.sm_count, l2_bytes = excluded.l2_bytes, "
-        "memory_bytes = excluded.memory_bytes, memory_clock_khz = excluded.memory_clock_khz, "
-        "memory_bus_bits = excluded.memory_bus_bits, sm_clock_khz = excluded.sm_clock_khz, "
-        "driver_version = excluded.driver_version, cuda_version = excluded.cuda_version, "
-        "nvrtc_version = excluded.nvrtc_version, uuid = excluded.uuid, pci_bus_id = excluded.pci_bus_id, "
+        "launch_floor_us, measured_at, launch_floor_cupti_us, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
+        "cc_major = excluded.cc_major, cc_minor = excluded.cc_minor, sm_count = excluded.sm_count, "
+        "l2_bytes = excluded.l2_bytes, memory_bytes = excluded.memory_bytes, "
+        "memory_clock_khz = excluded.memory_clock_khz, memory_bus_bits = excluded.memory_bus_bits, "
+        "sm_clock_khz = excluded.sm_clock_khz, driver_version = excluded.driver_version, "
+        "cuda_version = excluded.cuda_version, nvrtc_version = excluded.nvrtc_version, uuid = excluded.uuid, "
+        "pci_bus_id = excluded.pci_bus_id, "
         "copy_gbps = CASE WHEN excluded.copy_gbps > 0 THEN excluded.copy_gbps ELSE devices.copy_gbps END, "
         "launch_floor_us = CASE WHEN excluded.launch_floor_us > 0 THEN excluded.launch_floor_us "
         "ELSE devices.launch_floor_us END, "
+        "launch_floor_cupti_us = CASE WHEN excluded.launch_floor_cupti_us > 0 THEN excluded.launch_floor_cupti_us "
+        "ELSE devices.launch_floor_cupti_us END, "
         "measured_at = CASE WHEN excluded.copy_gbps > 0 OR excluded.launch_floor_us > 0 THEN excluded.measured_at "
-        "ELSE devices.measured_at END";
+        "ELSE devices.measured_at END, "
+        "host = CASE WHEN excluded.copy_gbps > 0 OR excluded.launch_floor_us > 0 THEN excluded.host "
+        "ELSE devices.host END";
     Transaction t(m_impl->db);
     {
         Stmt s(m_impl->db, sql);
         Params p(s);
         p << d.key << d.name << d.cc_major << d.cc_minor << d.sm_count << d.l2_bytes << d.memory_bytes
           << d.memory_clock_khz << d.memory_bus_bits << d.sm_clock_khz << d.driver_version << d.cuda_version
-          << d.nvrtc_version << d.uuid << d.pci_bus_id << d.copy_gbps << d.launch_floor_us << d.measured_at;
+          << d.nvrtc_version << d.uuid << d.pci_bus_id << d.copy_gbps << d.launch_floor_us << d.measured_at
+          << d.launch_floor_cupti_us << d.host;
         s.run();
     }
     t.commit();
 }
 
 std::optional<DeviceInfo> Store::device(const std::string& key) const {
-    Stmt s(m_impl->db, fmt::format("{} WHERE key = ?1", k_select_devices));
+    Stmt s(m_impl->db, fmt::format("{} WHERE key = ?1", select_devices(m_impl->version)));
     s.bind(1, key);
     if (!s.step()) return std::nullopt;
     return read_device(s);
 }
 
+std::string Store::filing_key(const DeviceInfo& d, std::string* difference) const {
+    const std::vector<std::string> candidates = {d.key, distinct_device_key(d, false), distinct_device_key(d, true)};
+    std::string first_difference;
+    for (std::size_t i = 0;; ++i) {
+        const std::string key = i < candidates.size() ? candidates[i] : fmt::format("{}#{}", candidates.back(), i);
+        const auto held = device(key);
+        const std::string differs = held ? calibration_difference(*held, d) : "";
+        if (!differs.empty()) {
+            if (first_difference.empty()) first_difference = differs;
+            continue;
+        }
+        if (difference) *difference = key == d.key ? "" : first_difference;
+        return key;
+    }
+}
+
 std::vector<DeviceInfo> Store::devices() const {
-    Stmt s(m_impl->db, fmt::format("{} ORDER BY key", k_select_devices));
+    Stmt s(m_impl->db, fmt::format("{} ORDER BY key", select_devices(m_impl->version)));
     std::vector<DeviceInfo> out;
     while (s.step()) out.push_back(read_device(s));
     return out;
@@ -545,10 +584,11 @@ std::int64_t Store::begin_run(const RunInfo& r) {
     {
         Stmt s(m_impl->db,
                "INSERT INTO runs (started_at, finished_at, git_revision, command_line, environment_json, device_key, "
-               "status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+               "status, uid, host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
         s.bind(1, r.started_at.empty() ? utc_now_iso() : r.started_at).bind(2, r.finished_at);
         s.bind(3, r.git_revision).bind(4, r.command_line).bind(5, r.environment_json).bind(6, r.device_key);
         s.bind(7, r.status.empty() ? std::string("running") : r.status);
+        s.bind(8, r.uid.empty() ? new_run_uid() : r.uid).bind(9, r.host);
         s.run();
         id = sqlite3_last_insert_rowid(m_impl->db.handle());
     }
@@ -570,9 +610,9 @@ void Store::finish_run(std::int64_t run_id, const std::string& status) {
 }
 
 std::optional<RunInfo> Store::run(std::int64_t run_id) const {
-    Stmt s(m_impl->db,
-           "SELECT id, started_at, finished_at, git_revision, command_line, environment_json, device_key, status "
-           "FROM runs WHERE id = ?1");
+    Stmt s(m_impl->db, fmt::format("SELECT id, started_at, finished_at, git_revision, command_line, environment_json, "
+                                   "device_key, status, {} FROM runs WHERE id = ?1",
+                                   m_impl->version >= 6 ? "uid, host" : "'', ''"));
     s.bind(1, run_id);
     if (!s.step()) return std::nullopt;
     RunInfo r;
@@ -584,6 +624,8 @@ std::optional<RunInfo> Store::run(std::int64_t run_id) const {
     r.environment_json = s.text(5);
     r.device_key = s.text(6);
     r.status = s.text(7);
+    r.uid = s.text(8);
+    r.host = s.text(9);
     return r;
 }
 

@@ -22,6 +22,7 @@ namespace ktune {
 namespace store_detail {
 class Db;
 }
+struct MergeCounts;  // results/merge.hpp
 
 struct RunInfo {
     std::int64_t id = 0;
@@ -32,6 +33,8 @@ struct RunInfo {
     std::string environment_json;  // versions, clocks, hostname, other GPU processes...
     std::string device_key;
     std::string status;  // "running", "finished", "interrupted", "failed"
+    std::string uid;     // names the run in every database it is merged into; begin_run() draws one when empty
+    std::string host;    // where it ran
 };
 
 struct KernelInfo {
@@ -81,6 +84,10 @@ public:
 
     void upsert_device(const DeviceInfo& d);  // by key; keeps measured ceilings unless the new ones are non-zero
     std::optional<DeviceInfo> device(const std::string& key) const;
+    // The key a device with this calibration is filed under here: its own, unless the store holds that key with a
+    // calibration that differs beyond noise; then distinct_device_key() by host, then by host and GPU (numbered as a
+    // last resort). `difference` receives what differed ("" when the device's own key is used).
+    std::string filing_key(const DeviceInfo& d, std::string* difference = nullptr) const;
     std::vector<DeviceInfo> devices() const;
 
     std::int64_t begin_run(const RunInfo& r);
@@ -111,6 +118,11 @@ public:
     // key, impl, method.
     PeerWriteCounts record_peers(const std::vector<PeerRecord>& peers);
     std::vector<PeerRecord> peers(const PeerFilter& f) const;
+
+    // Adds the devices, runs, results and peer measurements of another ktune database of this schema version, in one
+    // transaction (results/merge.cpp; merge_databases() checks the source first and says what is merged how).
+    // `source_name` is what messages call it (default: its path).
+    MergeCounts merge_from(const std::string& source_path, const std::string& source_name = {});
 
 private:
     struct Impl;

@@ -75,7 +75,7 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     o.problem_filters = {{{"M", 256}, {"H", 4096}}, {{"M", 16}, {"H", 8192}}};
     o.strategy = "random";
     o.budget = 6;
-    const TuneSummary first = run_tuning(o, nullptr);
+    const TuneSummary first = run_tuning(o, nullptr).front();
     ASSERT_FALSE(first.compile_only) << first.no_gpu_reason;
     ASSERT_EQ(first.problems.size(), 2u);
     for (const ProblemOutcome& p : first.problems) {
@@ -99,7 +99,7 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     EXPECT_EQ(first.status_counts.at("ok"), 12);
     EXPECT_GE(first.confirmations, 2);
 
-    const TuneSummary second = run_tuning(o, nullptr);
+    const TuneSummary second = run_tuning(o, nullptr).front();
     EXPECT_EQ(second.confirmations, 0);
     for (const ProblemOutcome& p : second.problems) {
         EXPECT_EQ(p.measured, 0) << p.problem.key();
@@ -109,12 +109,46 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     }
 }
 
+TEST_F(GpuTest, TuningOnEveryGpuMeasuresEachConfigurationOnceAndAResumedRunMeasuresNothing) {
+    TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
+    o.dtypes = {Dtype::bf16};
+    o.problem_filters = {{{"M", 16}, {"H", 4096}}, {{"M", 4096}, {"H", 8192}}};
+    o.config_filters = {{{"ROWS_PER_BLOCK", 1}, {"UNROLL", 2}}};
+    o.all_gpus = true;
+    const std::vector<TuneSummary> devices = run_tuning(o, nullptr);
+    ASSERT_FALSE(devices.front().compile_only) << devices.front().no_gpu_reason;
+    std::int64_t gpus = 0;
+    for (const TuneSummary& s : devices) {
+        gpus += std::int64_t(s.gpus.size());
+        EXPECT_TRUE(s.dropped_gpus.empty());
+        ASSERT_EQ(s.problems.size(), 2u);
+        for (const ProblemOutcome& p : s.problems) {
+            // Each device tunes the whole space, its GPUs sharing it: every configuration exactly once.
+            EXPECT_EQ(p.measured, p.valid_configs) << p.problem.key();
+            EXPECT_TRUE(p.best.has_value()) << p.problem.key();
+        }
+    }
+    EXPECT_GE(gpus, 1);
+    Store store = Store::open(db(), Store::Mode::read_only);
+    for (const TuneSummary& s : devices) {
+        ResultFilter f;
+        f.device_key = s.device->key;
+        std::int64_t valid = 0;
+        for (const ProblemOutcome& p : s.problems) valid += p.valid_configs;
+        EXPECT_EQ(store.count_results(f), valid);
+        EXPECT_GT(store.device(s.device->key)->launch_floor_us, 0.0);
+        EXPECT_FALSE(store.device(s.device->key)->host.empty());
+    }
+    for (const TuneSummary& s : run_tuning(o, nullptr))
+        for (const ProblemOutcome& p : s.problems) EXPECT_EQ(p.measured, 0) << p.problem.key();
+}
+
 TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
     TuneOptions o = options(resolve_space_path(m_root, "linear_cublas"));
     o.dtypes = {Dtype::bf16};
     // N != K and an odd M: a swapped leading dimension or m/n would not validate.
     o.shapes = {{{"M", 3}, {"N", 1000}, {"K", 4160}}};
-    const TuneSummary s = run_tuning(o, nullptr);
+    const TuneSummary s = run_tuning(o, nullptr).front();
     ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
     ASSERT_EQ(s.problems.size(), 1u);
     // cublasGemmEx and cuBLASLt's first algorithm always exist; the heuristic may offer fewer than eight,
@@ -139,7 +173,7 @@ TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
 TEST_F(GpuTest, WrongFaultingAndHangingKernelsAreRecordedAndTheRunPicksACorrectOne) {
     TuneOptions o = options(std::string(KTUNE_TEST_DATA) + "/gpu/faulty_rmsnorm.yaml");
     o.timeout_floor_s = 3;
-    const TuneSummary s = run_tuning(o, nullptr);
+    const TuneSummary s = run_tuning(o, nullptr).front();
     ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
     ASSERT_EQ(s.problems.size(), 1u);
     EXPECT_EQ(s.status_counts.at("ok"), 2);

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "kernels/op.hpp"
 #include "results/store.hpp"
+#include "tuner/cli/commands_db.hpp"
 #include "tuner/cli/commands_replay.hpp"
 #include "tuner/cli/commands_results.hpp"
 #include "tuner/cli/progress.hpp"
@@ -23,6 +24,7 @@
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/op_lookup.hpp"
+#include "tuner/session/shard.hpp"
 #include "tuner/session/tuning_session.hpp"
 #include "tuner/space/search_space.hpp"
 
@@ -97,6 +99,7 @@ struct TuneCliOptions {
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
     int device = 0;
+    std::string gpus, shard;
     unsigned threads = 0;  // 0: all cores
     std::uint64_t seed = 1;
     std::vector<std::string> dtypes, problems, configs, shapes, kernels;
@@ -170,6 +173,8 @@ json device_json(const DeviceInfo& d) {
             {"pci_bus_id", d.pci_bus_id},
             {"copy_gbps", d.copy_gbps},
             {"launch_floor_us", d.launch_floor_us},
+            {"launch_floor_cupti_us", d.launch_floor_cupti_us},
+            {"host", d.host},
             {"measured_at", d.measured_at}};
 }
 
@@ -240,6 +245,13 @@ int cmd_devices(const GlobalOptions& g) {
     auto reports = probe_devices(default_worker_path(), jit, !g_devices.no_measure, g_devices.copy_mib << 20, nullptr);
     Store store = Store::open(p.db);
     for (auto& r : reports) {
+        // A key the database holds with another calibration (another host kind) is kept apart, as a tuning files it.
+        std::string difference;
+        if (const std::string key = store.filing_key(r.info, &difference); key != r.info.key) {
+            fmt::print(stderr, "GPU {}: {} holds its key with another calibration ({}): stored as {}\n",
+                       r.props.ordinal, p.db, difference, key);
+            r.info.key = key;
+        }
         store.upsert_device(r.info);
         if (auto stored = store.device(r.info.key)) r.info = *stored;  // keeps earlier ceilings when not measured
     }
@@ -248,7 +260,6 @@ int cmd_devices(const GlobalOptions& g) {
         for (const auto& r : reports) {
             json j = device_json(r.info);
             j["ordinal"] = r.props.ordinal;
-            if (r.ceilings.launch_floor_cupti_us > 0) j["launch_floor_cupti_us"] = r.ceilings.launch_floor_cupti_us;
             out.push_back(j);
         }
         std::cout << json_text(out) << "\n";
@@ -453,6 +464,64 @@ int cmd_space(const GlobalOptions& g) {
     return exit_ok;
 }
 
+json tune_summary_json(const TuneSummary& s) {
+    json j = {{"compile_only", s.compile_only},     {"arch", s.arch},
+              {"elapsed_s", s.elapsed_s},           {"run_id", s.run_id},
+              {"status_counts", s.status_counts},   {"worker_restarts", s.worker_restarts},
+              {"time_limit_hit", s.time_limit_hit}, {"confirmations", s.confirmations}};
+    if (!s.no_gpu_reason.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
+    if (s.device) j["device"] = device_json(*s.device);
+    if (!s.gpus.empty()) j["gpus"] = s.gpus;
+    if (!s.dropped_gpus.empty()) j["dropped_gpus"] = s.dropped_gpus;
+    if (!s.shard.whole()) j["shard"] = s.shard.text();
+    if (s.compile_only)
+        j["compile"] = {{"compiled", s.compiled},
+                        {"failed", s.compile_failed},
+                        {"cache_hits", s.compile_cache_hits},
+                        {"errors", s.compile_errors}};
+    for (const auto& po : s.problems) {
+        json pj = {{"problem", po.problem.key()},
+                   {"valid_configs", po.valid_configs},
+                   {"measured", po.measured},
+                   {"resumed", po.skipped},
+                   {"failed", po.failed}};
+        if (po.best) pj["best"] = record_json(*po.best, s.device);
+        j["problems"].push_back(pj);
+    }
+    return j;
+}
+
+void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
+    if (s.compile_only) {
+        if (!s.no_gpu_reason.empty())
+            fmt::print("No usable GPU here, so nothing was timed: this was a compile-only sweep for {}.\n", s.arch);
+        fmt::print("compiled {} kernels for {} in {:.1f} s ({} from the cache), {} failed\n", s.compiled, s.arch,
+                   s.elapsed_s, s.compile_cache_hits, s.compile_failed);
+        for (const auto& e : s.compile_errors) fmt::print("  {}\n", e);
+        return;
+    }
+    std::vector<ResultRecord> best;
+    for (const auto& po : s.problems)
+        if (po.best) best.push_back(*po.best);
+    std::string gpus;
+    for (int g : s.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
+    fmt::print("device {} (copy ceiling {:.0f} GB/s, launch floor {:.2f} us){}\n", s.device->name, s.device->copy_gbps,
+               s.device->launch_floor_us, s.gpus.size() > 1 ? fmt::format(" on GPUs {}", gpus) : "");
+    print_best_table(best, s.device);
+    std::string counts;
+    for (const auto& [st, n] : s.status_counts) counts += fmt::format(" {} {}", n, st);
+    std::int64_t resumed = 0;
+    for (const auto& po : s.problems) resumed += po.skipped;
+    fmt::print("run {} in {:.1f} s: measured{}{}; {} resumed from {}{}{}\n", s.run_id, s.elapsed_s,
+               counts.empty() ? " nothing" : counts,
+               s.confirmations
+                   ? fmt::format(" (and {} best configurations measured again to confirm them)", s.confirmations)
+                   : "",
+               resumed, db_path, s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
+               s.time_limit_hit ? "; stopped at the --time limit" : "");
+    for (const std::string& d : s.dropped_gpus) fmt::print("dropped {}\n", d);
+}
+
 int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     const Paths p = resolve_paths(g);
     TuneOptions o;
@@ -474,6 +543,12 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     }
     o.force = g_tune.force;
     o.device = g_tune.device;
+    if (!g_tune.gpus.empty()) parse_gpus(g_tune.gpus, o);
+    if (!g_tune.shard.empty()) {
+        o.shard = parse_shard(g_tune.shard, "--shard");
+    } else if (const auto from_scheduler = shard_from_environment([](const char* name) { return std::getenv(name); })) {
+        o.shard = *from_scheduler;
+    }
     if (!g_tune.arch.empty()) o.arch = g_tune.arch;
     o.compile_only = g_tune.compile_only;
     for (const auto& d : g_tune.dtypes) {
@@ -500,72 +575,38 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
 
     ProgressBar bar(!g_tune.quiet);
-    const TuneSummary s = run_tuning(o, [&](const ProgressEvent& e) { bar.update(e); });
+    const std::vector<TuneSummary> summaries = run_tuning(o, [&](const ProgressEvent& e) { bar.update(e); });
     bar.finish();
+    if (!o.shard.whole()) fmt::print(stderr, "ktune: shard {} of the work\n", o.shard.text());
 
     if (g_tune.json) {
-        json j = {{"compile_only", s.compile_only},     {"arch", s.arch},
-                  {"elapsed_s", s.elapsed_s},           {"run_id", s.run_id},
-                  {"status_counts", s.status_counts},   {"worker_restarts", s.worker_restarts},
-                  {"time_limit_hit", s.time_limit_hit}, {"confirmations", s.confirmations}};
-        if (!s.no_gpu_reason.empty()) j["no_gpu_reason"] = s.no_gpu_reason;
-        if (s.device) j["device"] = device_json(*s.device);
-        if (s.compile_only)
-            j["compile"] = {{"compiled", s.compiled},
-                            {"failed", s.compile_failed},
-                            {"cache_hits", s.compile_cache_hits},
-                            {"errors", s.compile_errors}};
-        for (const auto& po : s.problems) {
-            json pj = {{"problem", po.problem.key()},
-                       {"valid_configs", po.valid_configs},
-                       {"measured", po.measured},
-                       {"resumed", po.skipped},
-                       {"failed", po.failed}};
-            if (po.best) pj["best"] = record_json(*po.best, s.device);
-            j["problems"].push_back(pj);
-        }
-        std::cout << json_text(j) << "\n";
-    } else if (s.compile_only) {
-        if (!s.no_gpu_reason.empty())
-            fmt::print("No usable GPU here, so nothing was timed: this was a compile-only sweep for {}.\n", s.arch);
-        fmt::print("compiled {} kernels for {} in {:.1f} s ({} from the cache), {} failed\n", s.compiled, s.arch,
-                   s.elapsed_s, s.compile_cache_hits, s.compile_failed);
-        for (const auto& e : s.compile_errors) fmt::print("  {}\n", e);
+        json all = json::array();
+        for (const TuneSummary& s : summaries) all.push_back(tune_summary_json(s));
+        // One device (the usual case) prints its object, as before --gpus; several print an array of them.
+        std::cout << json_text(all.size() == 1 ? all.front() : all) << "\n";
     } else {
-        std::vector<ResultRecord> best;
-        for (const auto& po : s.problems)
-            if (po.best) best.push_back(*po.best);
-        fmt::print("device {} (copy ceiling {:.0f} GB/s, launch floor {:.2f} us)\n", s.device->name,
-                   s.device->copy_gbps, s.device->launch_floor_us);
-        print_best_table(best, s.device);
-        std::string counts;
-        for (const auto& [st, n] : s.status_counts) counts += fmt::format(" {} {}", n, st);
-        std::int64_t resumed = 0;
-        for (const auto& po : s.problems) resumed += po.skipped;
-        fmt::print("run {} in {:.1f} s: measured{}{}; {} resumed from {}{}{}\n", s.run_id, s.elapsed_s,
-                   counts.empty() ? " nothing" : counts,
-                   s.confirmations
-                       ? fmt::format(" (and {} best configurations measured again to confirm them)", s.confirmations)
-                       : "",
-                   resumed, o.db_path,
-                   s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
-                   s.time_limit_hit ? "; stopped at the --time limit" : "");
+        for (const TuneSummary& s : summaries) print_tune_summary(s, o.db_path);
     }
-    if (!s.compile_only) {
-        for (const auto& po : s.problems)
-            // A problem with no valid configuration (not one that --config filtered to nothing).
-            if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty()))
-                return exit_failure;
+    int rc = exit_ok;
+    for (const TuneSummary& s : summaries) {
+        if (!s.compile_only) {
+            for (const auto& po : s.problems)
+                // A problem with no valid configuration (not one that --config filtered to nothing, nor a shard's
+                // share that is empty).
+                if (!po.best && !s.time_limit_hit && (po.valid_configs > 0 || o.config_filter_texts.empty()) &&
+                    o.shard.whole())
+                    rc = exit_failure;
+        }
+        // The sweep that stands in for a tuning without a GPU fails like an explicit --compile-only one: a kernel that
+        // does not compile is a failure whichever way it was found.
+        if (s.compile_only && s.compile_failed > 0) {
+            fmt::print(stderr, "ktune: {} of {} kernels failed to compile{}\n", s.compile_failed,
+                       s.compiled + s.compile_failed,
+                       s.no_gpu_reason.empty() ? "" : " (a compile-only sweep, as there is no usable GPU here)");
+            rc = exit_failure;
+        }
     }
-    // The sweep that stands in for a tuning without a GPU fails like an explicit --compile-only one: a kernel that does
-    // not compile is a failure whichever way it was found.
-    if (s.compile_only && s.compile_failed > 0) {
-        fmt::print(stderr, "ktune: {} of {} kernels failed to compile{}\n", s.compile_failed,
-                   s.compiled + s.compile_failed,
-                   s.no_gpu_reason.empty() ? "" : " (a compile-only sweep, as there is no usable GPU here)");
-        return exit_failure;
-    }
-    return exit_ok;
+    return rc;
 }
 
 int cmd_best(const GlobalOptions& g) {
@@ -686,7 +727,17 @@ void register_commands(CLI::App& app, GlobalOptions&) {
         ->excludes(hot);
     tune->add_flag("--compile-only", g_tune.compile_only, "Only compile every valid configuration (no GPU needed)");
     tune->add_option("--arch", g_tune.arch, "Target architecture of a compile-only sweep (default sm_90)");
-    tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();
+    auto* device = tune->add_option("--device", g_tune.device, "GPU ordinal")->capture_default_str();
+    tune->add_option("--gpus", g_tune.gpus,
+                     "Tune on several GPUs, one worker each: all, or ordinals such as 0,2,3 (identical GPUs share the "
+                     "work; different ones are tuned as separate devices)")
+        ->excludes(device)
+        ->check(not_empty());
+    tune->add_option("--shard", g_tune.shard,
+                     "Take part INDEX/COUNT of the work (0/4 .. 3/4), to merge later with `ktune db merge`; by default "
+                     "from a Slurm job array (SLURM_ARRAY_TASK_ID, _COUNT) or a Kubernetes Indexed Job "
+                     "(JOB_COMPLETION_INDEX, KTUNE_SHARD_COUNT)")
+        ->check(not_empty());
     tune->add_option("--threads", g_tune.threads, "NVRTC compile threads (default: all cores)")
         ->check(integer_between(1, 1024));
     tune->add_option("--seed", g_tune.seed, "Seed of the input generator and the random strategy")
@@ -715,6 +766,7 @@ void register_commands(CLI::App& app, GlobalOptions&) {
 
     register_result_commands(app);
     register_replay_commands(app);
+    register_db_commands(app);
 }
 
 int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** argv) {
@@ -725,6 +777,7 @@ int run_selected(CLI::App& app, const GlobalOptions& global, int argc, char** ar
     if (app.got_subcommand("best")) return cmd_best(global);
     if (auto rc = run_result_command(app, global)) return *rc;
     if (auto rc = run_replay_command(app, global)) return *rc;
+    if (auto rc = run_db_command(app, global)) return *rc;
     throw Error(ErrorCategory::internal, "no subcommand");
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -29,9 +30,15 @@ void ProgressBar::update(const ProgressEvent& e) {
     constexpr int width = 24;
     const int filled = static_cast<int>(frac * width);
     const std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    const std::string line = fmt::format("{} [{}] {}/{} {:3.0f}% {:.1f}/s ETA {} | {} failed{} | {} {}", e.phase, bar,
-                                         e.done, e.total, 100 * frac, rate, eta, e.failed,
-                                         e.skipped ? fmt::format(", {} resumed", e.skipped) : "", e.problem, e.config);
+    // With several GPUs, what each has measured (or that it was dropped), before the problem and configuration.
+    std::string gpus;
+    if (e.gpus.size() > 1)
+        for (const GpuProgress& g : e.gpus)
+            gpus += fmt::format("{}{}:{}", gpus.empty() ? " | GPU " : " ", g.ordinal,
+                                g.dropped ? std::string("dropped") : std::to_string(g.measured));
+    const std::string line = fmt::format(
+        "{} [{}] {}/{} {:3.0f}% {:.1f}/s ETA {} | {} failed{}{} | {} {}", e.phase, bar, e.done, e.total, 100 * frac,
+        rate, eta, e.failed, e.skipped ? fmt::format(", {} resumed", e.skipped) : "", gpus, e.problem, e.config);
     if (m_tty) {
         fmt::print(stderr, "\r\033[K{}", line.substr(0, 160));
         m_drawn = true;

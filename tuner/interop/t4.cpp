@@ -219,6 +219,8 @@ T4File t4_from_results(const std::vector<ResultRecord>& records) {
             case Status::timeout:
                 r.invalidity = "runtime";
                 break;
+            case Status::compiled:  // a compile-only sweep's row was never run: no result to give
+                continue;
         }
         if (m.status == Status::ok && m.rank_us() > 0) r.time_ms = m.rank_us() / 1000;
         r.compile_ms = m.compile.compile_seconds * 1000;

@@ -35,6 +35,7 @@ public:
     const DeviceInfo& device() const { return m_device; }
     const wire::DeviceProps& props() const { return m_props; }
     int restarts() const { return m_restarts; }
+    int ordinal() const { return m_ordinal; }
 
     DeviceCeilings measure_ceilings(std::size_t copy_bytes);
     // Allocates and fills the problem's buffers and runs its reference; remembered for restarts.

@@ -58,32 +58,41 @@ wire::Launch to_wire(const LaunchGeometry& g) {
     return l;
 }
 
-SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
-                             std::uint64_t seed)
-    : m_space(space), m_op(op), m_jit(jit), m_gpu(gpu), m_seed(seed) {}
-
-const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name) {
+std::shared_future<CompileResult> SharedCompiles::submit(const std::string& source, const std::string& name) {
+    std::lock_guard lock(m_mutex);
     auto [it, inserted] = m_compiles.try_emplace(source + "|" + name);
     if (inserted) {
         CompileRequest req;
         req.source_path = source;
         req.name_expressions = {name};
-        req.arch = m_gpu.device().arch();
+        req.arch = m_arch;
         it->second = m_jit.submit(std::move(req));
     }
+    return it->second;
+}
+
+SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
+                             std::uint64_t seed)
+    : m_space(space),
+      m_op(op),
+      m_own_compiles(std::make_unique<SharedCompiles>(jit, gpu.device().arch())),
+      m_compiles(*m_own_compiles),
+      m_gpu(gpu),
+      m_seed(seed) {}
+
+SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, SharedCompiles& compiles,
+                             GpuWorker& gpu, std::uint64_t seed)
+    : m_space(space), m_op(op), m_compiles(compiles), m_gpu(gpu), m_seed(seed) {}
+
+const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name) {
+    auto [it, inserted] = m_waited.try_emplace(source + "|" + name);
+    if (inserted) it->second = m_compiles.submit(source, name);
     return it->second.get();
 }
 
 void SpaceMeasurer::prefetch(const Config& c, Dtype d) {
     if (m_space.is_library()) return;  // nothing to compile
-    auto [it, inserted] = m_compiles.try_emplace(m_space.kernel_source() + "|" + m_space.kernel_name(c, d));
-    if (inserted) {
-        CompileRequest req;
-        req.source_path = m_space.kernel_source();
-        req.name_expressions = {m_space.kernel_name(c, d)};
-        req.arch = m_gpu.device().arch();
-        it->second = m_jit.submit(std::move(req));
-    }
+    m_compiles.submit(m_space.kernel_source(), m_space.kernel_name(c, d));
 }
 
 void SpaceMeasurer::set_up(const Problem& p) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -34,9 +36,28 @@ RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire:
 // of up to 1.3 % between measurements, the per-measurement mode included (H100, 2026-11-26).
 inline constexpr int kKernelRankedCuptiSamples = 32;
 
+// The compiles of one architecture, shared by the measurers of every GPU that tunes it: each kernel is submitted to
+// the compile service once, whichever GPU measures it first or prefetched it.
+class SharedCompiles {
+public:
+    SharedCompiles(CompileService& jit, std::string arch) : m_jit(jit), m_arch(std::move(arch)) {}
+    // Submits the compile unless it was submitted already; the result is waited for by get().
+    std::shared_future<CompileResult> submit(const std::string& source, const std::string& name);
+    const std::string& arch() const { return m_arch; }
+
+private:
+    CompileService& m_jit;
+    std::string m_arch;
+    std::mutex m_mutex;
+    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression
+};
+
 class SpaceMeasurer {
 public:
     SpaceMeasurer(const SearchSpace& space, const OpDescription& op, CompileService& jit, GpuWorker& gpu,
+                  std::uint64_t seed);
+    // One of several GPUs of one architecture, compiling through `compiles`.
+    SpaceMeasurer(const SearchSpace& space, const OpDescription& op, SharedCompiles& compiles, GpuWorker& gpu,
                   std::uint64_t seed);
 
     // Starts compiling a configuration now, so it is ready when measured.
@@ -61,10 +82,11 @@ private:
 
     const SearchSpace& m_space;
     const OpDescription& m_op;
-    CompileService& m_jit;
+    std::unique_ptr<SharedCompiles> m_own_compiles;  // a measurer of one GPU alone
+    SharedCompiles& m_compiles;
     GpuWorker& m_gpu;
     std::uint64_t m_seed;
-    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression
+    std::map<std::string, std::shared_future<CompileResult>> m_waited;  // what this measurer has waited for
     std::optional<std::string> m_current_problem;
     double m_best_p50_us = 0;  // on the current problem
 };

@@ -1,11 +1,14 @@
 #include "tuner/session/tuning_session.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -17,10 +20,13 @@
 #include "core/stats.hpp"
 #include "kernels/op.hpp"
 #include "tuner/jit/compile_service.hpp"
+#include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/session/op_lookup.hpp"
 #include "tuner/session/space_measurer.hpp"
+#include "tuner/session/work_queue.hpp"
+#include "tuner/session/worker_client.hpp"
 #include "tuner/space/search_space.hpp"
 #include "tuner/strategy/strategy.hpp"
 
@@ -115,60 +121,22 @@ std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions
     return out;
 }
 
-TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Problem>& problems, const TuneOptions& o,
-                               CompileService& jit, TuneSummary s, const ProgressCallback& progress) {
-    const std::string arch = o.arch.value_or("sm_90");
-    const auto t0 = Clock::now();
-    s.compile_only = true;
-    s.arch = arch;
-    std::vector<std::pair<std::string, std::shared_future<CompileResult>>> jobs;
-    std::set<std::string> seen;
-    for (const Problem& p : problems) {
-        ProblemOutcome outcome;
-        outcome.problem = p;
-        const auto valid = selected_configs(space, p, o);
-        outcome.valid_configs = std::int64_t(valid.size());
-        s.problems.push_back(outcome);
-        auto add = [&](const std::string& source, const std::string& name) {
-            if (!seen.insert(source + "|" + name).second) return;
-            CompileRequest req;
-            req.source_path = source;
-            req.name_expressions = {name};
-            req.arch = arch;
-            jobs.emplace_back(name, jit.submit(std::move(req)));
-        };
-        add(space.reference_source(), space.reference_name(p.dtype));
-        if (!space.is_library())  // a library baseline has only its reference to compile
-            for (const Config& c : valid) add(space.kernel_source(), space.kernel_name(c, p.dtype));
-    }
-    ProgressEvent ev;
-    ev.phase = "compile";
-    ev.total = std::int64_t(jobs.size());
-    if (progress && !s.no_gpu_reason.empty()) {
-        ev.notice = fmt::format(
-            "{}\nSo this is a compile-only sweep for {}: every valid configuration is compiled, "
-            "nothing is timed.",
-            s.no_gpu_reason, arch);
-        progress(ev);
-        ev.notice.clear();
-    }
-    for (auto& [name, fut] : jobs) {
-        const CompileResult& r = fut.get();
-        ++ev.done;
-        if (r.ok) {
-            ++s.compiled;
-            if (r.cache_hit) ++s.compile_cache_hits;
-        } else {
-            ++s.compile_failed;
-            ++ev.failed;
-            s.compile_errors.push_back(name + ":\n" + first_lines(r.log, 6));
+// The device a compile-only sweep files its rows under: the target architecture and the compiler, no GPU.
+DeviceInfo compile_only_device(const std::string& arch) {
+    DeviceInfo d;
+    d.name = "compile-only " + arch;
+    if (arch.size() > 4 && arch.starts_with("sm_")) {
+        const std::string digits = arch.substr(3, arch.find_first_not_of("0123456789", 3) - 3);
+        if (digits.size() >= 2) {
+            d.cc_major = std::stoi(digits.substr(0, digits.size() - 1));
+            d.cc_minor = digits.back() - '0';
         }
-        ev.config = name;
-        ev.elapsed_s = seconds_since(t0);
-        if (progress) progress(ev);
     }
-    s.elapsed_s = seconds_since(t0);
-    return s;
+    d.cuda_version = cuda_toolkit_version();
+    d.nvrtc_version = CompileService::nvrtc_version();
+    d.host = hostname();
+    d.key = fmt::format("compile-only|{}|cuda {}|nvrtc {}", arch, d.cuda_version, d.nvrtc_version);
+    return d;
 }
 
 // The lowest p50 among many configurations is biased low: with near-equal kernels, the one whose estimate came out
@@ -260,6 +228,29 @@ int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo
 
 }  // namespace
 
+void parse_gpus(const std::string& text, TuneOptions& o) {
+    if (text == "all") {
+        o.all_gpus = true;
+        return;
+    }
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = text.find(',', start);
+        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        int g = -1;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), g);
+        if (ec != std::errc() || end != item.data() + item.size() || item.empty() || g < 0)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("'{}' is not a GPU ordinal (write all, or ordinals such as 0,2,3)", item),
+                        "--gpus");
+        if (std::find(o.gpus.begin(), o.gpus.end(), g) != o.gpus.end())
+            throw Error(ErrorCategory::bad_input, fmt::format("GPU {} is named twice", g), "--gpus");
+        o.gpus.push_back(g);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+}
+
 NamedValues parse_named_values(const std::string& text, const std::string& where, std::string_view name_kind) {
     NamedValues out;
     std::size_t start = 0;
@@ -288,8 +279,519 @@ NamedValues parse_named_values(const std::string& text, const std::string& where
 
 namespace {
 
-// Tunes one kernel of the space file (all of it, for a file of one kernel).
-TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, const ProgressCallback& progress) {
+// One progress line for every GPU of a run, whichever device and lane reports; calls the callback under its lock, so
+// the callback never runs twice at once.
+class RunProgress {
+public:
+    RunProgress(const ProgressCallback& callback, Clock::time_point t0) : m_callback(callback), m_t0(t0) {}
+    template <typename Change>
+    void update(const Change& change) {
+        std::lock_guard lock(m_mutex);
+        change(m_ev);
+        m_ev.elapsed_s = seconds_since(m_t0);
+        if (m_callback) m_callback(m_ev);
+    }
+    void notice(const std::string& text) {
+        std::lock_guard lock(m_mutex);
+        m_ev.notice = text;
+        if (m_callback) m_callback(m_ev);
+        m_ev.notice.clear();
+    }
+    GpuProgress& gpu(ProgressEvent& ev, int ordinal) {
+        for (GpuProgress& g : ev.gpus)
+            if (g.ordinal == ordinal) return g;
+        return ev.gpus.emplace_back(GpuProgress{ordinal});
+    }
+
+private:
+    std::mutex m_mutex;
+    const ProgressCallback& m_callback;
+    Clock::time_point m_t0;
+    ProgressEvent m_ev;
+};
+
+// Compiles every valid configuration of the selected problems (the shard's part of them) for the target architecture,
+// and files each as a row of status compiled or compile_error under compile_only_device(), with what ptxas said: a
+// sweep's shards merge like a tuning's (`ktune db merge`).
+TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Problem>& problems, const TuneOptions& o,
+                               CompileService& jit, TuneSummary s, RunProgress& progress) {
+    const std::string arch = o.arch.value_or("sm_90");
+    const auto t0 = Clock::now();
+    s.compile_only = true;
+    s.arch = arch;
+    s.shard = o.shard;
+    std::map<std::string, std::shared_future<CompileResult>> jobs;  // by source|name, in submission order below
+    std::vector<std::string> job_order;
+    struct Row {
+        const Problem* problem;
+        Config config;
+        std::string job;
+    };
+    std::vector<Row> rows;
+    auto add = [&](const std::string& source, const std::string& name) {
+        const std::string job = source + "|" + name;
+        if (jobs.contains(job)) return job;
+        CompileRequest req;
+        req.source_path = source;
+        req.name_expressions = {name};
+        req.arch = arch;
+        jobs.emplace(job, jit.submit(std::move(req)));
+        job_order.push_back(job);
+        return job;
+    };
+    for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+        const Problem& p = problems[pi];
+        ProblemOutcome outcome;
+        outcome.problem = p;
+        const auto valid = selected_configs(space, p, o);
+        std::vector<const Config*> mine;
+        for (std::size_t j = 0; j < valid.size(); ++j)
+            if (o.shard.takes_config(pi, j)) mine.push_back(&valid[j]);
+        outcome.valid_configs = std::int64_t(mine.size());
+        s.problems.push_back(outcome);
+        if (mine.empty()) continue;
+        add(space.reference_source(), space.reference_name(p.dtype));
+        if (space.is_library()) continue;  // a library baseline has only its reference to compile
+        for (const Config* c : mine)
+            rows.push_back(Row{&p, *c, add(space.kernel_source(), space.kernel_name(*c, p.dtype))});
+    }
+    if (!s.no_gpu_reason.empty())
+        progress.notice(
+            fmt::format("{}\nSo this is a compile-only sweep for {}: every valid configuration is compiled, "
+                        "nothing is timed.",
+                        s.no_gpu_reason, arch));
+    progress.update([&](ProgressEvent& ev) {
+        ev.phase = "compile";
+        ev.total += std::int64_t(jobs.size());
+    });
+    for (const std::string& job : job_order) {
+        const CompileResult& r = jobs.at(job).get();
+        if (r.ok) {
+            ++s.compiled;
+            if (r.cache_hit) ++s.compile_cache_hits;
+        } else {
+            ++s.compile_failed;
+            s.compile_errors.push_back(job.substr(job.find('|') + 1) + ":\n" + first_lines(r.log, 6));
+        }
+        progress.update([&](ProgressEvent& ev) {
+            ++ev.done;
+            if (!r.ok) ++ev.failed;
+            ev.config = job.substr(job.find('|') + 1);
+        });
+    }
+    if (!rows.empty()) {
+        Store store = Store::open(o.db_path);
+        const DeviceInfo device = compile_only_device(arch);
+        store.upsert_device(device);
+        RunInfo run;
+        run.git_revision = git_revision(o.root);
+        run.command_line = o.command_line;
+        run.device_key = device.key;
+        run.host = device.host;
+        run.environment_json = nlohmann::json{
+            {"hostname", run.host},
+            {"ktune", ktune_version()},
+            {"cuda_toolkit", cuda_toolkit_version()},
+            {"nvrtc", CompileService::nvrtc_version()},
+            {"compile_only", arch},
+            {"shard", o.shard.text()},
+            {"space",
+             o.space_path}}.dump();
+        s.run_id = store.begin_run(run);
+        const KernelInfo kernel = kernel_identity(space, jit, o.timing);
+        for (const Row& row : rows) {
+            const CompileResult& r = jobs.at(row.job).get();
+            Measurement m;
+            m.status = r.ok ? Status::compiled : Status::compile_error;
+            if (r.ok) {
+                m.compile = r.kernels.at(0).info;
+            } else {
+                m.message = r.log;
+            }
+            m.compile.compile_seconds = r.compile_seconds;
+            m.compile.cache_hit = r.cache_hit;
+            store.record(ResultRecord{kernel, row.config.key(), *row.problem, device.key, s.run_id, utc_now_iso(), m},
+                         o.force);
+        }
+        store.finish_run(s.run_id, "finished");
+    }
+    s.elapsed_s = seconds_since(t0);
+    return s;
+}
+
+// The GPUs --gpus (or --device) selects, each with its worker started, in parallel. With --gpus, a GPU whose worker
+// cannot start is dropped with a notice while any other starts. None at all: `no_gpu_reason` says why when there is
+// no usable GPU (the caller sweeps compile-only instead); other failures throw.
+std::vector<std::unique_ptr<GpuWorker>> start_gpus(const TuneOptions& o, CompileService& jit,
+                                                   std::string& no_gpu_reason, RunProgress& progress) {
+    std::vector<std::unique_ptr<GpuWorker>> gpus;
+    if (!o.all_gpus && o.gpus.empty()) {
+        auto gpu = std::make_unique<GpuWorker>(o.worker_path, o.device, jit);
+        try {
+            gpu->start();
+            gpus.push_back(std::move(gpu));
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::no_gpu) throw;
+            no_gpu_reason = e.message();
+        }
+        return gpus;
+    }
+    std::size_t count = 0;
+    try {
+        WorkerClient probe(o.worker_path);
+        count = probe.start().at("devices").size();
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::no_gpu) throw;
+        no_gpu_reason = e.message();
+        return gpus;
+    }
+    if (count == 0) {
+        no_gpu_reason = "the NVIDIA driver is loaded but sees no GPU";
+        return gpus;
+    }
+    std::vector<int> ordinals = o.gpus;
+    if (o.all_gpus)
+        for (std::size_t i = 0; i < count; ++i) ordinals.push_back(int(i));
+    for (int g : ordinals)
+        if (g >= int(count))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("no GPU {}: this machine has {} (0 to {})", g, count, count - 1), "--gpus");
+    std::vector<std::future<void>> starts;
+    for (int g : ordinals) {
+        gpus.push_back(std::make_unique<GpuWorker>(o.worker_path, g, jit));
+        starts.push_back(std::async(std::launch::async, [gpu = gpus.back().get()] { gpu->start(); }));
+    }
+    std::optional<Error> first_failure;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+        try {
+            starts[i].get();
+        } catch (const Error& e) {
+            if (e.category() == ErrorCategory::bad_input) throw;
+            progress.notice(fmt::format("GPU {} dropped: its worker did not start: {}", ordinals[i], e.message()));
+            if (!first_failure) first_failure = e;
+            gpus[i].reset();
+        }
+    }
+    std::erase(gpus, nullptr);
+    if (gpus.empty() && first_failure) {
+        if (first_failure->category() != ErrorCategory::no_gpu) throw *first_failure;
+        no_gpu_reason = first_failure->message();
+    }
+    return gpus;
+}
+
+// The GPUs of one device: one key and calibrations that agree (group_equivalent_gpus), sharing its work.
+struct DeviceGroup {
+    DeviceInfo device;
+    std::vector<GpuWorker*> gpus;
+};
+
+DeviceInfo with_ceilings(DeviceInfo d, const DeviceCeilings& c) {
+    d.copy_gbps = c.copy_gbps;
+    d.launch_floor_us = c.launch_floor_us;
+    d.launch_floor_cupti_us = c.launch_floor_cupti_us;
+    d.measured_at = utc_now_iso();
+    return d;
+}
+
+// Each GPU's calibration: one GPU alone reuses what the store holds for its key when measured on this host; several
+// are measured (in parallel), as pooling them compares their calibrations. Devices are filed under Store::filing_key:
+// a key the store holds with another calibration (another host kind) keeps its results apart.
+std::vector<DeviceGroup> calibrate(const std::vector<std::unique_ptr<GpuWorker>>& gpus, Store& store,
+                                   RunProgress& progress) {
+    constexpr std::size_t kCopyBytes = std::size_t{1} << 30;
+    const std::string host = hostname();
+    std::vector<DeviceInfo> devices;
+    for (const auto& gpu : gpus) {
+        devices.push_back(gpu->device());
+        devices.back().host = host;
+    }
+    if (gpus.size() == 1) {
+        DeviceInfo& d = devices.front();
+        if (auto known = store.device(d.key);
+            known && known->copy_gbps > 0 && (known->host.empty() || known->host == host)) {
+            d.copy_gbps = known->copy_gbps;
+            d.launch_floor_us = known->launch_floor_us;
+            d.launch_floor_cupti_us = known->launch_floor_cupti_us;
+            d.measured_at = known->measured_at;
+            d.host = known->host;
+        } else {
+            d = with_ceilings(d, gpus.front()->measure_ceilings(kCopyBytes));
+        }
+    } else {
+        std::vector<std::future<DeviceCeilings>> ceilings;
+        for (const auto& gpu : gpus)
+            ceilings.push_back(
+                std::async(std::launch::async, [g = gpu.get()] { return g->measure_ceilings(kCopyBytes); }));
+        for (std::size_t i = 0; i < gpus.size(); ++i) devices[i] = with_ceilings(devices[i], ceilings[i].get());
+    }
+    std::vector<std::string> notices;
+    std::vector<DeviceGroup> groups;
+    for (const auto& members : group_equivalent_gpus(devices, notices)) {
+        DeviceGroup g{devices[members.front()], {}};
+        for (std::size_t i : members) g.gpus.push_back(gpus[i].get());
+        std::string difference;
+        const std::string key = store.filing_key(g.device, &difference);
+        if (key != g.device.key) {
+            notices.push_back(
+                fmt::format("{} holds device {} with another calibration ({}): this one's results are kept "
+                            "apart as {}",
+                            store.path(), g.device.key, difference, key));
+            g.device.key = key;
+        }
+        store.upsert_device(g.device);
+        groups.push_back(std::move(g));
+    }
+    for (const std::string& n : notices) progress.notice(n);
+    return groups;
+}
+
+// Tunes the selected problems on the GPUs of one device, the work spread over them as they free up (WorkQueue): a
+// problem tuned exhaustively in parts, any part on any GPU; a problem under a search on one GPU, as its strategy
+// learns from each result in turn. Each GPU's thread writes through its own store connection.
+TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const std::vector<Problem>& problems,
+                        const TuneOptions& o, CompileService& jit, const DeviceGroup& group, RunProgress& progress,
+                        Clock::time_point t0) {
+    TuneSummary s;
+    const DeviceInfo& device = group.device;
+    const std::size_t lanes = group.gpus.size();
+    s.arch = device.arch();
+    s.device = device;
+    s.shard = o.shard;
+    for (GpuWorker* g : group.gpus) s.gpus.push_back(g->ordinal());
+
+    std::vector<Store> stores;
+    for (std::size_t i = 0; i < lanes; ++i) stores.push_back(Store::open(o.db_path));
+    RunInfo run;
+    run.started_at = utc_now_iso();
+    run.git_revision = git_revision(o.root);
+    run.command_line = o.command_line;
+    run.device_key = device.key;
+    run.status = "running";
+    run.host = hostname();
+    run.environment_json = nlohmann::json{
+        {"hostname", run.host},
+        {"ktune", ktune_version()},
+        {"cuda_toolkit", cuda_toolkit_version()},
+        {"nvrtc", CompileService::nvrtc_version()},
+        {"driver", device.driver_version},
+        {"device", group.gpus.front()->props()},
+        {"gpus", s.gpus},
+        {"shard", o.shard.text()},
+        {"space", o.space_path},
+        {"strategy", o.strategy},
+        {"seed", o.seed},
+        {"timing", o.timing}}.dump();
+    s.run_id = stores.front().begin_run(run);
+
+    const KernelInfo kernel = kernel_identity(space, jit, o.timing);
+    SharedCompiles compiles(jit, device.arch());
+    std::vector<std::unique_ptr<SpaceMeasurer>> measurers;
+    for (GpuWorker* g : group.gpus)
+        measurers.push_back(std::make_unique<SpaceMeasurer>(space, op, compiles, *g, o.seed));
+
+    // Plan every problem first, so compilation of all of it overlaps the measurements.
+    struct Planned {
+        Problem problem;
+        StrategyPlan plan;
+        std::unique_ptr<SearchStrategy> strategy;
+        bool split = false;                      // exhaustive: its configurations measured in parts, on any GPU
+        std::vector<std::vector<Config>> parts;  // split: the parts; else the strategy's first batch
+        std::int64_t expected = 0;               // configurations it will propose: the budget, or every valid one
+        ProblemOutcome outcome;
+        std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
+    };
+    std::vector<Planned> planned;
+    std::int64_t total = 0;
+    for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+        const Problem& p = problems[pi];
+        std::vector<Config> valid = selected_configs(space, p, o);
+        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}};
+        // The plan is made on the whole space, so every shard makes the same; a shard then takes its configurations of
+        // an exhaustive problem, or a searched problem whole.
+        pl.split = pl.plan.name == "exhaustive" && !pl.plan.budget;
+        if (!pl.split && !o.shard.takes_problem(pi)) continue;
+        if (pl.split && !o.shard.whole()) {
+            std::vector<Config> mine;
+            for (std::size_t j = 0; j < valid.size(); ++j)
+                if (o.shard.takes_config(pi, j)) mine.push_back(std::move(valid[j]));
+            valid = std::move(mine);
+        }
+        pl.strategy = make_strategy(pl.plan.name, {pl.plan.budget, o.seed});
+        pl.outcome.problem = p;
+        pl.outcome.valid_configs = std::int64_t(valid.size());
+        pl.expected = std::min(pl.outcome.valid_configs, pl.plan.budget.value_or(pl.outcome.valid_configs));
+        if (!o.force) {
+            ResultFilter f;
+            f.op = kernel.op;
+            f.variant = kernel.variant;
+            f.device_key = device.key;
+            f.source_hash = kernel.source_hash;
+            f.problem_key = p.key();
+            for (ResultRecord& r : stores.front().results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
+        }
+        pl.strategy->begin(p, std::move(valid));
+        std::vector<Config> batch = pl.strategy->propose();
+        for (const Config& c : batch)
+            if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
+        if (pl.split && lanes > 1 && !batch.empty()) {
+            // A few parts per GPU, so that GPUs that finish early take more of them.
+            const std::size_t n = std::min(batch.size(), 2 * lanes);
+            for (std::size_t i = 0; i < n; ++i) pl.parts.emplace_back();
+            for (std::size_t j = 0; j < batch.size(); ++j) pl.parts[j * n / batch.size()].push_back(batch[j]);
+        } else if (!batch.empty()) {
+            pl.parts.push_back(std::move(batch));
+        }
+        total += pl.expected;
+        planned.push_back(std::move(pl));
+    }
+    progress.update([&](ProgressEvent& ev) {
+        ev.total += total;
+        for (GpuWorker* g : group.gpus) progress.gpu(ev, g->ordinal());
+    });
+
+    std::mutex mutex;  // the outcomes and the summary's counts
+    std::atomic<bool> time_limit_hit = false;
+    WorkQueue queue([&] {
+        std::vector<std::size_t> parts;
+        for (const Planned& pl : planned) parts.push_back(pl.split ? pl.parts.size() : (pl.parts.empty() ? 0 : 1));
+        return parts;
+    }());
+    // Called in a handler, which throws the error itself when this does not turn it into LaneLost.
+    auto lane_error = [&](std::size_t lane, const Error& e) {
+        // A GPU that fails (its worker lost and not restarted) is dropped while others go on; alone, the error stands.
+        if (lanes > 1 && (e.category() == ErrorCategory::device || e.category() == ErrorCategory::no_gpu))
+            throw LaneLost{fmt::format("GPU {}: {}", group.gpus[lane]->ordinal(), e.message())};
+    };
+    auto measure_configs = [&](std::size_t lane, Planned& pl, const std::vector<Config>& configs) {
+        const Problem& p = pl.problem;
+        const int ordinal = group.gpus[lane]->ordinal();
+        for (const Config& c : configs) {
+            if (const auto stored = pl.stored.find(c.key()); stored != pl.stored.end()) {
+                if (!pl.split) pl.strategy->observe(c, stored->second);
+                {
+                    std::lock_guard lock(mutex);
+                    ++pl.outcome.proposed;
+                    ++pl.outcome.skipped;
+                }
+                progress.update([&](ProgressEvent& ev) {
+                    ++ev.skipped;
+                    ++ev.done;
+                    ev.problem = p.key();
+                    ev.config = c.key();
+                });
+                continue;
+            }
+            if (time_limit_hit || (o.time_limit_s && seconds_since(t0) > *o.time_limit_s)) {
+                time_limit_hit = true;
+                queue.stop();
+                return;
+            }
+            ResultRecord rec{kernel, c.key(), p, device.key, s.run_id, utc_now_iso(), {}};
+            try {
+                rec.measurement = measurers[lane]->measure(c, p, o.timing, o.timeout_floor_s);
+            } catch (const Error& e) {
+                lane_error(lane, e);
+                throw;
+            } catch (const WorkerLost& l) {  // the worker died again while being restarted
+                lane_error(lane, Error(ErrorCategory::device, "its worker cannot be restarted: " + l.message));
+                throw Error(ErrorCategory::device, "the GPU's worker cannot be restarted: " + l.message);
+            }
+            const Measurement& m = rec.measurement;
+            stores[lane].record(rec, o.force);
+            if (!pl.split) pl.strategy->observe(c, m);
+            {
+                std::lock_guard lock(mutex);
+                ++pl.outcome.proposed;
+                ++pl.outcome.measured;
+                ++s.status_counts[std::string(status_name(m.status))];
+                if (m.status != Status::ok) ++pl.outcome.failed;
+            }
+            progress.update([&](ProgressEvent& ev) {
+                ++ev.measured;
+                ++ev.done;
+                if (m.status != Status::ok) ++ev.failed;
+                ++progress.gpu(ev, ordinal).measured;
+                ev.problem = p.key();
+                ev.config = c.key();
+                // A search chosen for a large space says so, with its budget, on the progress line.
+                ev.phase = pl.plan.automatic ? fmt::format("measure [{} {} of {}]", pl.plan.name, pl.expected,
+                                                           pl.outcome.valid_configs)
+                                             : "measure";
+            });
+        }
+    };
+    auto run_task = [&](std::size_t lane, const WorkTask& task) {
+        Planned& pl = planned[task.problem];
+        if (task.finish) {
+            std::int64_t measured = 0;
+            {
+                std::lock_guard lock(mutex);
+                measured = pl.outcome.measured;
+            }
+            if (measured == 0 || time_limit_hit) return;
+            // Whatever the strategy, the leaders are measured again.
+            progress.update([&](ProgressEvent& ev) {
+                ev.phase = "confirm";
+                ev.problem = pl.problem.key();
+            });
+            int confirmed = 0;
+            try {
+                confirmed =
+                    confirm_leaders(space, pl.problem, kernel, device.key, s.run_id, o, *measurers[lane], stores[lane]);
+            } catch (const Error& e) {
+                lane_error(lane, e);
+                throw;
+            } catch (const WorkerLost& l) {
+                lane_error(lane, Error(ErrorCategory::device, "its worker cannot be restarted: " + l.message));
+                throw Error(ErrorCategory::device, "the GPU's worker cannot be restarted: " + l.message);
+            }
+            std::lock_guard lock(mutex);
+            s.confirmations += confirmed;
+            return;
+        }
+        if (pl.split) {
+            measure_configs(lane, pl, pl.parts[task.part]);
+            return;
+        }
+        std::vector<Config> batch = pl.parts.front();
+        while (!batch.empty() && !time_limit_hit) {
+            measure_configs(lane, pl, batch);
+            if (time_limit_hit) return;
+            // Adaptive strategies propose more after seeing results; the next batch compiles meanwhile.
+            batch = pl.strategy->propose();
+            for (const Config& c : batch)
+                if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);
+        }
+        std::lock_guard lock(mutex);
+        const std::int64_t unproposed = pl.expected - pl.outcome.proposed;  // a strategy may stop before its budget
+        progress.update([&](ProgressEvent& ev) { ev.total -= unproposed; });
+    };
+    run_lanes(lanes, queue, run_task, [&](std::size_t lane, const std::string& reason) {
+        {
+            std::lock_guard lock(mutex);
+            s.dropped_gpus.push_back(reason);
+        }
+        progress.notice(
+            fmt::format("GPU {} dropped, the run goes on without it: {}", group.gpus[lane]->ordinal(), reason));
+        progress.update([&](ProgressEvent& ev) { progress.gpu(ev, group.gpus[lane]->ordinal()).dropped = true; });
+    });
+    s.time_limit_hit = time_limit_hit;
+
+    const auto best = stores.front().best(kernel.op, kernel.variant, device.key, {kernel.source_hash});
+    for (Planned& pl : planned) {
+        for (const ResultRecord& r : best)
+            if (r.problem.key() == pl.problem.key()) pl.outcome.best = r;
+        s.problems.push_back(std::move(pl.outcome));
+    }
+    stores.front().finish_run(s.run_id, s.time_limit_hit ? "time_limit" : "finished");
+    for (GpuWorker* g : group.gpus) s.worker_restarts += g->restarts();
+    s.elapsed_s = seconds_since(t0);
+    return s;
+}
+
+// Tunes one kernel of the space file (all of it, for a file of one kernel): one summary per device tuned.
+std::vector<TuneSummary> tune_space(const SearchSpace& space, const TuneOptions& options, RunProgress& progress) {
     const auto t0 = Clock::now();
     TuneOptions o = options;
     for (const std::string& f : options.config_filter_texts)
@@ -313,186 +815,50 @@ TuneSummary tune_space(const SearchSpace& space, const TuneOptions& options, con
     // outside the repository, needs no --root of its own.
     CompileService jit({o.root, o.cache_dir, "", o.threads},
                        {std::filesystem::absolute(space.file()).parent_path().string()});
-    TuneSummary s;
-    std::unique_ptr<GpuWorker> gpu;
-    if (!o.compile_only) {
-        gpu = std::make_unique<GpuWorker>(o.worker_path, o.device, jit);
-        try {
-            gpu->start();
-        } catch (const Error& e) {
-            if (e.category() != ErrorCategory::no_gpu) throw;
-            s.no_gpu_reason = e.message();
-            gpu.reset();
-        }
+    std::string no_gpu_reason;
+    std::vector<std::unique_ptr<GpuWorker>> gpus;
+    if (!o.compile_only) gpus = start_gpus(o, jit, no_gpu_reason, progress);
+    if (gpus.empty()) {
+        TuneSummary s;
+        s.no_gpu_reason = no_gpu_reason;
+        return {compile_only_sweep(space, problems, o, jit, std::move(s), progress)};
     }
-    if (!gpu) return compile_only_sweep(space, problems, o, jit, std::move(s), progress);
-
-    DeviceInfo device = gpu->device();
-    if (o.timing.cold_l2 && o.timing.clean_flush && device.cc_major < 8)  // no discard.global.L2 before sm_80
-        throw Error(
-            ErrorCategory::bad_input,
-            fmt::format("the clean flush needs sm_80 or newer and this GPU is {}: use --flush dirty", device.arch()),
-            "--flush");
+    for (const auto& gpu : gpus)
+        if (o.timing.cold_l2 && o.timing.clean_flush &&
+            gpu->device().cc_major < 8)  // no discard.global.L2 before sm_80
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("the clean flush needs sm_80 or newer and GPU {} is {}: use --flush dirty",
+                                    gpu->ordinal(), gpu->device().arch()),
+                        "--flush");
     Store store = Store::open(o.db_path);
-    s.arch = device.arch();
-    if (auto known = store.device(device.key); known && known->copy_gbps > 0) {
-        device.copy_gbps = known->copy_gbps;
-        device.launch_floor_us = known->launch_floor_us;
-        device.measured_at = known->measured_at;
-    } else {
-        const DeviceCeilings c = gpu->measure_ceilings(std::size_t{1} << 30);
-        device.copy_gbps = c.copy_gbps;
-        device.launch_floor_us = c.launch_floor_us;
-        device.measured_at = utc_now_iso();
-    }
-    store.upsert_device(device);
-    s.device = device;
-
-    RunInfo run;
-    run.started_at = utc_now_iso();
-    run.git_revision = git_revision(o.root);
-    run.command_line = o.command_line;
-    run.device_key = device.key;
-    run.status = "running";
-    run.environment_json = nlohmann::json{
-        {"hostname", hostname()},
-        {"ktune", ktune_version()},
-        {"cuda_toolkit", cuda_toolkit_version()},
-        {"nvrtc", CompileService::nvrtc_version()},
-        {"driver", device.driver_version},
-        {"device", gpu->props()},
-        {"space", o.space_path},
-        {"strategy", o.strategy},
-        {"seed", o.seed},
-        {"timing", o.timing}}.dump();
-    s.run_id = store.begin_run(run);
-
-    const KernelInfo kernel = kernel_identity(space, jit, o.timing);
-    SpaceMeasurer measurer(space, op, jit, *gpu, o.seed);
-
-    // Plan every problem first, so compilation of all of it overlaps the measurements.
-    struct Planned {
-        Problem problem;
-        StrategyPlan plan;
-        std::unique_ptr<SearchStrategy> strategy;
-        std::vector<Config> batch;
-        std::int64_t expected = 0;  // configurations it will propose: the budget, or every valid one
-        ProblemOutcome outcome;
-        std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
-    };
-    std::vector<Planned> planned;
-    std::int64_t total = 0;
-    for (const Problem& p : problems) {
-        std::vector<Config> valid = selected_configs(space, p, o);
-        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, {}, 0, {}, {}};
-        pl.strategy = make_strategy(pl.plan.name, {pl.plan.budget, o.seed});
-        pl.outcome.problem = p;
-        pl.outcome.valid_configs = std::int64_t(valid.size());
-        pl.expected = std::min(pl.outcome.valid_configs, pl.plan.budget.value_or(pl.outcome.valid_configs));
-        if (!o.force) {
-            ResultFilter f;
-            f.op = kernel.op;
-            f.variant = kernel.variant;
-            f.device_key = device.key;
-            f.source_hash = kernel.source_hash;
-            f.problem_key = p.key();
-            for (ResultRecord& r : store.results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
-        }
-        pl.strategy->begin(p, std::move(valid));
-        pl.batch = pl.strategy->propose();
-        for (const Config& c : pl.batch)
-            if (!pl.stored.contains(c.key())) measurer.prefetch(c, p.dtype);
-        total += pl.expected;
-        planned.push_back(std::move(pl));
-    }
-
-    ProgressEvent ev;
-    ev.total = total;
-    for (Planned& pl : planned) {
-        const Problem& p = pl.problem;
-        ev.problem = p.key();
-        // A search chosen for a large space says so, with its budget, on the progress line.
-        ev.phase = pl.plan.automatic
-                       ? fmt::format("measure [{} {} of {}]", pl.plan.name, pl.expected, pl.outcome.valid_configs)
-                       : "measure";
-        while (!pl.batch.empty() && !s.time_limit_hit) {
-            for (const Config& c : pl.batch) {
-                ++pl.outcome.proposed;
-                ev.config = c.key();
-                if (const auto stored = pl.stored.find(c.key()); stored != pl.stored.end()) {
-                    ++pl.outcome.skipped;
-                    ++ev.skipped;
-                    ++ev.done;
-                    pl.strategy->observe(c, stored->second);
-                    if (progress) progress(ev);
-                    continue;
-                }
-                if (o.time_limit_s && seconds_since(t0) > *o.time_limit_s) {
-                    s.time_limit_hit = true;
-                    break;
-                }
-                ResultRecord rec{kernel,
-                                 c.key(),
-                                 p,
-                                 device.key,
-                                 s.run_id,
-                                 utc_now_iso(),
-                                 measurer.measure(c, p, o.timing, o.timeout_floor_s)};
-                const Measurement& m = rec.measurement;
-                store.record(rec, o.force);
-                pl.strategy->observe(c, m);
-                ++pl.outcome.measured;
-                ++s.status_counts[std::string(status_name(m.status))];
-                if (m.status != Status::ok) {
-                    ++pl.outcome.failed;
-                    ++ev.failed;
-                }
-                ++ev.measured;
-                ++ev.done;
-                ev.elapsed_s = seconds_since(t0);
-                if (progress) progress(ev);
-            }
-            if (s.time_limit_hit) break;
-            // Adaptive strategies propose more after seeing results; the next batch compiles while this problem's
-            // progress is reported.
-            pl.batch = pl.strategy->propose();
-            for (const Config& c : pl.batch)
-                if (!pl.stored.contains(c.key())) measurer.prefetch(c, p.dtype);
-        }
-        if (s.time_limit_hit) break;
-        ev.total -= pl.expected - pl.outcome.proposed;  // a strategy may stop before its budget
-        // Whatever the strategy, the leaders are measured again.
-        if (pl.outcome.measured > 0) {
-            ev.phase = "confirm";
-            if (progress) progress(ev);
-            s.confirmations += confirm_leaders(space, p, kernel, device.key, s.run_id, o, measurer, store);
+    const std::vector<DeviceGroup> groups = calibrate(gpus, store, progress);
+    // Devices that differ are tuned side by side, each on its own GPUs, each over the whole space.
+    std::vector<std::future<TuneSummary>> runs;
+    for (const DeviceGroup& g : groups)
+        runs.push_back(std::async(std::launch::async,
+                                  [&, g = &g] { return tune_device(space, op, problems, o, jit, *g, progress, t0); }));
+    std::vector<TuneSummary> out;
+    std::exception_ptr failure;
+    for (auto& r : runs) {
+        try {
+            out.push_back(r.get());
+        } catch (...) {
+            if (!failure) failure = std::current_exception();
         }
     }
-
-    const auto best = store.best(kernel.op, kernel.variant, device.key, {kernel.source_hash});
-    for (Planned& pl : planned) {
-        for (const ResultRecord& r : best)
-            if (r.problem.key() == pl.problem.key()) pl.outcome.best = r;
-        s.problems.push_back(std::move(pl.outcome));
-    }
-    store.finish_run(s.run_id, s.time_limit_hit ? "time_limit" : "finished");
-    s.worker_restarts = gpu->restarts();
-    s.elapsed_s = seconds_since(t0);
-    return s;
+    if (failure) std::rethrow_exception(failure);
+    return out;
 }
 
 // One summary of several kernels' tunings: counts add up, and each problem's best is the best of every kernel's.
 void merge_summary(TuneSummary& into, TuneSummary&& s) {
-    if (into.problems.empty() && into.status_counts.empty() && into.compiled == 0) {
-        into = std::move(s);
-        return;
-    }
     for (const auto& [status, n] : s.status_counts) into.status_counts[status] += n;
     into.compiled += s.compiled;
     into.compile_failed += s.compile_failed;
     into.compile_cache_hits += s.compile_cache_hits;
     into.compile_errors.insert(into.compile_errors.end(), s.compile_errors.begin(), s.compile_errors.end());
     into.worker_restarts += s.worker_restarts;
+    into.dropped_gpus.insert(into.dropped_gpus.end(), s.dropped_gpus.begin(), s.dropped_gpus.end());
     into.confirmations += s.confirmations;
     into.time_limit_hit = into.time_limit_hit || s.time_limit_hit;
     for (ProblemOutcome& p : s.problems) {
@@ -514,7 +880,7 @@ void merge_summary(TuneSummary& into, TuneSummary&& s) {
 
 }  // namespace
 
-TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
+std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
     std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(o.space_path);
     if (!o.alternatives.empty()) {
@@ -546,20 +912,29 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
                 fmt::format("no kernel of {} takes every --config filter (its parameters and values)", o.space_path),
                 "--config");
     }
-    TuneSummary s;
+    RunProgress run_progress(progress, t0);
+    std::vector<TuneSummary> out;  // one per device, in the order the first kernel's tuning gave them
     for (const SearchSpace& k : kernels) {
-        if (progress && !k.alternative().empty()) {
-            ProgressEvent ev;
-            ev.notice = fmt::format("kernel {} ({})", k.alternative(), k.kernel_name_template());
-            progress(ev);
-        }
+        if (!k.alternative().empty())
+            run_progress.notice(fmt::format("kernel {} ({})", k.alternative(), k.kernel_name_template()));
         TuneOptions rest = o;  // --time bounds the whole run, every kernel together
         if (o.time_limit_s) rest.time_limit_s = std::max(0.0, *o.time_limit_s - seconds_since(t0));
-        merge_summary(s, tune_space(k, rest, progress));
-        if (s.time_limit_hit) break;
+        bool time_limit_hit = false;
+        for (TuneSummary& d : tune_space(k, rest, run_progress)) {
+            time_limit_hit = time_limit_hit || d.time_limit_hit;
+            auto same = std::find_if(out.begin(), out.end(), [&](const TuneSummary& t) {
+                return t.device.has_value() == d.device.has_value() && (!d.device || t.device->key == d.device->key);
+            });
+            if (same == out.end()) {
+                out.push_back(std::move(d));
+            } else {
+                merge_summary(*same, std::move(d));
+            }
+        }
+        if (time_limit_hit) break;
     }
-    s.elapsed_s = seconds_since(t0);
-    return s;
+    for (TuneSummary& s : out) s.elapsed_s = seconds_since(t0);
+    return out;
 }
 
 }  // namespace ktune

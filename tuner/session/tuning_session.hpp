@@ -1,8 +1,9 @@
 #pragma once
 // A tuning run: for every problem of a search space, the strategy proposes configurations, the compile service
-// builds them on its thread pool while the GPU worker validates and times them one by one, and every result goes to
-// the store in its own transaction. What the store already holds for the same kernel source, configuration, problem
-// and device is skipped (resume) unless forced. Without a GPU, a compile-only sweep.
+// builds them on its thread pool while the GPU workers (one per GPU, `--gpus`) validate and time them, and every result
+// goes to the store in its own transaction. What the store already holds for the same kernel source, configuration,
+// problem and device is skipped (resume) unless forced. A shard (`--shard`) takes its part of the work. Without a GPU,
+// a compile-only sweep, filed in the store under a compile-only device.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 #include "core/types.hpp"
 #include "harness/protocol/protocol.hpp"
 #include "results/store.hpp"
+#include "tuner/session/shard.hpp"
 
 namespace ktune {
 
@@ -27,6 +29,10 @@ struct TuneOptions {
     std::optional<double> time_limit_s;  // stop measuring after this long (what was measured is kept)
     bool force = false;                  // measure again what the store already has
     int device = 0;
+    // Several GPUs (`--gpus`), one worker each: every GPU of the host, or these ordinals. Neither: `device` alone.
+    bool all_gpus = false;
+    std::vector<int> gpus;
+    Shard shard;                      // this process's part of the work (`--shard`, or the scheduler's array index)
     std::optional<std::string> arch;  // compile-only target (default sm_90); with a GPU, its own arch
     bool compile_only = false;
     std::vector<Dtype> dtypes;                 // empty: the space's dtypes
@@ -45,6 +51,13 @@ struct TuneOptions {
     std::string command_line;
 };
 
+// What one GPU of a run has done, for the progress line.
+struct GpuProgress {
+    int ordinal = 0;
+    std::int64_t measured = 0;
+    bool dropped = false;
+};
+
 struct ProgressEvent {
     std::int64_t done = 0, total = 0;
     std::int64_t measured = 0, skipped = 0, failed = 0;
@@ -52,6 +65,7 @@ struct ProgressEvent {
     std::string notice;  // a one-off message to show the user now (e.g. why this became a compile-only sweep)
     std::string problem, config;
     double elapsed_s = 0;
+    std::vector<GpuProgress> gpus;  // every GPU of the run
 };
 using ProgressCallback = std::function<void(const ProgressEvent&)>;
 
@@ -67,6 +81,9 @@ struct TuneSummary {
     std::string no_gpu_reason;  // why a compile-only sweep ran instead of tuning
     std::string arch;
     std::optional<DeviceInfo> device;
+    std::vector<int> gpus;  // the GPUs that tuned it (ordinals)
+    Shard shard;
+    std::vector<std::string> dropped_gpus;  // "GPU 2: why", for each GPU lost during the run
     std::int64_t run_id = 0;
     std::vector<ProblemOutcome> problems;
     std::map<std::string, std::int64_t> status_counts;  // status name -> results this run
@@ -78,7 +95,12 @@ struct TuneSummary {
     double elapsed_s = 0;
 };
 
-TuneSummary run_tuning(const TuneOptions& options, const ProgressCallback& progress);
+// One summary per device tuned: one, unless --gpus selects GPUs that are different devices (another key, or another
+// calibration), each tuned over the whole space; a compile-only sweep's one has no device.
+std::vector<TuneSummary> run_tuning(const TuneOptions& options, const ProgressCallback& progress);
+
+// Parses --gpus: "all", or ordinals "0,2,3" (each once). Throws Error(bad_input) naming --gpus.
+void parse_gpus(const std::string& text, TuneOptions& o);
 
 // Parses "M=4096,H=8192" (a problem filter, names are AXIS) or "BLOCK=256,VEC=8" (a configuration, names are PARAM).
 // Throws Error(bad_input) naming `where`.

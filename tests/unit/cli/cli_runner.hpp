@@ -72,15 +72,18 @@ struct RunResult {
 };
 
 // Runs `ktune args...` in sandbox.work() with the environment pointing every default path into it, and KTUNE_ROOT at
-// the source tree (the sandbox is outside any checkout) unless `with_root` is false.
-inline RunResult run_ktune(const Sandbox& box, const std::vector<std::string>& args, bool with_root = true) {
+// the source tree (the sandbox is outside any checkout) unless `with_root` is false; `env` adds NAME=VALUE settings.
+inline RunResult run_ktune(const Sandbox& box, const std::vector<std::string>& args, bool with_root = true,
+                           const std::vector<std::string>& env = {}) {
     const fs::path work = box.work();
-    std::string cmd = "cd " + shell_quote(work.string()) + " && env -u KTUNE_ROOT " +
+    std::string cmd = "cd " + shell_quote(work.string()) +
+                      " && env -u KTUNE_ROOT -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX " +
                       (with_root ? "KTUNE_ROOT=" + shell_quote(KTUNE_SOURCE_ROOT) + " " : std::string()) +
                       "KTUNE_DB=" + shell_quote((work / "ktune.db").string()) +
                       " KTUNE_CACHE_DIR=" + shell_quote((work / "cache").string()) +
-                      " XDG_CACHE_HOME=" + shell_quote((work / "xdg-cache").string()) + " " +
-                      shell_quote(ktune_binary().string());
+                      " XDG_CACHE_HOME=" + shell_quote((work / "xdg-cache").string()) + " ";
+    for (const auto& e : env) cmd += shell_quote(e) + " ";
+    cmd += shell_quote(ktune_binary().string());
     for (const auto& a : args) cmd += " " + shell_quote(a);
     cmd += " >" + shell_quote((box.top() / "stdout").string()) + " 2>" + shell_quote((box.top() / "stderr").string());
     RunResult r;

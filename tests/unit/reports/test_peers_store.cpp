@@ -26,8 +26,10 @@ std::string scalar(const std::string& db, const std::string& sql) {
     return out;
 }
 
-// What schemas 4 and 5 added (results/schema.cpp): dropped to make a database of an earlier version.
+// What schemas 4, 5 and 6 added (results/schema.cpp): dropped to make a database of an earlier version.
 const std::string k_drop_v4 =
+    "DROP INDEX runs_by_uid; ALTER TABLE runs DROP COLUMN uid; ALTER TABLE runs DROP COLUMN host; "
+    "ALTER TABLE devices DROP COLUMN launch_floor_cupti_us; ALTER TABLE devices DROP COLUMN host; "
     "ALTER TABLE kernels DROP COLUMN alternative; "
     "ALTER TABLE measurements DROP COLUMN cupti_samples; "
     "ALTER TABLE measurements DROP COLUMN kernel_us; "
@@ -40,9 +42,9 @@ void exec(const std::string& db, const std::string& sql) {
     sqlite3_close(h);
 }
 
-TEST_F(PeersStore, ANewDatabaseHasSchemaVersionFiveWithThePeerTable) {
+TEST_F(PeersStore, ANewDatabaseHasSchemaVersionSixWithThePeerTable) {
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 5);
+    EXPECT_EQ(store.schema_version(), 6);
     EXPECT_EQ(scalar(path("r.db"), "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_measurements'"), "1");
 }
 
@@ -56,7 +58,7 @@ TEST_F(PeersStore, AVersionOneDatabaseIsMigratedAndKeepsItsResults) {
                            "DROP TABLE peer_measurements; ALTER TABLE kernels DROP COLUMN l2_state; "
                            "PRAGMA user_version = 1;");
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 5);
+    EXPECT_EQ(store.schema_version(), 6);
     EXPECT_EQ(store.count_results({}), 1);
     store.record_peers({peer("torch_compile", k_square, 15)});
     EXPECT_EQ(store.peers({}).size(), 1u);
@@ -72,7 +74,7 @@ TEST_F(PeersStore, AVersionOneDatabaseOpenedReadOnlyReadsAsHavingNoPeersAndStays
         EXPECT_EQ(store.schema_version(), 1);
         EXPECT_TRUE(store.peers({}).empty());
     }
-    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 5);  // upgraded on a write open
+    EXPECT_EQ(Store::open(path("r.db"), Store::Mode::read_write).schema_version(), 6);  // upgraded on a write open
 }
 
 TEST_F(PeersStore, AVersionTwoDatabaseReadsItsBestReadOnlyAndGainsTheL2StateOnAWriteOpen) {
@@ -88,7 +90,7 @@ TEST_F(PeersStore, AVersionTwoDatabaseReadsItsBestReadOnlyAndGainsTheL2StateOnAW
         EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
     }
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 5);
+    EXPECT_EQ(store.schema_version(), 6);
     EXPECT_EQ(scalar(path("r.db"), "SELECT l2_state FROM kernels"), "");  // measured before the state was kept
     EXPECT_EQ(store.best("rmsnorm", "fwd", "dev-h100").size(), 1u);
 }
@@ -118,7 +120,7 @@ TEST_F(PeersStore, AVersionThreeDatabaseReadsEventRankedAndKeepsItsCuptiP50AsThe
         check(store);
     }
     Store store = Store::open(path("r.db"));
-    EXPECT_EQ(store.schema_version(), 5);
+    EXPECT_EQ(store.schema_version(), 6);
     check(store);
 }
 

@@ -101,7 +101,7 @@ TEST_F(StoreConcurrency, TwoStoresCreatingTheSameNewDatabaseAtOnceBothSucceed) {
     t0.join();
     t1.join();
     EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
-    EXPECT_EQ(versions, (std::vector<int>{5, 5}));
+    EXPECT_EQ(versions, (std::vector<int>{6, 6}));
 }
 
 TEST_F(StoreConcurrency, IntegrityCheckPassesAfterManyRecords) {

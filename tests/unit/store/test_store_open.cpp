@@ -21,11 +21,11 @@ using StoreOpen = StoreTest;
 
 TEST_F(StoreOpen, CreatesANewDatabaseAtSchemaVersionFive) {
     Store store = Store::open(db_path());
-    EXPECT_EQ(store.schema_version(), 5);
+    EXPECT_EQ(store.schema_version(), 6);
     EXPECT_EQ(store.path(), db_path());
     EXPECT_TRUE(std::filesystem::exists(db_path()));
     RawDb raw(db_path());
-    EXPECT_EQ(raw.scalar("PRAGMA user_version"), "5");
+    EXPECT_EQ(raw.scalar("PRAGMA user_version"), "6");
 }
 
 TEST_F(StoreOpen, PutsTheDatabaseInWalMode) {
@@ -37,7 +37,7 @@ TEST_F(StoreOpen, PutsTheDatabaseInWalMode) {
 TEST_F(StoreOpen, ReopeningAnUpToDateDatabaseKeepsItsData) {
     Store::open(db_path()).begin_run(RunInfo{});
     Store again = Store::open(db_path());
-    EXPECT_EQ(again.schema_version(), 5);
+    EXPECT_EQ(again.schema_version(), 6);
     EXPECT_TRUE(again.run(1).has_value());
 }
 
@@ -100,7 +100,7 @@ TEST_F(StoreOpen, ADatabaseFromANewerKtuneIsRefusedAndLeftUntouched) {
     const Error e = error_of([&] { Store::open(path); });
     EXPECT_EQ(e.category(), ErrorCategory::store);
     EXPECT_EQ(e.where(), path);
-    EXPECT_EQ(e.message(), path + " was written by a newer ktune (schema 99); this ktune reads schema 5");
+    EXPECT_EQ(e.message(), path + " was written by a newer ktune (schema 99); this ktune reads schema 6");
 
     EXPECT_EQ(read_file(path), before);
     RawDb raw(path);
@@ -155,7 +155,7 @@ TEST_F(StoreOpen, ReadOnlyOpenOfAnEmptyFileSaysItHasNoSchema) {
 
 TEST_F(StoreOpen, AnEmptyFileOpenedReadWriteGetsTheSchema) {
     { std::ofstream out(db_path()); }
-    EXPECT_EQ(Store::open(db_path()).schema_version(), 5);
+    EXPECT_EQ(Store::open(db_path()).schema_version(), 6);
 }
 
 }  // namespace
