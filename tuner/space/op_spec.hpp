@@ -94,6 +94,7 @@ public:
         std::map<Dtype, ElemType> types;   // per dtype; every dtype for T and a fixed type, those named for a map
         std::vector<std::string> shape;    // expression texts (count: one entry)
         std::vector<std::string> strides;  // empty: dense
+        std::vector<std::string> range;    // [lo, hi] expression texts; empty: the role's default
         std::string where;
     };
     struct ArgumentDeclaration {
@@ -105,10 +106,15 @@ public:
     struct CheckDeclaration {
         std::string require, message, where;
     };
+    struct LetDeclaration {
+        std::string name, value, where;
+        bool sqrt = false;  // {sqrt: value}
+    };
     // Buffers in declaration order, arguments in the kernel's order, checks in order.
     std::vector<BufferDeclaration> buffer_declarations() const;
     std::vector<ArgumentDeclaration> argument_declarations() const;
     std::vector<CheckDeclaration> check_declarations() const;
+    std::vector<LetDeclaration> let_declarations() const;  // in order: each reads only the ones before it
 
 private:
     struct TypeRule {
