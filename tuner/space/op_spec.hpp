@@ -75,7 +75,6 @@ public:
     double flops(const Problem& p) const override;
 
     const std::vector<OpAxis>& axes() const { return m_axes; }
-    bool has_lets() const { return !m_lets.empty(); }
     bool has_axis(const std::string& name) const;
     // The problem's axes with every optional one at its default, and DTYPE_BYTES: what the checks and a search
     // space's expressions see. Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the
