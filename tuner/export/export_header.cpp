@@ -550,8 +550,7 @@ void render_buffers(Writer& w, const Model& m, const export_detail::LaunchTexts&
 }
 
 // The reference kernel behind KTUNE_TUNED_WITH_REFERENCE: the dispatcher's checks, then the reference's launch.
-void render_reference(Writer& w, const Model& m, const export_detail::LaunchTexts& reference_launch) {
-    (void)reference_launch;
+void render_reference(Writer& w, const Model& m) {
     const OpBinding& b = *m.binding;
     const SearchSpace& space = *m.kernels.front();
     const std::string table = m.stem + "_table";
@@ -1014,7 +1013,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         w.linef("    return {}(device, dtype, {}, stream, choice);", m.stem, b.generic_call);
         w.line("}");
     }
-    render_reference(w, m, reference_launch);
+    render_reference(w, m);
     w.line("#endif  // KTUNE_TUNED_HOST_ONLY");
     w.line();
     w.line("}  // namespace ktune_tuned");
