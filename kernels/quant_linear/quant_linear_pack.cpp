@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
+#include "kernels/quant_linear/quant_linear_packing.hpp"
 
 namespace ktune {
 namespace {
@@ -18,33 +19,21 @@ void check_shape(std::int64_t n, std::int64_t k, std::size_t size, std::int64_t 
                     fmt::format("{}: {} elements for N={} K={}, expected {}", what, size, n, k, expected), what);
 }
 
-std::int64_t plain_int4_row(std::int64_t k) { return (k + 1) / 2; }
+using quant_linear_packing::plain_int4_row;
 
 }  // namespace
 
 std::vector<std::uint8_t> pack_int4(const std::vector<std::uint8_t>& plain, std::int64_t n, std::int64_t k) {
     check_shape(n, k, plain.size(), n * plain_int4_row(k), "pack_int4");
-    std::vector<std::uint8_t> packed(static_cast<std::size_t>(layout::int4_weight_bytes(n, k)), 0);
-    const std::int64_t row = plain_int4_row(k);
-    for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t c = 0; c < k; ++c) {
-            const unsigned q = (plain[static_cast<std::size_t>(r * row + c / 2)] >> ((c % 2) * 4)) & 0xFu;
-            const layout::Position p = layout::int4_position(r, c, k);
-            packed[static_cast<std::size_t>(p.byte)] |= static_cast<std::uint8_t>(q << p.shift);
-        }
+    std::vector<std::uint8_t> packed(static_cast<std::size_t>(layout::int4_weight_bytes(n, k)));
+    quant_linear_packing::pack_int4(plain.data(), n, k, packed.data());
     return packed;
 }
 
 std::vector<std::uint8_t> unpack_int4(const std::vector<std::uint8_t>& packed, std::int64_t n, std::int64_t k) {
     check_shape(n, k, packed.size(), layout::int4_weight_bytes(n, k), "unpack_int4");
-    const std::int64_t row = plain_int4_row(k);
-    std::vector<std::uint8_t> plain(static_cast<std::size_t>(n * row), 0);
-    for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t c = 0; c < k; ++c) {
-            const layout::Position p = layout::int4_position(r, c, k);
-            const unsigned q = (packed[static_cast<std::size_t>(p.byte)] >> p.shift) & 0xFu;
-            plain[static_cast<std::size_t>(r * row + c / 2)] |= static_cast<std::uint8_t>(q << ((c % 2) * 4));
-        }
+    std::vector<std::uint8_t> plain(static_cast<std::size_t>(n * plain_int4_row(k)));
+    quant_linear_packing::unpack_int4(packed.data(), n, k, plain.data());
     return plain;
 }
 
@@ -61,24 +50,16 @@ void check_params(std::int64_t n, std::int64_t k, std::int64_t group, std::size_
 template <typename E>
 std::vector<E> pack_int4_params(const std::vector<E>& plain, std::int64_t n, std::int64_t k, std::int64_t group) {
     check_params(n, k, group, plain.size(), /*packed=*/false, "pack_int4_params");
-    const std::int64_t groups = layout::groups(k, group);
-    std::vector<E> packed(static_cast<std::size_t>(layout::int4_params(n, k, group)), E{});
-    for (std::int64_t g = 0; g < groups; ++g)
-        for (std::int64_t r = 0; r < n; ++r)
-            packed[static_cast<std::size_t>(layout::int4_param_index(r, g, groups))] =
-                plain[static_cast<std::size_t>(g * n + r)];
+    std::vector<E> packed(static_cast<std::size_t>(layout::int4_params(n, k, group)));
+    quant_linear_packing::pack_int4_params(plain.data(), n, k, group, packed.data());
     return packed;
 }
 
 template <typename E>
 std::vector<E> unpack_int4_params(const std::vector<E>& packed, std::int64_t n, std::int64_t k, std::int64_t group) {
     check_params(n, k, group, packed.size(), /*packed=*/true, "unpack_int4_params");
-    const std::int64_t groups = layout::groups(k, group);
-    std::vector<E> plain(static_cast<std::size_t>(groups * n));
-    for (std::int64_t g = 0; g < groups; ++g)
-        for (std::int64_t r = 0; r < n; ++r)
-            plain[static_cast<std::size_t>(g * n + r)] =
-                packed[static_cast<std::size_t>(layout::int4_param_index(r, g, groups))];
+    std::vector<E> plain(static_cast<std::size_t>(layout::groups(k, group) * n));
+    quant_linear_packing::unpack_int4_params(packed.data(), n, k, group, plain.data());
     return plain;
 }
 
@@ -95,21 +76,15 @@ template std::vector<double> unpack_int4_params(const std::vector<double>&, std:
 
 std::vector<std::int8_t> pack_int8(const std::vector<std::int8_t>& plain, std::int64_t n, std::int64_t k) {
     check_shape(n, k, plain.size(), n * k, "pack_int8");
-    std::vector<std::int8_t> packed(static_cast<std::size_t>(layout::int8_weight_bytes(n, k)), 0);
-    for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t c = 0; c < k; ++c)
-            packed[static_cast<std::size_t>(layout::int8_position(r, c, k).byte)] =
-                plain[static_cast<std::size_t>(r * k + c)];
+    std::vector<std::int8_t> packed(static_cast<std::size_t>(layout::int8_weight_bytes(n, k)));
+    quant_linear_packing::pack_int8(plain.data(), n, k, packed.data());
     return packed;
 }
 
 std::vector<std::int8_t> unpack_int8(const std::vector<std::int8_t>& packed, std::int64_t n, std::int64_t k) {
     check_shape(n, k, packed.size(), layout::int8_weight_bytes(n, k), "unpack_int8");
     std::vector<std::int8_t> plain(static_cast<std::size_t>(n * k));
-    for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t c = 0; c < k; ++c)
-            plain[static_cast<std::size_t>(r * k + c)] =
-                packed[static_cast<std::size_t>(layout::int8_position(r, c, k).byte)];
+    quant_linear_packing::unpack_int8(packed.data(), n, k, plain.data());
     return plain;
 }
 

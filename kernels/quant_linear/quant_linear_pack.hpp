@@ -3,7 +3,8 @@
 // Layouts: kernels/quant_linear/quant_linear_layout.cuh. The tuner never packs: it fills the packed buffers directly
 // with random bytes (valid weights in any layout) and the reference kernel reads the same packed buffers. These
 // functions are what a caller with ordinary (plain) weights uses, and what the tests use to show that packing loses
-// nothing and that the packed reference equals the plain one.
+// nothing and that the packed reference equals the plain one. The packing itself is quant_linear_packing.hpp
+// (header-only, what exported headers ship); these add vectors and messages.
 #include <cstdint>
 #include <vector>
 

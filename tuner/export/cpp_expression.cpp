@@ -153,7 +153,7 @@ private:
             if (accept("*"))
                 a = fmt::format("({} * {})", a, unary());
             else if (accept("/"))
-                a = fmt::format("{}({}, {})", helper("ex_div"), a, unary());
+                a = fmt::format("{}({}, {})", helper(m_names.real_division ? "ex_fdiv" : "ex_div"), a, unary());
             else if (accept("%"))
                 a = fmt::format("{}({}, {})", helper("ex_rem"), a, unary());
             else

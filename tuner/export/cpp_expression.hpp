@@ -14,6 +14,7 @@ struct CppExpressionNames {
     std::map<std::string, double> constants;       // parameters and DTYPE_BYTES of one configuration: literals
     std::map<std::string, std::string> variables;  // shape axes: the C++ expression (of type double) that holds each
     std::string helper_prefix = "::ktune_tuned::detail::";
+    bool real_division = false;  // Arithmetic::real: "/" divides as doubles do (an op spec's f32 arguments)
 };
 
 // The C++ text of `text`. Throws Error(bad_input, where) on a syntax error, an unknown name or function, or a wrong

@@ -69,17 +69,36 @@ std::string trimmed(const std::string& s) {
     return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
+// What a caller needs to allocate and fill one buffer: its element count and generator range as C++ over the
+// table's `shape`, `elem_bytes` and `lets`.
+OpBinding::Buffer buffer_of(const DeclaredOp::BufferDeclaration& d, const CppExpressionNames& names) {
+    OpBinding::Buffer out;
+    out.name = d.name;
+    out.role = d.role;
+    out.types = d.types;
+    std::vector<std::string> extents, strides;
+    for (const std::string& e : d.shape) extents.push_back(expression_to_cpp(e, names, d.where));
+    for (const std::string& e : d.strides) strides.push_back(expression_to_cpp(e, names, d.where));
+    if (strides.empty()) {
+        out.elements = join(extents, " * ");
+    } else {
+        // A strided view spans from its first element to its last: 1 + sum (extent - 1) * stride, 0 when empty.
+        std::vector<std::string> empty, span;
+        for (std::size_t i = 0; i < extents.size(); ++i) {
+            empty.push_back(fmt::format("detail::ex_eq({}, 0.0)", extents[i]));
+            span.push_back(fmt::format("({} - 1.0) * {}", extents[i], strides[i]));
+        }
+        out.elements = fmt::format("detail::ex_select({}, 0.0, 1.0 + {})", join(empty, " + "), join(span, " + "));
+    }
+    const bool generated = d.role == BufferRole::input || d.role == BufferRole::inout;
+    out.lo = d.range.empty() ? (generated ? "-1.0" : "0.0") : expression_to_cpp(d.range[0], names, d.where);
+    out.hi = d.range.empty() ? (generated ? "1.0" : "0.0") : expression_to_cpp(d.range[1], names, d.where);
+    return out;
+}
+
 }  // namespace
 
 OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
-    // The dispatcher is written from the declaration's texts; a let's value (a named expression, a square root) has no
-    // C++ form there yet.
-    if (op.has_lets())
-        throw Error(ErrorCategory::bad_input,
-                    fmt::format("export-header cannot export {}/{} yet: its op spec names values with let:, which the "
-                                "generated dispatcher does not compute",
-                                op.name(), op.variant()),
-                    where);
     OpBinding b;
     b.op = std::string(op.name());
     b.variants = {std::string(op.variant())};
@@ -111,7 +130,8 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
         axis_docs.push_back(d);
     }
 
-    // The expressions of checks and arguments see the axes and DTYPE_BYTES.
+    // The expressions of checks see the axes and DTYPE_BYTES; those of lets the lets before them too; those of
+    // buffers and arguments every let.
     CppExpressionNames in_dispatcher, in_table;
     in_dispatcher.helper_prefix = in_table.helper_prefix = "detail::";
     in_dispatcher.variables["DTYPE_BYTES"] = "static_cast<double>(elem_bytes)";
@@ -119,6 +139,15 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
     for (std::size_t i = 0; i < axis_names.size(); ++i) {
         in_dispatcher.variables[axis_names[i]] = "static_cast<double>(" + axis_names[i] + ")";
         in_table.variables[axis_names[i]] = fmt::format("static_cast<double>(shape[{}])", i);
+    }
+    const std::vector<DeclaredOp::LetDeclaration> lets = op.let_declarations();
+    CppExpressionNames in_lets = in_table;
+    for (std::size_t i = 0; i < lets.size(); ++i) {
+        const std::string cpp = expression_to_cpp(lets[i].value, in_lets, lets[i].where);
+        b.lets.push_back({lets[i].name, lets[i].sqrt ? "detail::ex_sqrt(" + cpp + ")" : cpp});
+        in_lets.variables[lets[i].name] = fmt::format("out[{}]", i);
+        in_table.variables[lets[i].name] = fmt::format("lets[{}]", i);
+        in_dispatcher.variables[lets[i].name] = fmt::format("ktune_lets[{}]", i);
     }
 
     // Buffers in the order the kernel first takes them.
@@ -130,12 +159,16 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
         const auto it = std::find_if(buffers.begin(), buffers.end(), [&](const auto& d) { return d.name == a.buffer; });
         if (it != buffers.end() && std::find(order.begin(), order.end(), &*it) == order.end()) order.push_back(&*it);
     }
-    std::vector<std::string> params, nulls, aligned, buffer_docs;
+    std::vector<std::string> params, nulls, aligned, buffer_docs, generic;
     for (const auto* d : order) {
         claim(d->name, "buffer");
         const bool in = d->role == BufferRole::input;
         const std::string type = d->per_dtype ? "void" : elem_cpp(d->types.begin()->second);
         params.push_back(fmt::format("{}{}* {}", in ? "const " : "", type, d->name));
+        generic.push_back(
+            d->per_dtype ? fmt::format("buffers[{}]", generic.size())
+                         : fmt::format("static_cast<{}{}*>(buffers[{}])", in ? "const " : "", type, generic.size()));
+        b.buffers.push_back(buffer_of(*d, in_table));
         nulls.push_back(d->name + " == nullptr");
         std::string bytes;
         if (!d->per_dtype) {
@@ -181,8 +214,10 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
             continue;
         }
         const std::string local = fmt::format("ktune_arg{}", i);
+        CppExpressionNames names = in_dispatcher;
+        names.real_division = a.kind == KernelArg::Kind::f32;  // as the op spec evaluates it (Arithmetic::real)
         scalar_statements.push_back(
-            fmt::format("const double {} = {};", local, expression_to_cpp(a.value, in_dispatcher, a.where)));
+            fmt::format("const double {} = {};", local, expression_to_cpp(a.value, names, a.where)));
         switch (a.kind) {
             case KernelArg::Kind::i32:
                 scalar_statements.push_back(
@@ -229,13 +264,20 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
 
     b.parameters = join(params, ", ") + ", " + join(axis_params, ", ");
     b.shape_parameters = join(axis_params, ", ");
+    for (std::size_t i = 0; i < axis_names.size(); ++i) generic.push_back(fmt::format("shape[{}]", i));
+    b.generic_call = join(generic, ", ");
     b.checks.push_back(fmt::format("if ({}) return Status::null_pointer;", join(nulls, " || ")));
     std::vector<std::string> small;
     for (const std::string& a : axis_names) small.push_back(a + " < 1");
     b.checks.push_back(fmt::format("if ({}) return Status::bad_size;", join(small, " || ")));
-    if (!b.shape_checks.empty()) {
+    if (!b.shape_checks.empty() || !b.lets.empty())
         b.checks.push_back(fmt::format("const long long ktune_shape[] = {{{}}};", join(axis_names, ", ")));
+    if (!b.shape_checks.empty())
         b.checks.push_back("if (failed_check(ktune_shape, elem_bytes) != nullptr) return Status::bad_size;");
+    if (!b.lets.empty()) {
+        // A value that is not a number (a square root of a negative) means a shape the op cannot take.
+        b.checks.push_back("double ktune_lets[let_count];");
+        b.checks.push_back("if (!let_values(ktune_shape, elem_bytes, ktune_lets)) return Status::bad_size;");
     }
     b.checks.push_back(fmt::format("if ({}) return Status::misaligned;", join(aligned, " || ")));
     for (std::string& s : scalar_statements) b.checks.push_back(std::move(s));
@@ -248,6 +290,10 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
     if (!b.shape_checks.empty())
         b.doc.push_back("The op's checks (failed_check() says which fails) return Status::bad_size; so do axes < 1.");
     for (const std::string& d : host.doc) b.doc.push_back(d);
+    if (std::any_of(order.begin(), order.end(), [](const auto* d) { return d->role == BufferRole::scratch; }))
+        b.doc.push_back(
+            "Scratch buffers: <table>::buffer_elements() elements, zero-filled before the first call (the kernels "
+            "leave them zeroed).");
     b.doc.push_back(
         "A void pointer's element type follows `dtype` (float, __half, __nv_bfloat16). Pointers need their");
     b.doc.push_back("element's alignment. Asynchronous on `stream`; the status covers validation and the launch only.");

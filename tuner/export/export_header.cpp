@@ -207,9 +207,16 @@ Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels
     Model m;
     m.kernels = kernels;
     // A hand-written binding stays where there is one: rmsnorm's takes eps at run time, where its op spec fixes it.
-    if (const OpBinding* hand = find_op_binding(space.op(), space.variant()))
-        m.binding = std::make_shared<OpBinding>(*hand);
-    else if (space.declared_op() != nullptr)
+    if (const OpBinding* hand = find_op_binding(space.op(), space.variant())) {
+        OpBinding b = *hand;
+        // Its buffers, as its op spec declares them, for callers that allocate them (buffer_elements()).
+        if (space.declared_op() != nullptr) {
+            const OpBinding derived = derive_op_binding(*space.declared_op(), space.file() + ": op_spec");
+            b.lets = derived.lets;
+            b.buffers = derived.buffers;
+        }
+        m.binding = std::make_shared<OpBinding>(std::move(b));
+    } else if (space.declared_op() != nullptr)
         m.binding = std::make_shared<OpBinding>(derive_op_binding(*space.declared_op(), space.file() + ": op_spec"));
     if (m.binding == nullptr) {
         std::string known;
@@ -338,9 +345,16 @@ void check_launch_texts(const std::vector<export_detail::LaunchTexts>& launches,
         }
 }
 
-CppExpressionNames names_for(const ConfigInstance& ci, const OpBinding& b) {
+CppExpressionNames names_for(const ConfigInstance& ci, const Model& m) {
+    const OpBinding& b = *m.binding;
     CppExpressionNames n;
     for (const auto& [name, value] : ci.config.values) n.constants[name] = static_cast<double>(value);
+    // A named choice is a constant in expressions ("LOAD == streaming"), its number as the space assigns it.
+    for (const SearchSpace* k : m.kernels)
+        for (const ParameterSpec& p : k->parameters())
+            if (p.kind == ParameterKind::choice)
+                for (std::size_t i = 0; i < p.labels.size(); ++i)
+                    n.constants[p.labels[i]] = static_cast<double>(p.values[i]);
     n.constants["DTYPE_BYTES"] = dtype_bytes(ci.dtype);
     n.constants["true"] = 1;  // a bool parameter's value is already 0 / 1
     n.constants["false"] = 0;
@@ -364,8 +378,220 @@ private:
     std::string m_text;
 };
 
-std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>& launches, const Store& store,
-                   const ExportOptions& o) {
+// The kernel arguments of one dtype's instance, "{T}" replaced by its element type.
+std::string call_arguments(const Model& m, Dtype dtype) {
+    const OpBinding& b = *m.binding;
+    const SearchSpace& space = *m.kernels.front();
+    std::string args = b.call_arguments;
+    if (!b.call_arguments_by_dtype.empty()) {
+        const auto it = b.call_arguments_by_dtype.find(dtype);
+        if (it == b.call_arguments_by_dtype.end())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}/{} was tuned at {}, for which its op spec names no element type of some buffer",
+                                    space.op(), space.variant(), dtype_name(dtype)),
+                        space.file() + ": op_spec");
+        args = it->second;
+    }
+    const std::string type(dtype_cpp_type(dtype));
+    for (std::size_t p = args.find("{T}"); p != std::string::npos; p = args.find("{T}", p + type.size()))
+        args.replace(p, 3, type);
+    return args;
+}
+
+// One `case` of a launch switch: the instance, its shared-memory opt-in, the launch and its error into `err`.
+void write_launch_case(Writer& w, const std::string& label, const std::string& kernel, const std::string& args) {
+    w.linef("    {}: {{", label);
+    w.linef("        auto* kernel = &::{};", kernel);
+    w.line("        static const bool ktune_clusters = detail::allow_large_clusters(kernel);");
+    w.line("        (void)ktune_clusters;");
+    w.line("        if (g.shared_bytes > 48u * 1024u)");
+    w.line("            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,");
+    w.line("                                       static_cast<int>(g.shared_bytes));");
+    w.line("        if (err == cudaSuccess) {");
+    w.linef("            kernel<<<grid, block, g.shared_bytes, stream>>>({});", args);
+    w.line("            err = cudaGetLastError();");
+    w.line("        }");
+    w.line("        break;");
+    w.line("    }");
+}
+
+// The dtypes the header has configurations for, in the Dtype enum's order.
+std::vector<Dtype> exported_dtypes(const Model& m) {
+    std::vector<Dtype> out;
+    for (Dtype dt : k_dtypes)
+        if (std::any_of(m.configs.begin(), m.configs.end(), [&](const ConfigInstance& c) { return c.dtype == dt; }))
+            out.push_back(dt);
+    return out;
+}
+
+// Inside the table: the op spec's named values and buffers (what a caller allocates and how the tuner fills them),
+// the tolerances the tuner validated with, and the reference kernel's launch geometry.
+void render_buffers(Writer& w, const Model& m, const export_detail::LaunchTexts& reference_launch) {
+    const OpBinding& b = *m.binding;
+    const SearchSpace& space = *m.kernels.front();
+    if (!b.lets.empty()) {
+        std::string names;
+        for (const OpBinding::Let& l : b.lets) names += (names.empty() ? "" : ", ") + cpp_string(l.name);
+        w.line("// The op spec's named values (let:), in order, for a shape and element size; false when one is not a");
+        w.line("// number (the shape fails the op's checks).");
+        w.linef("inline constexpr int let_count = {};", b.lets.size());
+        w.linef("inline constexpr const char* let_names[let_count] = {{{}}};", names);
+        w.line("inline bool let_values(const long long* shape, int elem_bytes, double* out) {");
+        w.line("    (void)shape;");
+        w.line("    (void)elem_bytes;");
+        for (std::size_t i = 0; i < b.lets.size(); ++i) w.linef("    out[{}] = {};", i, b.lets[i].cpp);
+        w.line("    for (int i = 0; i < let_count; ++i)");
+        w.line("        if (std::isnan(out[i])) return false;");
+        w.line("    return true;");
+        w.line("}");
+        w.line();
+    }
+    if (!b.buffers.empty()) {
+        std::string names, roles, types;
+        for (const OpBinding::Buffer& buf : b.buffers) {
+            names += (names.empty() ? "" : ", ") + cpp_string(buf.name);
+            roles += fmt::format("{}BufferRole::{}", roles.empty() ? "" : ", ", buffer_role_name(buf.role));
+            std::string per;
+            for (Dtype dt : k_dtypes) {
+                const auto it = buf.types.find(dt);
+                per += (per.empty() ? "" : ", ") + (it == buf.types.end()
+                                                        ? std::string("nullptr")
+                                                        : cpp_string(std::string(elem_wire_name(it->second))));
+            }
+            types += fmt::format("{}{{{}}}", types.empty() ? "" : ", ", per);
+        }
+        w.line(
+            "// The op's buffers, in the order of the dispatcher's pointer parameters, and per dtype (fp32, fp16, "
+            "bf16)");
+        w.line("// the element type of each (f32 f16 bf16 i32 i64 i8 u8; nullptr: none for that dtype).");
+        w.linef("inline constexpr int buffer_count = {};", b.buffers.size());
+        w.linef("inline constexpr const char* buffer_names[buffer_count] = {{{}}};", names);
+        w.linef("inline constexpr BufferRole buffer_roles[buffer_count] = {{{}}};", roles);
+        w.linef("inline constexpr const char* buffer_types[buffer_count][3] = {{{}}};", types);
+        w.line();
+        const auto prologue = [&](const char* fail) {
+            w.line("    const int elem_bytes = dtype_bytes(dtype);");
+            w.linef("    if (elem_bytes == 0 || shape == nullptr) return {};", fail);
+            if (!b.shape_checks.empty())
+                w.linef("    if (failed_check(shape, elem_bytes) != nullptr) return {};", fail);
+            if (!b.lets.empty()) {
+                w.line("    double lets[let_count];");
+                w.linef("    if (!let_values(shape, elem_bytes, lets)) return {};", fail);
+            }
+        };
+        w.line(
+            "// Elements of a buffer for a shape (in the order of axis_names, optional axes included) and dtype: what "
+            "a");
+        w.line("// caller allocates. -1 when the shape fails the op's checks.");
+        w.line("inline long long buffer_elements(int buffer, const long long* shape, Dtype dtype) {");
+        prologue("-1");
+        w.line("    double v = detail::ex_nan();");
+        w.line("    switch (buffer) {");
+        for (std::size_t i = 0; i < b.buffers.size(); ++i)
+            w.linef("    case {}: v = {}; break;", i, b.buffers[i].elements);
+        w.line("    default: return -1;");
+        w.line("    }");
+        w.line("    return detail::ex_integral(v) && v >= 0 ? static_cast<long long>(v) : -1;");
+        w.line("}");
+        w.line();
+        w.line(
+            "// The range [lo, hi) the tuner draws an input's (or inout's) elements from, uniformly; [0, 0] for "
+            "outputs");
+        w.line("// and scratch. False when the shape fails the op's checks.");
+        w.line("inline bool buffer_range(int buffer, const long long* shape, Dtype dtype, double* lo, double* hi) {");
+        prologue("false");
+        w.line("    switch (buffer) {");
+        for (std::size_t i = 0; i < b.buffers.size(); ++i)
+            w.linef("    case {}: *lo = {}; *hi = {}; break;", i, b.buffers[i].lo, b.buffers[i].hi);
+        w.line("    default: return false;");
+        w.line("    }");
+        w.line("    return !std::isnan(*lo) && !std::isnan(*hi);");
+        w.line("}");
+        w.line();
+    }
+    std::string tolerances;
+    for (Dtype dt : k_dtypes) {
+        Tolerance t{0, 0};
+        if (std::find(space.dtypes().begin(), space.dtypes().end(), dt) != space.dtypes().end())
+            t = space.tolerance(dt);
+        tolerances += fmt::format("{}{{{}, {}}}", tolerances.empty() ? "" : ", ", cpp_double_literal(t.rtol),
+                                  cpp_double_literal(t.atol));
+    }
+    w.line("// The tuner validated every configuration against the reference kernel with these tolerances: per dtype");
+    w.line("// (fp32, fp16, bf16) {rtol, atol}, an element passing when |out - ref| <= atol + rtol * |ref|.");
+    w.linef("inline constexpr double tolerances[3][2] = {{{}}};", tolerances);
+    w.line();
+
+    CppExpressionNames n;
+    n.helper_prefix = "detail::";
+    n.variables["DTYPE_BYTES"] = "static_cast<double>(elem_bytes)";
+    for (std::size_t i = 0; i < b.axes.size(); ++i)
+        n.variables[b.axes[i].axis] = fmt::format("static_cast<double>(shape[{}])", i);
+    static constexpr const char* grid_limit[] = {"2147483647.0", "65535.0", "65535.0"};
+    static constexpr const char* block_limit[] = {"1024.0", "1024.0", "64.0"};
+    w.line("// The reference kernel's launch geometry (the YAML's reference_launch); false when out of range.");
+    w.line("inline bool reference_geometry(const long long* shape, int elem_bytes, detail::Geometry* g) {");
+    w.line("    (void)shape;");
+    w.line("    (void)elem_bytes;");
+    w.line("    *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};");
+    for (std::size_t k = 0; k < reference_launch.grid.size(); ++k)
+        w.linef("    g->grid[{}] = detail::ex_dim({}, {});", k,
+                expression_to_cpp(reference_launch.grid[k], n, reference_launch.where), grid_limit[k]);
+    for (std::size_t k = 0; k < reference_launch.block.size(); ++k)
+        w.linef("    g->block[{}] = detail::ex_dim({}, {});", k,
+                expression_to_cpp(reference_launch.block[k], n, reference_launch.where), block_limit[k]);
+    w.linef("    if (!detail::ex_shared({}, &g->shared_bytes)) return false;",
+            expression_to_cpp(reference_launch.shared_bytes, n, reference_launch.where));
+    w.line("    for (int i = 0; i < 3; ++i)");
+    w.line("        if (g->grid[i] == 0 || g->block[i] == 0) return false;");
+    w.line("    return g->block[0] * g->block[1] * g->block[2] <= 1024u;");
+    w.line("}");
+    w.line();
+}
+
+// The reference kernel behind KTUNE_TUNED_WITH_REFERENCE: the dispatcher's checks, then the reference's launch.
+void render_reference(Writer& w, const Model& m) {
+    const OpBinding& b = *m.binding;
+    const SearchSpace& space = *m.kernels.front();
+    const std::string table = m.stem + "_table";
+    std::string shape_init;
+    for (const AxisBinding& a : b.axes) shape_init += (shape_init.empty() ? "" : ", ") + a.cpp;
+    w.line();
+    w.line("#ifdef KTUNE_TUNED_WITH_REFERENCE");
+    w.linef("// The op's reference kernel ({}), what the tuner validated every configuration against, on the",
+            comment_text(space.reference_source()));
+    w.linef("// dispatcher's arguments: for tests that compare {}() with it ({}::tolerances).", m.stem, table);
+    w.linef("inline Status {}_reference(Dtype dtype, {}, cudaStream_t stream = nullptr) {{", m.stem, b.parameters);
+    w.linef("    using namespace {};", table);
+    w.line("    const int elem_bytes = dtype_bytes(dtype);");
+    w.line("    if (elem_bytes == 0) return Status::bad_argument;");
+    for (const std::string& c : b.checks) w.linef("    {}", c);
+    w.linef("    const long long shape[axis_count] = {{{}}};", shape_init);
+    w.line("    detail::Geometry g;");
+    w.line("    if (!reference_geometry(shape, elem_bytes, &g)) return Status::bad_launch;");
+    w.line("    const dim3 grid(g.grid[0], g.grid[1], g.grid[2]), block(g.block[0], g.block[1], g.block[2]);");
+    w.line("    cudaError_t err = cudaSuccess;");
+    w.line("    switch (dtype) {");
+    for (Dtype dt : exported_dtypes(m))
+        write_launch_case(w, "case " + dtype_enum(dt), instance_name(space.reference_name(dt), space.file()),
+                          call_arguments(m, dt));
+    w.line("    default: return Status::unsupported_dtype;");
+    w.line("    }");
+    w.line("    return err == cudaSuccess ? Status::ok : Status::cuda_error;");
+    w.line("}");
+    if (!b.generic_call.empty()) {
+        w.line();
+        w.linef("inline Status {}_reference_launch(Dtype dtype, void* const* buffers, const long long* shape,", m.stem);
+        w.line("                                    cudaStream_t stream = nullptr) {");
+        w.line("    if (buffers == nullptr || shape == nullptr) return Status::null_pointer;");
+        w.linef("    return {}_reference(dtype, {}, stream);", m.stem, b.generic_call);
+        w.line("}");
+    }
+    w.line("#endif  // KTUNE_TUNED_WITH_REFERENCE");
+}
+
+std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>& launches,
+                   const export_detail::LaunchTexts& reference_launch, const Store& store, const ExportOptions& o) {
     const SearchSpace& space = *m.kernels.front();
     const bool alternatives = !space.alternative().empty();  // each configuration names its kernel
     std::size_t parameter_count = 0;
@@ -447,6 +673,9 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     for (const SearchSpace* k : m.kernels)
         if (included.insert(k->kernel_source()).second)
             w.linef("#include \"{}\"", include_path(k->kernel_source(), k->file() + ": kernel.source"));
+    w.line("#endif");
+    w.line("#if defined(KTUNE_TUNED_WITH_REFERENCE) && !defined(KTUNE_TUNED_HOST_ONLY)");
+    w.linef("#include \"{}\"", include_path(space.reference_source(), space.file() + ": kernel.reference_source"));
     w.line("#endif");
     if (!b.host_header.empty()) w.linef("#include \"{}\"", include_path(b.host_header, "the op's host header"));
     w.line();
@@ -588,7 +817,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
             if (std::none_of(vars.begin(), vars.end(), [&](const std::string& v) { return axis_set.count(v) > 0; }))
                 continue;
             conds += fmt::format("{}detail::ex_holds({})", conds.empty() ? "" : " && ",
-                                 expression_to_cpp(c.text(), names_for(m.configs[i], b), c.where()));
+                                 expression_to_cpp(c.text(), names_for(m.configs[i], m), c.where()));
         }
         if (!conds.empty()) w.linef("    case {}: return {};", i, conds);
     }
@@ -607,7 +836,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};");
     w.line("    switch (config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
-        const CppExpressionNames n = names_for(m.configs[i], b);
+        const CppExpressionNames n = names_for(m.configs[i], m);
         const export_detail::LaunchTexts& launch = launches[m.configs[i].alternative];
         w.linef("    case {}:", i);
         for (std::size_t k = 0; k < launch.grid.size(); ++k)
@@ -702,6 +931,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         w.line("}");
         w.line();
     }
+    render_buffers(w, m, reference_launch);
     w.linef("}}  // namespace {}", table);
     w.line();
 
@@ -759,31 +989,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    cudaError_t err = cudaSuccess;");
     w.line("    switch (c.config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
-        std::string args = b.call_arguments;
-        if (!b.call_arguments_by_dtype.empty()) {
-            const auto it = b.call_arguments_by_dtype.find(m.configs[i].dtype);
-            if (it == b.call_arguments_by_dtype.end())
-                throw Error(ErrorCategory::bad_input,
-                            fmt::format("{}/{} was tuned at {}, for which its op spec names no element type of some "
-                                        "buffer",
-                                        space.op(), space.variant(), dtype_name(m.configs[i].dtype)),
-                            space.file() + ": op_spec");
-            args = it->second;
-        }
-        const std::string type(dtype_cpp_type(m.configs[i].dtype));
-        for (std::size_t p = args.find("{T}"); p != std::string::npos; p = args.find("{T}", p + type.size()))
-            args.replace(p, 3, type);
-        w.linef("    case {}: {{", i);
-        w.linef("        auto* kernel = &::{};", m.configs[i].kernel);
-        w.line("        if (g.shared_bytes > 48u * 1024u)");
-        w.line("            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,");
-        w.line("                                       static_cast<int>(g.shared_bytes));");
-        w.line("        if (err == cudaSuccess) {");
-        w.linef("            kernel<<<grid, block, g.shared_bytes, stream>>>({});", args);
-        w.line("            err = cudaGetLastError();");
-        w.line("        }");
-        w.line("        break;");
-        w.line("    }");
+        const std::string args = call_arguments(m, m.configs[i].dtype);
+        write_launch_case(w, fmt::format("case {}", i), m.configs[i].kernel, args);
     }
     w.line("    default: return Status::no_config;");
     w.line("    }");
@@ -793,6 +1000,20 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    }");
     w.line("    return Status::ok;");
     w.line("}");
+    if (!b.generic_call.empty()) {
+        w.line();
+        w.linef("// {}() for a generic caller (a framework binding, a test): the buffers in the order of", m.stem);
+        w.linef("// {}::buffer_names, the shape as {}_select() takes it.", table, m.stem);
+        w.linef("inline Status {}_launch(const DeviceProps& device, Dtype dtype, void* const* buffers,", m.stem);
+        w.line(
+            "                          const long long* shape, cudaStream_t stream = nullptr, Choice* choice = "
+            "nullptr) {");
+        w.line("    if (choice != nullptr) *choice = Choice{};");
+        w.line("    if (buffers == nullptr || shape == nullptr) return Status::null_pointer;");
+        w.linef("    return {}(device, dtype, {}, stream, choice);", m.stem, b.generic_call);
+        w.line("}");
+    }
+    render_reference(w, m);
     w.line("#endif  // KTUNE_TUNED_HOST_ONLY");
     w.line();
     w.line("}  // namespace ktune_tuned");
@@ -815,13 +1036,6 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
                                 "compare with",
                                 space.file(), space.library()),
                     "--op");
-    for (const ParameterSpec& p : space.parameters())
-        if (p.kind == ParameterKind::choice)
-            throw Error(ErrorCategory::bad_input,
-                        fmt::format("export-header exports integer and bool parameters; {} of {} is a named choice, "
-                                    "which the header's int table cannot hold",
-                                    p.name, space.file()),
-                        "--op");
     if (!options.op.empty() && (options.op != space.op() || options.variant != space.variant()))
         throw Error(ErrorCategory::bad_input,
                     fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),
@@ -834,7 +1048,7 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
     check_launch_texts(launches, m);
 
     RenderedHeader h;
-    h.text = render(m, launches, store, options);
+    h.text = render(m, launches, export_detail::read_reference_launch_texts(space.file()), store, options);
     h.result.file_name = "ktune_tuned_" + m.stem + ".hpp";
     h.result.function = "ktune_tuned::" + m.stem;
     for (const Device& d : m.devices) {

@@ -5,7 +5,11 @@
 // The header (namespace ktune_tuned) holds, per tuned device, a table from problem (dtype and shape: a "bucket") to
 // the best configuration, every distinct configuration as an ahead-of-time instance of the kernel template, and:
 //   <op>_<variant>_select(device, dtype, shape...)   host only: which entry and configuration a call would use;
-//   <op>_<variant>(device, dtype, buffers..., stream, &choice)   validates, selects, launches; returns a Status.
+//   <op>_<variant>(device, dtype, buffers..., stream, &choice)   validates, selects, launches; returns a Status;
+//   <op>_<variant>_launch(device, dtype, buffers[], shape[], ...)   the same for generic callers; with
+//   KTUNE_TUNED_WITH_REFERENCE, <op>_<variant>_reference(...) launches the op's reference kernel (tests).
+// For an op declared as data the table also sizes its buffers (lets and all) and holds its tolerances
+// (docs/export.md).
 // Selection falls back from the exact device to the same chip, the same architecture, then a default configuration
 // per dtype, and reports the level in its Choice. Within a device's table an untuned shape takes the nearest bucket:
 // same dtype, then the smallest sum over the axes of |ln(value / bucket value)| (an optional axis such as the row

@@ -6,8 +6,8 @@
 namespace ktune::export_detail {
 
 std::string_view header_common_text() {
-    return R"ktune(#ifndef KTUNE_TUNED_COMMON_V1
-#define KTUNE_TUNED_COMMON_V1
+    return R"ktune(#ifndef KTUNE_TUNED_COMMON_V2
+#define KTUNE_TUNED_COMMON_V2
 namespace ktune_tuned {
 
 enum class Dtype : int { fp32 = 0, fp16 = 1, bf16 = 2 };
@@ -104,6 +104,10 @@ inline DeviceProps make_device_props(const char* name, int cc_major, int cc_mino
     return p;
 }
 
+// What the op does with a buffer (the op spec's role): inputs are read, outputs written, inouts both; scratch is the
+// kernels' workspace, zero-filled by the caller before the first call (the kernels leave it zeroed).
+enum class BufferRole : int { input = 0, output, inout, scratch };
+
 // What a dispatcher picked, for logs and reports: every result says which fallback level it used.
 struct Choice {
     Level level = Level::none;
@@ -183,6 +187,10 @@ inline double ex_div(double a, double b) {
         return static_cast<double>(static_cast<long long>(a) / static_cast<long long>(b));
     return a / b;
 }
+// Real division: an op spec's f32 arguments ("1 / ROOT_D"), as the tuner evaluates them.
+inline double ex_fdiv(double a, double b) { return b == 0 || std::isnan(a) || std::isnan(b) ? ex_nan() : a / b; }
+// An op spec's {sqrt: ...} value.
+inline double ex_sqrt(double a) { return a >= 0 ? std::sqrt(a) : ex_nan(); }
 inline double ex_rem(double a, double b) { return b == 0 ? ex_nan() : std::fmod(a, b); }
 inline double ex_ceil_div(double a, double b) {
     if (b == 0 || std::isnan(a) || std::isnan(b)) return ex_nan();
@@ -231,10 +239,10 @@ inline bool aligned(const void* p, int bytes) {
 
 }  // namespace detail
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_V1
+#endif  // KTUNE_TUNED_COMMON_V2
 
-#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V1)
-#define KTUNE_TUNED_COMMON_CUDA_V1
+#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V2)
+#define KTUNE_TUNED_COMMON_CUDA_V2
 namespace ktune_tuned {
 
 // Fills *out for CUDA device `device` (every field, so the exact level can match). Returns Status::cuda_error with
@@ -259,8 +267,22 @@ inline Status query_device_props(int device, DeviceProps* out, int* cuda_error =
     return Status::ok;
 }
 
+namespace detail {
+
+// A kernel whose compile-time cluster is larger than 8 blocks (non-portable) launches only with this attribute set,
+// as the tuner's worker sets it on every kernel; on a GPU without clusters it fails harmlessly, and that error is
+// cleared so that it does not surface as the launch's. Called once per kernel instance.
+template <typename Kernel>
+inline bool allow_large_clusters(Kernel* kernel) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+        (void)cudaGetLastError();
+    return true;
+}
+
+}  // namespace detail
+
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_CUDA_V1
+#endif  // KTUNE_TUNED_COMMON_CUDA_V2
 )ktune";
 }
 

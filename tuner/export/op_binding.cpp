@@ -29,6 +29,10 @@ OpBinding rmsnorm_fwd_binding() {
     b.call_arguments =
         "static_cast<{T}*>(y), static_cast<const {T}*>(x), static_cast<const {T}*>(w), rows, hidden, "
         "x_row_stride, y_row_stride, eps";
+    // From the op spec's buffers (y, x, w) and axes (M, H, S), with its eps: what the tuner measured.
+    b.generic_call =
+        "buffers[0], buffers[1], buffers[2], static_cast<int>(shape[0]), static_cast<int>(shape[1]), shape[2], "
+        "shape[2], 1e-6f";
     b.doc = {
         "y[r, c] = x[r, c] * rsqrt(mean_c(x[r, :]^2) + eps) * w[c] (fwd_gemma: 1 + w[c]), r < rows, c < hidden.",
         "x, y: rows of `hidden` elements, x_row_stride / y_row_stride elements apart; w: hidden elements. Element type",
@@ -55,18 +59,18 @@ const OpBinding* find_op_binding(std::string_view op, std::string_view variant) 
 }
 
 HostHeader host_header_of(std::string_view op) {
-    // The tuner fills packed buffers with random bytes; a caller with real weights packs them with these.
+    // The tuner fills packed buffers with random bytes; a caller with real weights packs them with these, header-only,
+    // so the user's program links nothing of ktune.
     if (op == "linear_int4")
-        return {"kernels/quant_linear/quant_linear_pack.hpp",
+        return {"kernels/quant_linear/quant_linear_packing.hpp",
                 {"w, scales, zeros are in the kernels' packed layout (kernels/quant_linear/quant_linear_layout.cuh):",
-                 "ktune::pack_int4() and ktune::pack_int4_params() in kernels/quant_linear/quant_linear_pack.hpp",
-                 "(included below; link kernels/quant_linear/quant_linear_pack.cpp) pack plain weights into it."}};
+                 "ktune::quant_linear_packing::pack_int4() and pack_int4_params() (included below, header-only) pack",
+                 "plain weights, scales and zero points into it."}};
     if (op == "linear_int8")
         return {
-            "kernels/quant_linear/quant_linear_pack.hpp",
-            {"w is in the kernels' packed layout (kernels/quant_linear/quant_linear_layout.cuh): ktune::pack_int8()",
-             "in kernels/quant_linear/quant_linear_pack.hpp (included below; link",
-             "kernels/quant_linear/quant_linear_pack.cpp) packs plain weights into it."}};
+            "kernels/quant_linear/quant_linear_packing.hpp",
+            {"w is in the kernels' packed layout (kernels/quant_linear/quant_linear_layout.cuh):",
+             "ktune::quant_linear_packing::pack_int8() (included below, header-only) packs plain weights into it."}};
     return {};
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/op.hpp"
 #include "core/types.hpp"
 
 namespace ktune {
@@ -43,9 +44,29 @@ struct OpBinding {
     std::vector<ShapeCheck> shape_checks;                  // rendered as <table>::failed_check()
     std::map<Dtype, std::string> call_arguments_by_dtype;  // replaces call_arguments when not empty
     std::string host_header;                               // a host header to include (weight packing), or ""
+
+    // The op spec's named values (let:), rendered as <table>::let_values(): C++ over `shape`, `elem_bytes` and the
+    // earlier values `out[i]`. The dispatcher computes them before its scalar arguments, which read them.
+    struct Let {
+        std::string name, cpp;
+    };
+    std::vector<Let> lets;
+    // The op spec's buffers, in the order of the dispatcher's pointer parameters: what <table>::buffer_elements()
+    // and buffer_range() compute for a caller that allocates and fills them (C++ over `shape`, `elem_bytes`, `lets`).
+    struct Buffer {
+        std::string name;
+        BufferRole role = BufferRole::input;
+        std::map<Dtype, ElemType> types;  // the dtypes the op spec gives it an element type for
+        std::string elements;             // its element count (a strided view spans first to last element)
+        std::string lo, hi;               // the tuner's generator range [lo, hi)
+    };
+    std::vector<Buffer> buffers;
+    // The dispatcher's arguments between (device, dtype, ...) and (stream, choice), from `void* const* buffers` (in
+    // the order above) and `const long long* shape` (the axes' order): what <op>_<variant>_launch() passes on.
+    std::string generic_call;
 };
 
-// The binding of op/variant, or nullptr when the op cannot be exported.
+// The hand-written binding of op/variant, or nullptr: then the binding is derived from the op spec.
 const OpBinding* find_op_binding(std::string_view op, std::string_view variant);
 
 // "rmsnorm/fwd", ...: the ops with a hand-written binding, for messages.
@@ -54,8 +75,9 @@ std::vector<std::string> exportable_ops();
 // The dispatcher of an op declared as data (tuner/space/op_spec.hpp): buffers by role and element type (a pointer to
 // the element type, const for inputs; void pointers for a buffer whose type follows the dtype), then every axis as a
 // long long; the op spec's checks; the kernel's arguments in its order, scalars computed from their expressions and
-// refused (Status::bad_argument) when not representable. Throws Error(bad_input, where) when a buffer or axis name
-// cannot be a C++ parameter name or an expression cannot be translated.
+// refused (Status::bad_argument) when not representable, after the op spec's named values (let:) they may read.
+// Throws Error(bad_input, where) when a buffer or axis name cannot be a C++ parameter name or an expression cannot be
+// translated (the message names the op spec's file, line and field).
 OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where);
 
 // The host header of an op whose callers must prepare data on the host (linear_int4 and linear_int8: weight

@@ -18,5 +18,8 @@ struct LaunchTexts {
 // section, else the top level's). Throws Error(bad_input) naming the file when it cannot be read or has no launch
 // section.
 LaunchTexts read_launch_texts(const std::string& yaml_path, const std::string& alternative = "");
+// The reference kernel's launch (reference_launch:; the kernel's launch when the file has none, as the space reads
+// it). Throws as read_launch_texts.
+LaunchTexts read_reference_launch_texts(const std::string& yaml_path);
 
 }  // namespace ktune::export_detail

@@ -457,6 +457,7 @@ std::vector<DeclaredOp::BufferDeclaration> DeclaredOp::buffer_declarations() con
         for (const auto& [dt, e] : b.type.by_dtype) d.types[dt] = e;
         for (const Expression& e : b.shape) d.shape.push_back(e.text());
         for (const Expression& e : b.strides) d.strides.push_back(e.text());
+        for (const Expression& e : b.range) d.range.push_back(e.text());
         d.where = b.where;
         out.push_back(std::move(d));
     }
@@ -473,6 +474,12 @@ std::vector<DeclaredOp::ArgumentDeclaration> DeclaredOp::argument_declarations()
 std::vector<DeclaredOp::CheckDeclaration> DeclaredOp::check_declarations() const {
     std::vector<CheckDeclaration> out;
     for (const Check& c : m_checks) out.push_back({c.require.text(), c.message, c.require.where()});
+    return out;
+}
+
+std::vector<DeclaredOp::LetDeclaration> DeclaredOp::let_declarations() const {
+    std::vector<LetDeclaration> out;
+    for (const Let& l : m_lets) out.push_back({l.name, l.value.text(), l.value.where(), l.sqrt});
     return out;
 }
 

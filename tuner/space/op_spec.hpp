@@ -75,7 +75,6 @@ public:
     double flops(const Problem& p) const override;
 
     const std::vector<OpAxis>& axes() const { return m_axes; }
-    bool has_lets() const { return !m_lets.empty(); }
     bool has_axis(const std::string& name) const;
     // The problem's axes with every optional one at its default, and DTYPE_BYTES: what the checks and a search
     // space's expressions see. Throws Error(bad_input) for an unknown or missing axis, or a failed check, naming the
@@ -94,6 +93,7 @@ public:
         std::map<Dtype, ElemType> types;   // per dtype; every dtype for T and a fixed type, those named for a map
         std::vector<std::string> shape;    // expression texts (count: one entry)
         std::vector<std::string> strides;  // empty: dense
+        std::vector<std::string> range;    // [lo, hi] expression texts; empty: the role's default
         std::string where;
     };
     struct ArgumentDeclaration {
@@ -105,10 +105,15 @@ public:
     struct CheckDeclaration {
         std::string require, message, where;
     };
+    struct LetDeclaration {
+        std::string name, value, where;
+        bool sqrt = false;  // {sqrt: value}
+    };
     // Buffers in declaration order, arguments in the kernel's order, checks in order.
     std::vector<BufferDeclaration> buffer_declarations() const;
     std::vector<ArgumentDeclaration> argument_declarations() const;
     std::vector<CheckDeclaration> check_declarations() const;
+    std::vector<LetDeclaration> let_declarations() const;  // in order: each reads only the ones before it
 
 private:
     struct TypeRule {

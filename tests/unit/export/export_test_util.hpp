@@ -162,6 +162,34 @@ inline void fill_user_store(Store& store, const std::vector<SearchSpace>& kernel
     store.record(kernel_result(sxm, flat, Problem{Dtype::fp32, {{"R", 1}, {"C", 1024}}}, flat_config, 2.5));
 }
 
+// The second golden header: decode_attention/fwd, an op spec with named values (let:), a scratch buffer, a square
+// root and a real-valued argument; one synthetic best configuration per dtype on the SXM.
+inline std::string decode_attention_space_path() { return source_root() + "/search_spaces/decode_attention.yaml"; }
+inline std::string decode_attention_golden_path() {
+    return source_root() + "/tests/unit/export/golden/ktune_tuned_decode_attention_fwd.hpp";
+}
+inline const char* const k_attention = "HEAD_DIM=128,GROUP=4,WARPS=4,VEC=8,TOKENS=1,STAGES=3,SPLITS=16,ENGINE=3";
+
+inline void fill_decode_attention_store(Store& store, const SearchSpace& space) {
+    const DeviceInfo sxm = h100_sxm();
+    store.upsert_device(sxm);
+    const Config c = space.parse_config(k_attention, "test");
+    for (const Dtype dt : {Dtype::fp16, Dtype::bf16}) {
+        ResultRecord r = tuned(sxm, dt, 1, 1, c.key(), 12.5);
+        r.kernel = KernelInfo{space.op(), space.variant(), space.kernel_source(), "0123456789abcdef0123", "", ""};
+        r.problem = Problem{dt, {{"B", 1}, {"L", 8192}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 1}}};
+        store.record(r);
+    }
+}
+
+inline ExportOptions decode_attention_options() {
+    ExportOptions o = golden_options();
+    o.op = "decode_attention";
+    o.variant = "fwd";
+    o.space_path = decode_attention_space_path();
+    return o;
+}
+
 inline std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream s;

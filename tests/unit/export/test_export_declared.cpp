@@ -1,5 +1,7 @@
 // export_header() for an op declared as data: the dispatcher derived from its op spec (signature, checks, kernel
 // call) and, for a space of alternative kernels, a table that says which kernel each bucket launches.
+#include <optional>
+
 #include "tests/unit/export/export_test_util.hpp"
 
 namespace ktune::test {
@@ -126,6 +128,89 @@ TEST_F(ExportDeclared, RefusesABufferNamedLikeAPartOfTheDispatcher) {
     const Error e = error_of([&] { render_header(store, pointers(kernels), o); });
     EXPECT_EQ(e.category(), ErrorCategory::bad_input);
     EXPECT_NE(std::string(e.what()).find("buffer 'stream'"), std::string::npos) << e.what();
+}
+
+// examples/user_op's op copied to the test folder with `edit` applied to its YAML; its kernels beside it.
+std::vector<SearchSpace> user_op_copy(const std::filesystem::path& dir, const std::function<void(std::string&)>& edit) {
+    const std::filesystem::path from = source_root() + "/examples/user_op";
+    for (const auto& e : std::filesystem::directory_iterator(from))
+        if (e.path().extension() == ".cuh") std::filesystem::copy_file(e.path(), dir / e.path().filename());
+    std::string yaml = read_text((from / "bias_gelu.yaml").string());
+    edit(yaml);
+    std::ofstream((dir / "bias_gelu.yaml").string()) << yaml;
+    return SearchSpace::load_alternatives((dir / "bias_gelu.yaml").string());
+}
+
+ExportOptions user_op_options(const std::filesystem::path& dir) {
+    ExportOptions o = user_options();
+    o.space_path = (dir / "bias_gelu.yaml").string();
+    o.root = dir.string();
+    return o;
+}
+
+TEST_F(ExportDeclared, NamesAChoiceInTheKernelAndNumbersItInTheExpressionsThatReadIt) {
+    // A shape-dependent constraint that reads the choice: legal() holds it for the configuration's LOAD.
+    const std::vector<SearchSpace> kernels = user_op_copy(dir(), [](std::string& yaml) {
+        const std::size_t p = yaml.find("prune:\n      - \"BLOCK * VEC <= N\"");
+        ASSERT_NE(p, std::string::npos);
+        yaml.insert(p, "constraints:\n      - \"LOAD == cached || M >= 2\"\n    ");
+    });
+    Store store = Store::open(db_path());
+    store.upsert_device(h100_sxm());
+    const Config rows = kernels[1].parse_config("VEC=8,FAST=true,LOAD=streaming,BLOCK=64,ROWS=2", "test");
+    store.record(kernel_result(h100_sxm(), kernels[1], Problem{Dtype::fp16, {{"M", 16}, {"N", 4096}}}, rows, 2.0));
+    const std::string text = render_header(store, pointers(kernels), user_op_options(dir())).text;
+    EXPECT_TRUE(has(text, "\"bias_gelu_rows<__half, 64, 8, 2, true, bias_gelu::Load::streaming>\"")) << text;
+    EXPECT_TRUE(has(text, "&::bias_gelu_rows<__half, 64, 8, 2, true, bias_gelu::Load::streaming>;"));
+    EXPECT_TRUE(has(text, "\"VEC=8,FAST=true,LOAD=streaming,BLOCK=64,ROWS=2\""));
+    // cached is choice 0, streaming 1, in the order the file names them.
+    EXPECT_TRUE(has(text,
+                    "    case 0: return detail::ex_holds(detail::ex_or(detail::ex_eq(1.0, 0.0), "
+                    "detail::ex_ge((static_cast<double>(shape[0])), 2.0)));"))
+        << text;
+}
+
+TEST_F(ExportDeclared, ComputesTheOpSpecsNamedValuesInOrderBeforeTheArgumentsThatReadThem) {
+    const SearchSpace space = SearchSpace::load_file(decode_attention_space_path());
+    Store store = Store::open(db_path());
+    fill_decode_attention_store(store, space);
+    const std::string text = render_header(store, space, decode_attention_options()).text;
+    // GROUP = HQ / HK, ..., ROOT_D = sqrt(D): each reads the axes and the values before it.
+    EXPECT_TRUE(
+        has(text, "    out[0] = detail::ex_div((static_cast<double>(shape[2])), (static_cast<double>(shape[3])));"))
+        << text;
+    EXPECT_TRUE(has(text, "    out[5] = detail::ex_sqrt((static_cast<double>(shape[4])));"));
+    EXPECT_TRUE(has(text, "    if (!let_values(ktune_shape, elem_bytes, ktune_lets)) return Status::bad_size;"));
+    // The scale 1 / ROOT_D divides as reals do; MAX_SPLITS is the seventh value's slot.
+    EXPECT_TRUE(has(text, "    const double ktune_arg11 = detail::ex_fdiv(1.0, (ktune_lets[5]));"));
+    EXPECT_TRUE(has(text, "    const double ktune_arg12 = (ktune_lets[3]);"));
+    // The scratch buffer's size for the caller, and the note that it starts zeroed.
+    EXPECT_TRUE(has(text,
+                    "inline constexpr const char* buffer_names[buffer_count] = {\"out\", \"q\", \"k\", "
+                    "\"v\", \"seq_lens\", \"scratch\"};"));
+    EXPECT_TRUE(has(text, "    case 5: v = (lets[4]); break;"));
+    EXPECT_TRUE(has(text, "zero-filled before the first call"));
+}
+
+TEST_F(ExportDeclared, IncludesTheHeaderOnlyPackingOfAQuantizedLinear) {
+    const SearchSpace space = SearchSpace::load_file(source_root() + "/search_spaces/linear_int4.yaml");
+    Store store = Store::open(db_path());
+    store.upsert_device(h100_sxm());
+    const Problem p{Dtype::bf16, {{"M", 1}, {"N", 4096}, {"K", 4096}, {"G", 128}}};
+    std::optional<Config> first;
+    space.for_each_config([&](const Config& c) {
+        if (space.is_valid(c, p)) first = c;
+        return !first;
+    });
+    ASSERT_TRUE(first);
+    store.record(kernel_result(h100_sxm(), space, p, *first, 3.0));
+    ExportOptions o = user_options();
+    o.op = "linear_int4";
+    o.space_path = space.file();
+    o.root = source_root();
+    const std::string text = render_header(store, space, o).text;
+    EXPECT_TRUE(has(text, "#include \"kernels/quant_linear/quant_linear_packing.hpp\"\n")) << text;
+    EXPECT_TRUE(has(text, "ktune::quant_linear_packing::pack_int4() and pack_int4_params()"));
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ TEST_F(ExportHeader, ExportsAnOpWithoutAHandWrittenBindingFromItsOpSpecAndRefuse
     EXPECT_NE(std::string(e.what()).find("no tuned results for layernorm/fwd"), std::string::npos) << e.what();
 }
 
-TEST_F(ExportHeader, RefusesASpaceWithANamedChoiceParameter) {
+TEST_F(ExportHeader, RefusesASpaceWithoutAnOpSpecToDeriveTheDispatcherFrom) {
     Store store = Store::open(db_path());
     fill_golden_store(store);
     const SearchSpace space = SearchSpace::load_file(std::string(KTUNE_TEST_DATA) + "/spaces/good/tunables.yaml");
@@ -126,8 +126,21 @@ TEST_F(ExportHeader, RefusesASpaceWithANamedChoiceParameter) {
     o.op.clear();
     const Error e = error_of([&] { render_header(store, space, o); });
     EXPECT_EQ(e.category(), ErrorCategory::bad_input);
-    EXPECT_NE(e.message().find("ENGINE"), std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("named choice"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("no op spec"), std::string::npos) << e.what();
+}
+
+TEST_F(ExportHeader, MatchesTheDecodeAttentionGoldenFile) {
+    const SearchSpace space = SearchSpace::load_file(decode_attention_space_path());
+    Store store = Store::open(db_path());
+    fill_decode_attention_store(store, space);
+    const std::string text = render_header(store, space, decode_attention_options()).text;
+    if (std::getenv("KTUNE_UPDATE_GOLDEN") != nullptr) {
+        std::ofstream(decode_attention_golden_path(), std::ios::binary) << text;
+        GTEST_SKIP() << "wrote " << decode_attention_golden_path();
+    }
+    EXPECT_TRUE(text == read_text(decode_attention_golden_path()))
+        << "the header differs from " << decode_attention_golden_path()
+        << ": check the change, then rerun with KTUNE_UPDATE_GOLDEN=1 to accept it";
 }
 
 TEST_F(ExportHeader, RefusesAStoredConfigurationWithOtherParametersThanTheSpace) {

@@ -1,9 +1,14 @@
 // The golden generated header's selection logic, compiled by the host compiler (KTUNE_TUNED_HOST_ONLY): fallback
-// levels, nearest bucket, and launch geometry against the search space's own evaluation.
+// levels, nearest bucket, launch geometry, buffer sizes and generator ranges against the search space's and the op
+// spec's own evaluation.
 #define KTUNE_TUNED_HOST_ONLY
+#include "tests/unit/export/golden/ktune_tuned_decode_attention_fwd.hpp"
 #include "tests/unit/export/golden/ktune_tuned_rmsnorm_fwd.hpp"
 
+#include <algorithm>
+#include <array>
 #include <string>
+#include <vector>
 
 #include "tests/unit/export/export_test_util.hpp"
 
@@ -159,6 +164,51 @@ TEST(GeneratedHeaderGeometry, RefusesAConfigurationIndexOutsideTheTable) {
     kt::detail::Geometry g;
     EXPECT_FALSE(kt::rmsnorm_fwd_table::geometry(kt::rmsnorm_fwd_table::config_count, shape, &g));
     EXPECT_FALSE(kt::rmsnorm_fwd_table::legal(-1, shape));
+}
+
+// The header's buffer sizes and generator ranges equal the op spec's for every buffer of problem p, whose axes are
+// given in the header's order (optional ones included).
+template <typename Elements, typename Range>
+void expect_buffers_as_the_op_spec(const DeclaredOp& op, const Problem& p, const char* const* names, int count,
+                                   Elements elements, Range range) {
+    std::vector<long long> shape;
+    for (const OpAxis& a : op.axes()) shape.push_back(p.at(a.name));
+    const kt::Dtype dtype = static_cast<kt::Dtype>(static_cast<int>(p.dtype));
+    const std::vector<BufferSpec> want = op.buffers(p);
+    ASSERT_EQ(static_cast<std::size_t>(count), want.size());
+    for (int b = 0; b < count; ++b) {
+        const auto it = std::find_if(want.begin(), want.end(), [&](const BufferSpec& s) { return s.name == names[b]; });
+        ASSERT_NE(it, want.end()) << names[b];
+        EXPECT_EQ(elements(b, shape.data(), dtype), it->elements) << names[b] << " at " << p.key();
+        double lo = 0, hi = 0;
+        ASSERT_TRUE(range(b, shape.data(), dtype, &lo, &hi));
+        EXPECT_EQ(lo, it->lo) << names[b] << " at " << p.key();
+        EXPECT_EQ(hi, it->hi) << names[b] << " at " << p.key();
+    }
+}
+
+TEST(GeneratedHeaderBuffers, SizesAndRangesEveryBufferAsTheOpSpecWithItsNamedValues) {
+    const SearchSpace space = SearchSpace::load_file(decode_attention_space_path());
+    namespace t = kt::decode_attention_fwd_table;
+    for (const Dtype dt : {Dtype::fp16, Dtype::bf16})
+        for (const auto& [b, l, hq, hk, d, u] : std::vector<std::array<long long, 6>>{
+                 {1, 1024, 32, 8, 128, 1}, {64, 32768, 32, 8, 128, 16}, {3, 1001, 12, 4, 80, 7}, {1, 1, 1, 1, 1, 1}}) {
+            const Problem p{dt, {{"B", b}, {"L", l}, {"HQ", hq}, {"HK", hk}, {"D", d}, {"U", u}}};
+            expect_buffers_as_the_op_spec(*space.declared_op(), p, t::buffer_names, t::buffer_count, t::buffer_elements,
+                                          t::buffer_range);
+        }
+    const SearchSpace rmsnorm = SearchSpace::load_file(rmsnorm_space_path());
+    namespace r = kt::rmsnorm_fwd_table;
+    for (const auto& [m, h, s] : std::vector<std::array<long long, 3>>{{1, 4096, 4096}, {7, 1001, 1024}})
+        expect_buffers_as_the_op_spec(*rmsnorm.declared_op(), Problem{Dtype::bf16, {{"M", m}, {"H", h}, {"S", s}}},
+                                      r::buffer_names, r::buffer_count, r::buffer_elements, r::buffer_range);
+}
+
+TEST(GeneratedHeaderBuffers, RefusesAShapeThatFailsTheOpSpecsChecks) {
+    namespace t = kt::decode_attention_fwd_table;
+    const long long bad_group[6] = {1, 1024, 30, 8, 128, 1};  // HK does not divide HQ
+    EXPECT_EQ(t::buffer_elements(0, bad_group, kt::Dtype::bf16), -1);
+    EXPECT_STREQ(t::failed_check(bad_group, 2), "HK does not divide HQ (grouped-query heads)");
 }
 
 }  // namespace

@@ -26,9 +26,12 @@
 #include <cuda_runtime.h>
 #include "kernels/rmsnorm/rmsnorm_fwd.cuh"
 #endif
+#if defined(KTUNE_TUNED_WITH_REFERENCE) && !defined(KTUNE_TUNED_HOST_ONLY)
+#include "kernels/rmsnorm/rmsnorm_reference.cuh"
+#endif
 
-#ifndef KTUNE_TUNED_COMMON_V1
-#define KTUNE_TUNED_COMMON_V1
+#ifndef KTUNE_TUNED_COMMON_V2
+#define KTUNE_TUNED_COMMON_V2
 namespace ktune_tuned {
 
 enum class Dtype : int { fp32 = 0, fp16 = 1, bf16 = 2 };
@@ -125,6 +128,10 @@ inline DeviceProps make_device_props(const char* name, int cc_major, int cc_mino
     return p;
 }
 
+// What the op does with a buffer (the op spec's role): inputs are read, outputs written, inouts both; scratch is the
+// kernels' workspace, zero-filled by the caller before the first call (the kernels leave it zeroed).
+enum class BufferRole : int { input = 0, output, inout, scratch };
+
 // What a dispatcher picked, for logs and reports: every result says which fallback level it used.
 struct Choice {
     Level level = Level::none;
@@ -204,6 +211,10 @@ inline double ex_div(double a, double b) {
         return static_cast<double>(static_cast<long long>(a) / static_cast<long long>(b));
     return a / b;
 }
+// Real division: an op spec's f32 arguments ("1 / ROOT_D"), as the tuner evaluates them.
+inline double ex_fdiv(double a, double b) { return b == 0 || std::isnan(a) || std::isnan(b) ? ex_nan() : a / b; }
+// An op spec's {sqrt: ...} value.
+inline double ex_sqrt(double a) { return a >= 0 ? std::sqrt(a) : ex_nan(); }
 inline double ex_rem(double a, double b) { return b == 0 ? ex_nan() : std::fmod(a, b); }
 inline double ex_ceil_div(double a, double b) {
     if (b == 0 || std::isnan(a) || std::isnan(b)) return ex_nan();
@@ -252,10 +263,10 @@ inline bool aligned(const void* p, int bytes) {
 
 }  // namespace detail
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_V1
+#endif  // KTUNE_TUNED_COMMON_V2
 
-#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V1)
-#define KTUNE_TUNED_COMMON_CUDA_V1
+#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V2)
+#define KTUNE_TUNED_COMMON_CUDA_V2
 namespace ktune_tuned {
 
 // Fills *out for CUDA device `device` (every field, so the exact level can match). Returns Status::cuda_error with
@@ -280,8 +291,22 @@ inline Status query_device_props(int device, DeviceProps* out, int* cuda_error =
     return Status::ok;
 }
 
+namespace detail {
+
+// A kernel whose compile-time cluster is larger than 8 blocks (non-portable) launches only with this attribute set,
+// as the tuner's worker sets it on every kernel; on a GPU without clusters it fails harmlessly, and that error is
+// cleared so that it does not surface as the launch's. Called once per kernel instance.
+template <typename Kernel>
+inline bool allow_large_clusters(Kernel* kernel) {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+        (void)cudaGetLastError();
+    return true;
+}
+
+}  // namespace detail
+
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_CUDA_V1
+#endif  // KTUNE_TUNED_COMMON_CUDA_V2
 
 namespace ktune_tuned {
 namespace rmsnorm_fwd_table {
@@ -448,6 +473,59 @@ inline bool supports(Dtype dtype) {
     return false;
 }
 
+// The op's buffers, in the order of the dispatcher's pointer parameters, and per dtype (fp32, fp16, bf16)
+// the element type of each (f32 f16 bf16 i32 i64 i8 u8; nullptr: none for that dtype).
+inline constexpr int buffer_count = 3;
+inline constexpr const char* buffer_names[buffer_count] = {"y", "x", "w"};
+inline constexpr BufferRole buffer_roles[buffer_count] = {BufferRole::output, BufferRole::input, BufferRole::input};
+inline constexpr const char* buffer_types[buffer_count][3] = {{"f32", "f16", "bf16"}, {"f32", "f16", "bf16"}, {"f32", "f16", "bf16"}};
+
+// Elements of a buffer for a shape (in the order of axis_names, optional axes included) and dtype: what a
+// caller allocates. -1 when the shape fails the op's checks.
+inline long long buffer_elements(int buffer, const long long* shape, Dtype dtype) {
+    const int elem_bytes = dtype_bytes(dtype);
+    if (elem_bytes == 0 || shape == nullptr) return -1;
+    double v = detail::ex_nan();
+    switch (buffer) {
+    case 0: v = ((static_cast<double>(shape[0])) * (static_cast<double>(shape[2]))); break;
+    case 1: v = ((static_cast<double>(shape[0])) * (static_cast<double>(shape[2]))); break;
+    case 2: v = (static_cast<double>(shape[1])); break;
+    default: return -1;
+    }
+    return detail::ex_integral(v) && v >= 0 ? static_cast<long long>(v) : -1;
+}
+
+// The range [lo, hi) the tuner draws an input's (or inout's) elements from, uniformly; [0, 0] for outputs
+// and scratch. False when the shape fails the op's checks.
+inline bool buffer_range(int buffer, const long long* shape, Dtype dtype, double* lo, double* hi) {
+    const int elem_bytes = dtype_bytes(dtype);
+    if (elem_bytes == 0 || shape == nullptr) return false;
+    switch (buffer) {
+    case 0: *lo = 0.0; *hi = 0.0; break;
+    case 1: *lo = (-2.0); *hi = 2.0; break;
+    case 2: *lo = 0.5; *hi = 1.5; break;
+    default: return false;
+    }
+    return !std::isnan(*lo) && !std::isnan(*hi);
+}
+
+// The tuner validated every configuration against the reference kernel with these tolerances: per dtype
+// (fp32, fp16, bf16) {rtol, atol}, an element passing when |out - ref| <= atol + rtol * |ref|.
+inline constexpr double tolerances[3][2] = {{1e-05, 1e-05}, {0.002, 0.002}, {0.016, 0.016}};
+
+// The reference kernel's launch geometry (the YAML's reference_launch); false when out of range.
+inline bool reference_geometry(const long long* shape, int elem_bytes, detail::Geometry* g) {
+    (void)shape;
+    (void)elem_bytes;
+    *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};
+    g->grid[0] = detail::ex_dim((static_cast<double>(shape[0])), 2147483647.0);
+    g->block[0] = detail::ex_dim(256.0, 1024.0);
+    if (!detail::ex_shared(0.0, &g->shared_bytes)) return false;
+    for (int i = 0; i < 3; ++i)
+        if (g->grid[i] == 0 || g->block[i] == 0) return false;
+    return g->block[0] * g->block[1] * g->block[2] <= 1024u;
+}
+
 }  // namespace rmsnorm_fwd_table
 
 // Which entry and configuration rmsnorm_fwd() uses for this device, dtype and shape (3 values, in the order of
@@ -506,6 +584,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     switch (c.config) {
     case 0: {
         auto* kernel = &::rmsnorm_fwd<float, 256, 4, 4, 1>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -517,6 +597,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     case 1: {
         auto* kernel = &::rmsnorm_fwd<__nv_bfloat16, 128, 8, 4, 1>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -528,6 +610,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     case 2: {
         auto* kernel = &::rmsnorm_fwd<__nv_bfloat16, 256, 4, 8, 2>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -539,6 +623,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     case 3: {
         auto* kernel = &::rmsnorm_fwd<__nv_bfloat16, 256, 8, 2, 1>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -550,6 +636,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     case 4: {
         auto* kernel = &::rmsnorm_fwd<__nv_bfloat16, 512, 8, 1, 1>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -561,6 +649,8 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     case 5: {
         auto* kernel = &::rmsnorm_fwd<__nv_bfloat16, 1024, 8, 1, 1>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
         if (g.shared_bytes > 48u * 1024u)
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
@@ -578,6 +668,72 @@ inline Status rmsnorm_fwd(const DeviceProps& device, Dtype dtype, void* y, const
     }
     return Status::ok;
 }
+
+// rmsnorm_fwd() for a generic caller (a framework binding, a test): the buffers in the order of
+// rmsnorm_fwd_table::buffer_names, the shape as rmsnorm_fwd_select() takes it.
+inline Status rmsnorm_fwd_launch(const DeviceProps& device, Dtype dtype, void* const* buffers,
+                          const long long* shape, cudaStream_t stream = nullptr, Choice* choice = nullptr) {
+    if (choice != nullptr) *choice = Choice{};
+    if (buffers == nullptr || shape == nullptr) return Status::null_pointer;
+    return rmsnorm_fwd(device, dtype, buffers[0], buffers[1], buffers[2], static_cast<int>(shape[0]), static_cast<int>(shape[1]), shape[2], shape[2], 1e-6f, stream, choice);
+}
+
+#ifdef KTUNE_TUNED_WITH_REFERENCE
+// The op's reference kernel (kernels/rmsnorm/rmsnorm_reference.cuh), what the tuner validated every configuration against, on the
+// dispatcher's arguments: for tests that compare rmsnorm_fwd() with it (rmsnorm_fwd_table::tolerances).
+inline Status rmsnorm_fwd_reference(Dtype dtype, void* y, const void* x, const void* w, int rows, int hidden, long long x_row_stride, long long y_row_stride, float eps, cudaStream_t stream = nullptr) {
+    using namespace rmsnorm_fwd_table;
+    const int elem_bytes = dtype_bytes(dtype);
+    if (elem_bytes == 0) return Status::bad_argument;
+    if (y == nullptr || x == nullptr || w == nullptr) return Status::null_pointer;
+    if (rows <= 0 || hidden <= 0) return Status::bad_size;
+    if (x_row_stride < hidden || y_row_stride < hidden) return Status::bad_stride;
+    if (x_row_stride > 9223372036854775807LL / elem_bytes / rows || y_row_stride > 9223372036854775807LL / elem_bytes / rows) return Status::bad_stride;
+    if (!(eps >= 0.0f) || !std::isfinite(eps)) return Status::bad_argument;
+    if (!detail::aligned(y, elem_bytes) || !detail::aligned(x, elem_bytes) || !detail::aligned(w, elem_bytes)) return Status::misaligned;
+    const long long shape[axis_count] = {rows, hidden, x_row_stride};
+    detail::Geometry g;
+    if (!reference_geometry(shape, elem_bytes, &g)) return Status::bad_launch;
+    const dim3 grid(g.grid[0], g.grid[1], g.grid[2]), block(g.block[0], g.block[1], g.block[2]);
+    cudaError_t err = cudaSuccess;
+    switch (dtype) {
+    case Dtype::fp32: {
+        auto* kernel = &::rmsnorm_fwd_reference<float>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
+        if (g.shared_bytes > 48u * 1024u)
+            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(g.shared_bytes));
+        if (err == cudaSuccess) {
+            kernel<<<grid, block, g.shared_bytes, stream>>>(static_cast<float*>(y), static_cast<const float*>(x), static_cast<const float*>(w), rows, hidden, x_row_stride, y_row_stride, eps);
+            err = cudaGetLastError();
+        }
+        break;
+    }
+    case Dtype::bf16: {
+        auto* kernel = &::rmsnorm_fwd_reference<__nv_bfloat16>;
+        static const bool ktune_clusters = detail::allow_large_clusters(kernel);
+        (void)ktune_clusters;
+        if (g.shared_bytes > 48u * 1024u)
+            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(g.shared_bytes));
+        if (err == cudaSuccess) {
+            kernel<<<grid, block, g.shared_bytes, stream>>>(static_cast<__nv_bfloat16*>(y), static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), rows, hidden, x_row_stride, y_row_stride, eps);
+            err = cudaGetLastError();
+        }
+        break;
+    }
+    default: return Status::unsupported_dtype;
+    }
+    return err == cudaSuccess ? Status::ok : Status::cuda_error;
+}
+
+inline Status rmsnorm_fwd_reference_launch(Dtype dtype, void* const* buffers, const long long* shape,
+                                    cudaStream_t stream = nullptr) {
+    if (buffers == nullptr || shape == nullptr) return Status::null_pointer;
+    return rmsnorm_fwd_reference(dtype, buffers[0], buffers[1], buffers[2], static_cast<int>(shape[0]), static_cast<int>(shape[1]), shape[2], shape[2], 1e-6f, stream);
+}
+#endif  // KTUNE_TUNED_WITH_REFERENCE
 #endif  // KTUNE_TUNED_HOST_ONLY
 
 }  // namespace ktune_tuned
