@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/measurement.hpp"
 #include "harness/protocol/protocol.hpp"
@@ -54,7 +55,9 @@ public:
     RankTimer rank_timer_for(const Problem& p, const wire::TimingOptions& timing);
 
 private:
-    const CompileResult& compiled(const std::string& source, const std::string& name);
+    // The compilation of a kernel with these options, started on first use.
+    std::shared_future<CompileResult>& submitted(const std::string& source, const std::string& name,
+                                                 const std::vector<std::string>& options);
     // The statistics, CUPTI p50, kernel time and bandwidth of a measurement, from its raw samples.
     void derive_timings(Measurement& m, const Problem& p) const;
     void set_up(const Problem& p);
@@ -64,7 +67,7 @@ private:
     CompileService& m_jit;
     GpuWorker& m_gpu;
     std::uint64_t m_seed;
-    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression
+    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression|options
     std::optional<std::string> m_current_problem;
     double m_best_p50_us = 0;  // on the current problem
 };

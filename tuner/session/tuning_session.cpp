@@ -129,17 +129,23 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
         const auto valid = selected_configs(space, p, o);
         outcome.valid_configs = std::int64_t(valid.size());
         s.problems.push_back(outcome);
-        auto add = [&](const std::string& source, const std::string& name) {
-            if (!seen.insert(source + "|" + name).second) return;
+        auto add = [&](const std::string& source, const std::string& name, const std::vector<std::string>& options) {
+            std::string key = source + "|" + name;
+            for (const std::string& option : options) key += "|" + option;
+            if (!seen.insert(key).second) return;
             CompileRequest req;
             req.source_path = source;
             req.name_expressions = {name};
             req.arch = arch;
-            jobs.emplace_back(name, jit.submit(std::move(req)));
+            req.extra_options = options;
+            std::string label = name;
+            for (const std::string& option : options) label += " " + option;
+            jobs.emplace_back(label, jit.submit(std::move(req)));
         };
-        add(space.reference_source(), space.reference_name(p.dtype));
+        add(space.reference_source(), space.reference_name(p.dtype), space.reference_compile_options());
         if (!space.is_library())  // a library baseline has only its reference to compile
-            for (const Config& c : valid) add(space.kernel_source(), space.kernel_name(c, p.dtype));
+            for (const Config& c : valid)
+                add(space.kernel_source(), space.kernel_name(c, p.dtype), space.compile_options(c));
     }
     ProgressEvent ev;
     ev.phase = "compile";
