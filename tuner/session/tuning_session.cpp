@@ -20,6 +20,7 @@
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/session/op_lookup.hpp"
+#include "tuner/session/space_file.hpp"
 #include "tuner/session/space_measurer.hpp"
 #include "tuner/space/search_space.hpp"
 #include "tuner/strategy/strategy.hpp"
@@ -522,7 +523,7 @@ void merge_summary(TuneSummary& into, TuneSummary&& s) {
 
 TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
-    std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(o.space_path);
+    std::vector<SearchSpace> kernels = load_space_file(o.space_path);
     if (!o.alternatives.empty()) {
         for (const std::string& name : o.alternatives)
             if (std::none_of(kernels.begin(), kernels.end(),
