@@ -163,7 +163,7 @@ private:
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
     std::vector<std::string> m_axis_names;
-    std::set<std::string> m_constant_names;  // choice names, true, false
+    std::set<std::string> m_constant_names;    // choice names, true, false
     std::set<std::string> m_macro_parameters;  // kernel.defines as written
 };
 
