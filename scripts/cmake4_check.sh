@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds ktune and ktune-worker with CMake 4 (from PyPI, in a virtual environment), tests and
-# benchmarks off, in a build folder of its own. The GPU host runs CMake 4 and Debian's CMake is 3.25: this keeps the
+# Configures and builds ktune, ktune-worker and libktune with CMake 4 (from PyPI, in a virtual environment), tests
+# and benchmarks off, in a build folder of its own, then installs it and builds the package test's consumer against the
+# installed package with CMake 4 (tests/package/run.cmake, without running it: that needs the tests' fixture). The GPU host runs CMake 4 and Debian's CMake is 3.25: this keeps the
 # project building under both (CMake 4's FindCUDAToolkit lists two include folders, and its FindSQLite3 renamed its
 # target).
 #   scripts/cmake4_check.sh [BUILD_DIR]      (default: build-cmake4)
@@ -29,6 +30,11 @@ echo "ktune cmake4: CMake $version"
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 "$cmake4" -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${KTUNE_BUILD_TYPE:-RelWithDebInfo} \
   -DKTUNE_BUILD_TESTS=OFF -DKTUNE_BUILD_BENCH=OFF ${KTUNE_CMAKE_ARGS:-} >/dev/null
-"$cmake4" --build "$build" -j "$(nproc)" --target ktune ktune-worker
+targets=(ktune ktune-worker ktune_api)
+# The Python module, where pybind11 and Python's headers are found: the install needs it built.
+if "$cmake4" --build "$build" --target help | grep -q '^ktune_python:'; then targets+=(ktune_python); fi
+"$cmake4" --build "$build" -j "$(nproc)" --target "${targets[@]}"
 "$build/ktune" --help >/dev/null
-echo "ktune cmake4: ktune and ktune-worker built with CMake $version in $build"
+"$cmake4" -DBUILD_DIR="$build" -DSOURCE_DIR="$root" -DWORK_DIR="$build/package" -DGENERATOR=Ninja \
+  -P "$root/tests/package/run.cmake"
+echo "ktune cmake4: ${targets[*]} built, installed and found by a consumer with CMake $version in $build"

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 
 packages=(cmake ninja-build g++ pkg-config libfmt-dev libyaml-cpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev
-          libmuparser-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libmuparser-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -25,6 +25,7 @@
 #include "tuner/session/environment.hpp"
 #include "tuner/session/op_lookup.hpp"
 #include "tuner/session/shard.hpp"
+#include "tuner/session/space_file.hpp"
 #include "tuner/session/tuning_session.hpp"
 #include "tuner/space/search_space.hpp"
 
@@ -440,7 +441,7 @@ int show_space(const SearchSpace& s, json* out) {
 
 int cmd_space(const GlobalOptions& g) {
     const Paths p = resolve_paths(g, RootUse::names_only);
-    const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(space_file(p, g_space.op));
+    const std::vector<SearchSpace> kernels = load_space_file(space_file(p, g_space.op));
     if (g_space.json) {
         json j;
         if (kernels.size() == 1) {
@@ -529,7 +530,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     o.space_path = space_file(p, g_tune.op);
     {
         // What the YAML gets wrong beyond its own validation fails here, naming the file, before anything is written.
-        for (const SearchSpace& space : SearchSpace::load_alternatives(o.space_path)) op_of(space);
+        for (const SearchSpace& space : load_space_file(o.space_path)) op_of(space);
     }
     require_writable_cache(p.cache);
     o.db_path = p.db;

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "ktune_build_config.hpp"  // KTUNE_VERSION, KTUNE_CUDA_VERSION
+#include "tuner/session/space_file.hpp"
 #include "tuner/space/search_space.hpp"
 
 extern char** environ;
@@ -87,7 +88,7 @@ std::vector<fs::path> space_files(const std::string& root) {
 }
 
 SpaceRef space_of_file(const std::string& path) {
-    const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(path);
+    const std::vector<SearchSpace> kernels = load_space_file(path);
     const SearchSpace& s = kernels.front();
     return SpaceRef{s.op(), s.variant(), {s.variant()}, {path}};
 }
@@ -133,7 +134,7 @@ std::string default_cache_dir() {
 
 SpaceRef resolve_space(const std::string& root, const std::string& name) {
     std::error_code ec;
-    if (name.ends_with(".yaml") || name.ends_with(".yml") || fs::is_regular_file(name, ec)) {
+    if (name.ends_with(".yaml") || name.ends_with(".yml") || is_t1_file(name) || fs::is_regular_file(name, ec)) {
         if (fs::is_regular_file(name, ec)) return space_of_file(name);
         throw Error(ErrorCategory::bad_input, fmt::format("no search-space file {}", name), "OP");
     }

@@ -25,9 +25,13 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     const std::string source = space.is_library() ? space.kernel_source() : jit.source_hash(space.kernel_source());
     const std::string rank =
         timing.cupti_samples > 0 ? fmt::format("kernel-time-under-{}us", kKernelTimeRankingUs) : std::string("event");
-    const std::string hash = hash_hex(source + "\n" + space.kernel_name_template() + "\nl2=" + wire::l2_state(timing) +
-                                      "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
-                                 .substr(0, 16);
+    // Defines join the identity only where a space has them, so that the stored tunings of templates keep theirs.
+    const std::string defines =
+        space.defines().empty() ? "" : fmt::format("\ndefines={}", fmt::join(space.defines(), ","));
+    const std::string hash =
+        hash_hex(source + "\n" + space.kernel_name_template() + defines + "\nl2=" + wire::l2_state(timing) +
+                 "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
+            .substr(0, 16);
     return KernelInfo{space.op(), space.variant(),        space.kernel_source(),
                       hash,       wire::l2_state(timing), space.alternative()};
 }
@@ -58,14 +62,24 @@ wire::Launch to_wire(const LaunchGeometry& g) {
     return l;
 }
 
-std::shared_future<CompileResult> SharedCompiles::submit(const std::string& source, const std::string& name) {
+namespace {
+std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options) {
+    std::string key = source + "|" + name;
+    for (const std::string& o : options) key += "|" + o;
+    return key;
+}
+}  // namespace
+
+std::shared_future<CompileResult> SharedCompiles::submit(const std::string& source, const std::string& name,
+                                                         const std::vector<std::string>& options) {
     std::lock_guard lock(m_mutex);
-    auto [it, inserted] = m_compiles.try_emplace(source + "|" + name);
+    auto [it, inserted] = m_compiles.try_emplace(compile_key(source, name, options));
     if (inserted) {
         CompileRequest req;
         req.source_path = source;
         req.name_expressions = {name};
         req.arch = m_arch;
+        req.extra_options = options;
         it->second = m_jit.submit(std::move(req));
     }
     return it->second;
@@ -84,21 +98,23 @@ SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, 
                              GpuWorker& gpu, std::uint64_t seed)
     : m_space(space), m_op(op), m_compiles(compiles), m_gpu(gpu), m_seed(seed) {}
 
-const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name) {
-    auto [it, inserted] = m_waited.try_emplace(source + "|" + name);
-    if (inserted) it->second = m_compiles.submit(source, name);
+const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name,
+                                             const std::vector<std::string>& options) {
+    auto [it, inserted] = m_waited.try_emplace(compile_key(source, name, options));
+    if (inserted) it->second = m_compiles.submit(source, name, options);
     return it->second.get();
 }
 
 void SpaceMeasurer::prefetch(const Config& c, Dtype d) {
     if (m_space.is_library()) return;  // nothing to compile
-    m_compiles.submit(m_space.kernel_source(), m_space.kernel_name(c, d));
+    m_compiles.submit(m_space.kernel_source(), m_space.kernel_name(c, d), m_space.compile_options(c));
 }
 
 void SpaceMeasurer::set_up(const Problem& p) {
     if (m_current_problem == p.key()) return;
     ProblemSetup setup = make_problem_setup(m_op, p, m_seed);
-    const CompileResult& ref = compiled(m_space.reference_source(), m_space.reference_name(p.dtype));
+    const CompileResult& ref =
+        compiled(m_space.reference_source(), m_space.reference_name(p.dtype), m_space.reference_compile_options());
     if (!ref.ok)
         throw Error(ErrorCategory::compile, "the reference kernel does not compile:\n" + first_lines(ref.log, 20),
                     m_space.reference_source());
@@ -120,7 +136,8 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
         launch.library = m_space.library();
         launch.config = c.values;
     } else {
-        const CompileResult& cr = compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype));
+        const CompileResult& cr =
+            compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype), m_space.compile_options(c));
         if (!cr.ok) {
             m.status = Status::compile_error;
             m.message = cr.log;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/measurement.hpp"
 #include "harness/protocol/protocol.hpp"
@@ -41,15 +42,17 @@ inline constexpr int kKernelRankedCuptiSamples = 32;
 class SharedCompiles {
 public:
     SharedCompiles(CompileService& jit, std::string arch) : m_jit(jit), m_arch(std::move(arch)) {}
-    // Submits the compile unless it was submitted already; the result is waited for by get().
-    std::shared_future<CompileResult> submit(const std::string& source, const std::string& name);
+    // Submits the compile unless it was submitted already; the result is waited for by get(). Kernels taking their
+    // parameters as defines share one name: the options tell them apart.
+    std::shared_future<CompileResult> submit(const std::string& source, const std::string& name,
+                                             const std::vector<std::string>& options = {});
     const std::string& arch() const { return m_arch; }
 
 private:
     CompileService& m_jit;
     std::string m_arch;
     std::mutex m_mutex;
-    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression
+    std::map<std::string, std::shared_future<CompileResult>> m_compiles;  // by source|name expression|options
 };
 
 class SpaceMeasurer {
@@ -75,7 +78,8 @@ public:
     RankTimer rank_timer_for(const Problem& p, const wire::TimingOptions& timing);
 
 private:
-    const CompileResult& compiled(const std::string& source, const std::string& name);
+    const CompileResult& compiled(const std::string& source, const std::string& name,
+                                  const std::vector<std::string>& options);
     // The statistics, CUPTI p50, kernel time and bandwidth of a measurement, from its raw samples.
     void derive_timings(Measurement& m, const Problem& p) const;
     void set_up(const Problem& p);

@@ -24,6 +24,7 @@
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
 #include "tuner/session/op_lookup.hpp"
+#include "tuner/session/space_file.hpp"
 #include "tuner/session/space_measurer.hpp"
 #include "tuner/session/work_queue.hpp"
 #include "tuner/session/worker_client.hpp"
@@ -328,13 +329,15 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
         std::string job;
     };
     std::vector<Row> rows;
-    auto add = [&](const std::string& source, const std::string& name) {
-        const std::string job = source + "|" + name;
+    auto add = [&](const std::string& source, const std::string& name, const std::vector<std::string>& options) {
+        std::string job = source + "|" + name;
+        for (const std::string& option : options) job += "|" + option;  // kernels taking defines share one name
         if (jobs.contains(job)) return job;
         CompileRequest req;
         req.source_path = source;
         req.name_expressions = {name};
         req.arch = arch;
+        req.extra_options = options;
         jobs.emplace(job, jit.submit(std::move(req)));
         job_order.push_back(job);
         return job;
@@ -350,10 +353,11 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
         outcome.valid_configs = std::int64_t(mine.size());
         s.problems.push_back(outcome);
         if (mine.empty()) continue;
-        add(space.reference_source(), space.reference_name(p.dtype));
+        add(space.reference_source(), space.reference_name(p.dtype), space.reference_compile_options());
         if (space.is_library()) continue;  // a library baseline has only its reference to compile
         for (const Config* c : mine)
-            rows.push_back(Row{&p, *c, add(space.kernel_source(), space.kernel_name(*c, p.dtype))});
+            rows.push_back(
+                Row{&p, *c, add(space.kernel_source(), space.kernel_name(*c, p.dtype), space.compile_options(*c))});
     }
     if (!s.no_gpu_reason.empty())
         progress.notice(
@@ -882,7 +886,7 @@ void merge_summary(TuneSummary& into, TuneSummary&& s) {
 
 std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
     const auto t0 = Clock::now();
-    std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(o.space_path);
+    std::vector<SearchSpace> kernels = load_space_file(o.space_path);
     if (!o.alternatives.empty()) {
         for (const std::string& name : o.alternatives)
             if (std::none_of(kernels.begin(), kernels.end(),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <limits>
@@ -28,6 +29,8 @@ namespace detail {
 struct ParsedSpace {
     std::string op, variant = "default";
     std::string kernel_source, kernel_name, reference_source, reference_name, library;
+    std::vector<std::string> defines;                                    // parameters passed as -DNAME=VALUE
+    std::vector<std::pair<std::string, std::string>> reference_defines;  // -DNAME=VALUE for the reference
     std::vector<ParameterSpec> parameters;
     std::vector<Expression> constraints, prune;
     LaunchSpec launch, reference_launch;
@@ -143,7 +146,9 @@ private:
     ParameterSpec read_parameter(const std::string& name, const Located& node) const;
     std::vector<ProblemAxis> read_axes(const Located& node) const;
     std::vector<Dtype> read_dtypes(const Located& node) const;
-    void check_kernel_name(const Located& node) const;
+    void check_kernel_name(const Located& node, const std::vector<std::string>& defines) const;
+    std::vector<std::string> read_defines(const Located& node) const;
+    static std::vector<std::pair<std::string, std::string>> read_reference_defines(const Located& node);
     static void check_source_path(const Located& node);
     void check_reference_name(const Located& node) const;
     Expression read_expression(const Located& node) const;
@@ -158,7 +163,8 @@ private:
     const std::string& m_file;
     std::vector<std::string> m_parameter_names;
     std::vector<std::string> m_axis_names;
-    std::set<std::string> m_constant_names;  // choice names, true, false
+    std::set<std::string> m_constant_names;    // choice names, true, false
+    std::set<std::string> m_macro_parameters;  // kernel.defines as written
 };
 
 detail::ParsedSpace Loader::load(const Located& root) {
@@ -178,6 +184,12 @@ detail::ParsedSpace Loader::load(const Located& root) {
             v->fail(fmt::format("variant '{}' is not an identifier like fwd", excerpt(out.variant)));
     }
 
+    // A parameter that reaches the kernel as a macro keeps the name the kernel gives it (block_size_x), validated
+    // against the parameters with the rest of kernel: below.
+    if (const Located* k = find_field(top, "kernel");
+        k && k->node().IsMap() && k->node()["defines"] && k->node()["defines"].IsSequence())
+        for (const auto& item : k->node()["defines"])
+            if (item.IsScalar()) m_macro_parameters.insert(item.Scalar());
     out.parameters = read_parameters(*find_field(top, "parameters"));
     for (const auto& p : out.parameters) m_parameter_names.push_back(p.name);
     number_choices(out.parameters, out);
@@ -203,14 +215,20 @@ detail::ParsedSpace Loader::load(const Located& root) {
     }
 
     const Located& kernel_node = *find_field(top, "kernel");
-    auto kernel =
-        kernel_node.fields({"source", "library", "name", "reference", "reference_source"}, {"name", "reference"});
+    auto kernel = kernel_node.fields(
+        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines"},
+        {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
     if ((source == nullptr) == (library == nullptr))
         kernel_node.fail("give either source (a kernel template) or library (a library baseline), not both or neither");
+    if (const Located* d = find_field(kernel, "defines")) {
+        if (library != nullptr) d->fail("a library baseline takes its parameters as arguments, not as defines");
+        out.defines = read_defines(*d);
+    }
+    if (const Located* d = find_field(kernel, "reference_defines")) out.reference_defines = read_reference_defines(*d);
     out.kernel_name = find_field(kernel, "name")->text();
-    check_kernel_name(*find_field(kernel, "name"));
+    check_kernel_name(*find_field(kernel, "name"), out.defines);
     out.reference_name = find_field(kernel, "reference")->text();
     check_reference_name(*find_field(kernel, "reference"));
     const Located* reference_source = find_field(kernel, "reference_source");
@@ -309,10 +327,10 @@ std::vector<ParameterSpec> Loader::read_parameters(const Located& node) const {
 }
 
 ParameterSpec Loader::read_parameter(const std::string& name, const Located& node) const {
-    if (!is_upper_snake(name))
+    if (m_macro_parameters.count(name) ? !is_identifier(name) : !is_upper_snake(name))
         node.fail(
             fmt::format("parameter name '{}' must be UPPER_SNAKE, like BLOCK or ROWS_PER_BLOCK: it is the "
-                        "kernel's template parameter",
+                        "kernel's template parameter (a parameter in kernel.defines may be any macro name)",
                         excerpt(name)));
     if (reserved_names().count(name)) node.fail(fmt::format("parameter name '{}' is reserved", excerpt(name)));
 
@@ -449,7 +467,34 @@ std::vector<Dtype> Loader::read_dtypes(const Located& node) const {
     return out;
 }
 
-void Loader::check_kernel_name(const Located& node) const {
+std::vector<std::string> Loader::read_defines(const Located& node) const {
+    std::vector<std::string> out;
+    for (const Located& item : node.items()) {
+        const std::string name = item.text();
+        if (std::find(m_parameter_names.begin(), m_parameter_names.end(), name) == m_parameter_names.end())
+            item.fail(fmt::format("'{}' is not a parameter (parameters: {})", excerpt(name), join(m_parameter_names)));
+        if (std::find(out.begin(), out.end(), name) != out.end()) item.fail(fmt::format("{} is listed twice", name));
+        out.push_back(name);
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Loader::read_reference_defines(const Located& node) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [name, value] : node.entries("define")) {
+        if (!is_identifier(name)) value.fail(fmt::format("'{}' is not a macro name", excerpt(name)));
+        const std::string text = value.text();
+        // One token, so that a value cannot smuggle another compiler option in.
+        if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+            }))
+            value.fail(fmt::format("'{}' is not a number or a name", excerpt(text)));
+        out.emplace_back(name, text);
+    }
+    return out;
+}
+
+void Loader::check_kernel_name(const Located& node, const std::vector<std::string>& defines) const {
     std::vector<Piece> pieces;
     if (auto err = split_template(node.scalar(), pieces); !err.empty()) node.fail("kernel name: " + err);
     std::set<std::string> used;
@@ -462,9 +507,13 @@ void Loader::check_kernel_name(const Located& node) const {
         used.insert(p.text);
     }
     // A parameter that never reaches the kernel multiplies the work for nothing.
+    used.insert(defines.begin(), defines.end());
     for (const auto& name : m_parameter_names)
         if (!used.count(name))
-            node.fail(fmt::format("parameter {} does not appear in the kernel name; add {{{}}} to it", name, name));
+            node.fail(
+                fmt::format("parameter {} does not appear in the kernel name; add {{{}}} to it, or list it in "
+                            "kernel.defines",
+                            name, name));
 }
 
 void Loader::check_reference_name(const Located& node) const {
@@ -776,6 +825,8 @@ SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string&
     s.m_variant = std::move(p.variant);
     s.m_kernel_source = std::move(p.kernel_source);
     s.m_kernel_name = std::move(p.kernel_name);
+    s.m_defines = std::move(p.defines);
+    s.m_reference_defines = std::move(p.reference_defines);
     s.m_reference_source = std::move(p.reference_source);
     s.m_reference_name = std::move(p.reference_name);
     s.m_library = std::move(p.library);
@@ -804,6 +855,18 @@ std::string SearchSpace::kernel_name(const Config& c, Dtype d) const {
         else
             out += c.text(p.text);
     }
+    return out;
+}
+
+std::vector<std::string> SearchSpace::compile_options(const Config& c) const {
+    std::vector<std::string> out;
+    for (const std::string& name : m_defines) out.push_back(fmt::format("-D{}={}", name, c.text(name)));
+    return out;
+}
+
+std::vector<std::string> SearchSpace::reference_compile_options() const {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : m_reference_defines) out.push_back(fmt::format("-D{}={}", name, value));
     return out;
 }
 

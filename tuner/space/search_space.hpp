@@ -13,6 +13,10 @@
 //     name: "rmsnorm_fwd<{T}, {BLOCK}, {VEC}, {UNROLL}, {ROWS_PER_BLOCK}>"   # {T} = element type, {P} = parameter
 //     reference: "rmsnorm_fwd_reference<{T}>"
 //     reference_source: kernels/rmsnorm/rmsnorm_reference.cuh
+//     defines: [BLOCK]               # optional: these parameters also reach the kernel as -DNAME=VALUE (as the
+//                                    # name shows them), for kernels written for Kernel Tuner or KTT (macros);
+//                                    # a parameter in defines need not appear in the name
+//     reference_defines: {BLOCK: 256}  # optional: -DNAME=VALUE for the reference kernel
 //     # or, for a library baseline (core/library.hpp), `library: cublas_gemm` instead of source, with a name
 //     # such as "cublas_gemm<{T}, {ALGO}>", a reference_source and a reference_launch, and no launch section
 //   parameters:                       # each exactly one of values / range / pow2 / choices; optional doc
@@ -125,6 +129,10 @@ public:
     std::string kernel_name(const Config& c, Dtype d) const;
     const std::string& kernel_name_template() const { return m_kernel_name; }  // "rmsnorm_fwd<{T}, {BLOCK}, 1>"
     std::string reference_name(Dtype d) const;
+    // The NVRTC options of a configuration (kernel.defines: "-DBLOCK=256") and of the reference; empty for a template.
+    std::vector<std::string> compile_options(const Config& c) const;
+    std::vector<std::string> reference_compile_options() const;
+    const std::vector<std::string>& defines() const { return m_defines; }
 
     // Every problem: axes' cartesian product (first axis outermost) times dtypes (outermost).
     std::vector<Problem> problems() const;
@@ -178,6 +186,8 @@ private:
 
     std::string m_file, m_op, m_variant = "default", m_alternative;
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
+    std::vector<std::string> m_defines;
+    std::vector<std::pair<std::string, std::string>> m_reference_defines;
     std::vector<ParameterSpec> m_parameters;
     std::vector<Expression> m_constraints, m_prune;
     LaunchSpec m_launch, m_reference_launch;
