@@ -99,6 +99,7 @@ struct TuneCliOptions {
     std::int64_t budget = 0;
     double time_limit = 0;
     bool force = false, hot = false, compile_only = false, json = false, quiet = false, no_cupti = false;
+    bool no_transfer = false;
     int device = 0;
     std::string gpus, shard;
     unsigned threads = 0;  // 0: all cores
@@ -564,6 +565,7 @@ int cmd_tune(const GlobalOptions& g, int argc, char** argv) {
     for (const auto& f : g_tune.shapes) o.shapes.push_back(parse_named_values(f, "--shape", "AXIS"));
     o.threads = g_tune.threads;
     o.seed = g_tune.seed;
+    o.transfer = !g_tune.no_transfer;
     o.timing.cold_l2 = !g_tune.hot;
     o.timing.clean_flush = g_tune.flush == "clean";
     o.timing.min_samples = g_tune.min_samples;
@@ -718,6 +720,9 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     tune->add_option("--kernel", g_tune.kernels,
                      "Only this kernel of a space of alternative kernels (its name under alternatives:); repeatable");
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
+    tune->add_flag("--no-transfer", g_tune.no_transfer,
+                   "A search (not exhaustive) starts each problem from the fastest configurations of the most similar "
+                   "problems tuned before it (docs/search.md); this starts it from scratch");
     auto* hot = tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
     tune->add_option("--flush", g_tune.flush,
                      "Cold-L2 flush: clean (the flush's lines are dropped from the L2, so the timed kernel writes none "

@@ -30,6 +30,7 @@
 #include "tuner/session/worker_client.hpp"
 #include "tuner/space/search_space.hpp"
 #include "tuner/strategy/strategy.hpp"
+#include "tuner/strategy/transfer.hpp"
 
 namespace ktune {
 namespace {
@@ -604,9 +605,16 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::int64_t expected = 0;               // configurations it will propose: the budget, or every valid one
         ProblemOutcome outcome;
         std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
+        bool transfer = false;  // the first batch waits for the winners of the problems tuned before it
+        std::optional<std::pair<double, Config>> fastest;  // a search's fastest ok result: a later problem's hint
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
+    // The winners a search starts from: this device's stored bests of the same kernel, then each problem searched.
+    std::vector<TunedProblem> tuned;
+    if (o.transfer)
+        for (const ResultRecord& r : stores.front().best(kernel.op, kernel.variant, device.key, {kernel.source_hash}))
+            tuned.push_back({r.problem, space.parse_config(r.config_key, "the database")});
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
@@ -635,7 +643,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             for (ResultRecord& r : stores.front().results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
         }
         pl.strategy->begin(p, std::move(valid));
-        std::vector<Config> batch = pl.strategy->propose();
+        pl.transfer = o.transfer && !pl.split;
+        std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
             if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
         if (pl.split && lanes > 1 && !batch.empty()) {
@@ -643,7 +652,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             const std::size_t n = std::min(batch.size(), 2 * lanes);
             for (std::size_t i = 0; i < n; ++i) pl.parts.emplace_back();
             for (std::size_t j = 0; j < batch.size(); ++j) pl.parts[j * n / batch.size()].push_back(batch[j]);
-        } else if (!batch.empty()) {
+        } else if (!batch.empty() || pl.transfer) {
             pl.parts.push_back(std::move(batch));
         }
         total += pl.expected;
@@ -667,12 +676,18 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         if (lanes > 1 && (e.category() == ErrorCategory::device || e.category() == ErrorCategory::no_gpu))
             throw LaneLost{fmt::format("GPU {}: {}", group.gpus[lane]->ordinal(), e.message())};
     };
+    // A searched problem's result goes to its strategy; its fastest becomes a hint for the problems after it.
+    auto observe = [](Planned& pl, const Config& c, const Measurement& m) {
+        pl.strategy->observe(c, m);
+        if (m.status == Status::ok && m.rank_us() > 0 && (!pl.fastest || m.rank_us() < pl.fastest->first))
+            pl.fastest.emplace(m.rank_us(), c);
+    };
     auto measure_configs = [&](std::size_t lane, Planned& pl, const std::vector<Config>& configs) {
         const Problem& p = pl.problem;
         const int ordinal = group.gpus[lane]->ordinal();
         for (const Config& c : configs) {
             if (const auto stored = pl.stored.find(c.key()); stored != pl.stored.end()) {
-                if (!pl.split) pl.strategy->observe(c, stored->second);
+                if (!pl.split) observe(pl, c, stored->second);
                 {
                     std::lock_guard lock(mutex);
                     ++pl.outcome.proposed;
@@ -703,7 +718,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             }
             const Measurement& m = rec.measurement;
             stores[lane].record(rec, o.force);
-            if (!pl.split) pl.strategy->observe(c, m);
+            if (!pl.split) observe(pl, c, m);
             {
                 std::lock_guard lock(mutex);
                 ++pl.outcome.proposed;
@@ -759,6 +774,19 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             return;
         }
         std::vector<Config> batch = pl.parts.front();
+        if (pl.transfer) {
+            std::vector<TunedProblem> before;
+            {
+                std::lock_guard lock(mutex);
+                before = tuned;
+            }
+            std::vector<Config> candidates = selected_configs(space, pl.problem, o);
+            pl.strategy->start_with(
+                transfer_hints(pl.problem, before, candidates, transfer_hint_limit(candidates.size())));
+            batch = pl.strategy->propose();
+            for (const Config& c : batch)
+                if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);
+        }
         while (!batch.empty() && !time_limit_hit) {
             measure_configs(lane, pl, batch);
             if (time_limit_hit) return;
@@ -768,6 +796,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);
         }
         std::lock_guard lock(mutex);
+        if (pl.fastest) tuned.push_back({pl.problem, pl.fastest->second});
         const std::int64_t unproposed = pl.expected - pl.outcome.proposed;  // a strategy may stop before its budget
         progress.update([&](ProgressEvent& ev) { ev.total -= unproposed; });
     };

@@ -26,6 +26,8 @@ struct TuneOptions {
     std::string worker_path;
     std::string strategy = "auto";  // tuner/strategy/strategy.hpp plan_strategy: exhaustive, or a search when large
     std::optional<std::int64_t> budget;  // configurations per problem
+    // A search starts each problem from the winners of the most similar problems (tuner/strategy/transfer.hpp).
+    bool transfer = true;
     std::optional<double> time_limit_s;  // stop measuring after this long (what was measured is kept)
     bool force = false;                  // measure again what the store already has
     int device = 0;

@@ -26,7 +26,8 @@ double problem_distance(const Problem& a, const Problem& b) {
             d += 1;
             continue;
         }
-        d += std::abs(std::log2(double(std::max<std::int64_t>(*x, 1))) - std::log2(double(std::max<std::int64_t>(*y, 1))));
+        d += std::abs(std::log2(double(std::max<std::int64_t>(*x, 1))) -
+                      std::log2(double(std::max<std::int64_t>(*y, 1))));
     }
     return d;
 }
