@@ -206,9 +206,10 @@ TuneResult tune(const std::string& space, const TuneSettings& settings, const Pr
     o.timing.cold_l2 = !settings.hot_l2;
     o.command_line = "ktune::api::tune " + o.space_path;
 
+    // One GPU (settings.device): one device's summary.
     const TuneSummary s = run_tuning(o, [&](const ProgressEvent& e) {
-        if (progress) progress(Progress{e.done, e.total, e.phase, e.notice, e.problem, e.config});
-    });
+                              if (progress) progress(Progress{e.done, e.total, e.phase, e.notice, e.problem, e.config});
+                          }).front();
     TuneResult r;
     r.compile_only = s.compile_only;
     r.no_gpu_reason = s.no_gpu_reason;

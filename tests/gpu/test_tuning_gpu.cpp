@@ -66,7 +66,8 @@ TEST_F(GpuTest, DevicesReportAPlausibleCopyCeilingAndLaunchFloor) {
     EXPECT_GT(d.launch_floor_us, 0.0);
     EXPECT_LT(d.launch_floor_us, 50.0);
     ASSERT_TRUE(store.device(d.key).has_value());
-    EXPECT_DOUBLE_EQ(store.device(d.key)->copy_gbps, d.copy_gbps);
+    // Several GPUs of one key keep one calibration, any of theirs: it must agree within noise (5 %).
+    EXPECT_NEAR(store.device(d.key)->copy_gbps, d.copy_gbps, 0.05 * d.copy_gbps);
 }
 
 TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasuresNothing) {

@@ -123,6 +123,9 @@ std::vector<Problem> select_problems(const SearchSpace& space, const TuneOptions
     return out;
 }
 
+// Problems per GPU above which a GPU measures whole problems rather than parts of each (tune_device).
+constexpr std::size_t kWholeProblemsPerGpu = 4;
+
 // The device a compile-only sweep files its rows under: the target architecture and the compiler, no GPU.
 DeviceInfo compile_only_device(const std::string& arch) {
     DeviceInfo d;
@@ -606,15 +609,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         ProblemOutcome outcome;
         std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
         bool transfer = false;  // the first batch waits for the winners of the problems tuned before it
-        std::optional<std::pair<double, Config>> fastest;  // a search's fastest ok result: a later problem's hint
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
-    // The winners a search starts from: this device's stored bests of the same kernel, then each problem searched.
+    // The winners a search starts from: the stored best of each problem of this run finished before it (after its
+    // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
-    if (o.transfer)
-        for (const ResultRecord& r : stores.front().best(kernel.op, kernel.variant, device.key, {kernel.source_hash}))
-            tuned.push_back({r.problem, space.parse_config(r.config_key, "the database")});
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
@@ -647,8 +647,11 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
             if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
-        if (pl.split && lanes > 1 && !batch.empty()) {
-            // A few parts per GPU, so that GPUs that finish early take more of them.
+        // With problems enough to go round, each GPU takes whole problems: every part of a problem on another GPU
+        // sets the problem up there again (buffers, inputs, the reference), which cost two GPUs a third of their time
+        // (rmsnorm, softmax, rope, layernorm on two H200s: 1.31x one GPU). Fewer problems are split, a few parts per
+        // GPU, so that GPUs that finish early take more of them.
+        if (pl.split && lanes > 1 && !batch.empty() && problems.size() < kWholeProblemsPerGpu * lanes) {
             const std::size_t n = std::min(batch.size(), 2 * lanes);
             for (std::size_t i = 0; i < n; ++i) pl.parts.emplace_back();
             for (std::size_t j = 0; j < batch.size(); ++j) pl.parts[j * n / batch.size()].push_back(batch[j]);
@@ -676,18 +679,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         if (lanes > 1 && (e.category() == ErrorCategory::device || e.category() == ErrorCategory::no_gpu))
             throw LaneLost{fmt::format("GPU {}: {}", group.gpus[lane]->ordinal(), e.message())};
     };
-    // A searched problem's result goes to its strategy; its fastest becomes a hint for the problems after it.
-    auto observe = [](Planned& pl, const Config& c, const Measurement& m) {
-        pl.strategy->observe(c, m);
-        if (m.status == Status::ok && m.rank_us() > 0 && (!pl.fastest || m.rank_us() < pl.fastest->first))
-            pl.fastest.emplace(m.rank_us(), c);
-    };
     auto measure_configs = [&](std::size_t lane, Planned& pl, const std::vector<Config>& configs) {
         const Problem& p = pl.problem;
         const int ordinal = group.gpus[lane]->ordinal();
         for (const Config& c : configs) {
             if (const auto stored = pl.stored.find(c.key()); stored != pl.stored.end()) {
-                if (!pl.split) observe(pl, c, stored->second);
+                if (!pl.split) pl.strategy->observe(c, stored->second);
                 {
                     std::lock_guard lock(mutex);
                     ++pl.outcome.proposed;
@@ -718,7 +715,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             }
             const Measurement& m = rec.measurement;
             stores[lane].record(rec, o.force);
-            if (!pl.split) observe(pl, c, m);
+            if (!pl.split) pl.strategy->observe(c, m);
             {
                 std::lock_guard lock(mutex);
                 ++pl.outcome.proposed;
@@ -748,7 +745,17 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 std::lock_guard lock(mutex);
                 measured = pl.outcome.measured;
             }
-            if (measured == 0 || time_limit_hit) return;
+            // Its best, once confirmed, is where a later problem's search starts.
+            auto hand_on_best = [&] {
+                if (!o.transfer) return;
+                for (const ResultRecord& r :
+                     stores[lane].best(kernel.op, kernel.variant, device.key, {kernel.source_hash}))
+                    if (r.problem == pl.problem) {
+                        std::lock_guard lock(mutex);
+                        tuned.push_back({r.problem, space.parse_config(r.config_key, "the database")});
+                    }
+            };
+            if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.
             progress.update([&](ProgressEvent& ev) {
                 ev.phase = "confirm";
@@ -765,8 +772,11 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 lane_error(lane, Error(ErrorCategory::device, "its worker cannot be restarted: " + l.message));
                 throw Error(ErrorCategory::device, "the GPU's worker cannot be restarted: " + l.message);
             }
-            std::lock_guard lock(mutex);
-            s.confirmations += confirmed;
+            {
+                std::lock_guard lock(mutex);
+                s.confirmations += confirmed;
+            }
+            hand_on_best();
             return;
         }
         if (pl.split) {
@@ -796,7 +806,6 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);
         }
         std::lock_guard lock(mutex);
-        if (pl.fastest) tuned.push_back({pl.problem, pl.fastest->second});
         const std::int64_t unproposed = pl.expected - pl.outcome.proposed;  // a strategy may stop before its budget
         progress.update([&](ProgressEvent& ev) { ev.total -= unproposed; });
     };
