@@ -546,6 +546,27 @@ TuneSummary run_tuning(const TuneOptions& o, const ProgressCallback& progress) {
                 fmt::format("no kernel of {} takes every --config filter (its parameters and values)", o.space_path),
                 "--config");
     }
+    if (kernels.size() > 1) {
+        // A kernel whose rules keep none of its configurations at the selected problems (one kept for other shapes:
+        // decode attention's SIMT kernel where the tensor cores run) is skipped; the file fails, as a space of one
+        // kernel does, only when no kernel has any.
+        const auto has_valid = [&](const SearchSpace& k) {
+            const std::vector<Problem> problems = select_problems(k, o);
+            return std::any_of(problems.begin(), problems.end(),
+                               [&](const Problem& p) { return k.count_valid_configs(p) > 0; });
+        };
+        if (std::any_of(kernels.begin(), kernels.end(), has_valid))
+            std::erase_if(kernels, [&](const SearchSpace& k) {
+                if (has_valid(k)) return false;
+                if (progress) {
+                    ProgressEvent ev;
+                    ev.notice =
+                        fmt::format("kernel {}: no valid configuration at these problems, skipped", k.alternative());
+                    progress(ev);
+                }
+                return true;
+            });
+    }
     TuneSummary s;
     for (const SearchSpace& k : kernels) {
         if (progress && !k.alternative().empty()) {
