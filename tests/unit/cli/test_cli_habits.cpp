@@ -64,6 +64,15 @@ TEST(JsonErrors, ParseAsAnObjectWithCategoryMessageAndWhere) {
     EXPECT_THAT(j["error"]["message"].get<std::string>(), HasSubstr("no search space named 'nosuchop'"));
 }
 
+TEST(Space, ShowsEveryKernelOfAFileOfAlternativesEvenOneWithNoValidConfigurationAtItsProblems) {
+    Sandbox box("space_alternatives");
+    const RunResult r = run_ktune(box, {"space", "decode_attention"});  // simt: pruned wherever the tensor cores run
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* kernel : {"kernel simt,", "kernel mma,", "kernel mma_l2,", "kernel mma_cluster,"})
+        EXPECT_THAT(r.out, HasSubstr(kernel));
+    EXPECT_THAT(r.out, HasSubstr("valid configurations each (0 in all)"));
+}
+
 TEST(Report, SaysWhichImportedPeersItCannotShow) {
     Sandbox box("report_peers");
     const std::string peers = std::string(KTUNE_TEST_DATA) + "/reports/peers_h100_rmsnorm.json";
