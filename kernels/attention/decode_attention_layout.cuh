@@ -11,7 +11,7 @@
 //   out      [B, HQ, D]
 // Query head hq attends with kv head hq / (HQ / HK) (PyTorch's enable_gqa, repeat_interleave order).
 //
-// Scratch (fp32 words, zero-filled once; the tuned kernel leaves the counters at zero):
+// Scratch (fp32 words, zero-filled once; the tuned kernels leave the counters at zero):
 //   [0, counter_words)          one arrival counter (unsigned) per (sequence, kv head)
 //   then per (sequence, kv head, split), in that order, per q head of the group: D accumulator floats, m, l and two
 //   unused floats (the split's unnormalised output, its running max in log2 units, its sum of exp2(s - m)); D + 4

@@ -1,5 +1,5 @@
 #pragma once
-// Decode attention, the reference the tuned kernel is validated against (same arguments as decode_attention_fwd):
+// Decode attention, the reference the tuned kernels are validated against (same arguments as they take):
 //
 //   out[b, hq, :] = softmax_t(scale * q[b, hq, :] . k[b, hk, t, :]) @ v[b, hk, :, :]     t < seq_lens[b], hk = hq / G
 //

@@ -1,8 +1,8 @@
 #pragma once
-// Gated linear unit, the reference the tuned kernel is validated against (same arguments as glu_fwd in
-// kernels/glu/glu_fwd.cuh, which states the operation). Plain and obviously correct: element accesses, the activation
-// from its textbook formula in double (silu(g) = g / (1 + exp(-g)); gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi)
-// (g + 0.044715 g^3)))), out rounded once to T. Padding columns are not touched.
+// Gated linear unit, the reference the tuned kernels are validated against (same arguments as glu_fwd_loop and
+// glu_fwd_loads_first; kernels/glu/glu_common.cuh states the operation). Plain and obviously correct: element
+// accesses, the activation from its textbook formula in double (silu(g) = g / (1 + exp(-g)); gelu_tanh(g) = 0.5 g
+// (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))), out rounded once to T. Padding columns are not touched.
 // Launch (search_spaces/glu_*.yaml reference_launch): any 1-D block and grid; blocks loop over rows, threads over
 // columns. grid = M gives one row per block.
 #include "kernels/common/ktune_device.cuh"

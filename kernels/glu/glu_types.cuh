@@ -1,5 +1,5 @@
 #pragma once
-// Template arguments of glu_fwd and glu_fwd_reference (see kernels/glu/glu_fwd.cuh).
+// Template arguments of the glu kernels and glu_fwd_reference (see kernels/glu/glu_common.cuh).
 namespace ktune::dev::glu {
 
 enum class Act {

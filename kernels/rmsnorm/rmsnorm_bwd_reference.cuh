@@ -1,5 +1,5 @@
 #pragma once
-// RMSNorm backward, the reference the tuned kernel is validated against (same arguments as rmsnorm_bwd):
+// RMSNorm backward, the reference the tuned kernels are validated against (same arguments as they take):
 //
 //   rstd[r]  = 1 / sqrt(mean_c(x[r, :]^2) + eps)
 //   dx[r, c] = rstd[r] * dy[r, c] * w[c] - rstd[r]^3 * mean_c(dy[r, :] * w * x[r, :]) * x[r, c]
@@ -11,7 +11,7 @@
 // to fp32 into dw and zeroes them and the counter. The order of the double atomics varies between runs: dw can differ
 // in the last bits of a double, far below any fp32 tolerance.
 // Launch (search_spaces/rmsnorm_bwd.yaml reference_launch): block of at most 256 threads, any grid; ceil_div(M, 64)
-// gives one chunk per block. Scratch region: kernels/rmsnorm/rmsnorm_bwd_layout.cuh (after the tuned kernel's).
+// gives one chunk per block. Scratch region: kernels/rmsnorm/rmsnorm_bwd_layout.cuh (after the tuned kernels').
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/rmsnorm/rmsnorm_bwd_layout.cuh"
 

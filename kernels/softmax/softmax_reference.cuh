@@ -1,8 +1,8 @@
 #pragma once
-// Row softmax, the reference the tuned kernel is validated against (same arguments as softmax_fwd in
-// kernels/softmax/softmax_fwd.cuh, which states the operation). Plain and obviously correct: one block per row, element
-// accesses, three sweeps over the row (max, sum of exp, output) in double, reduced in shared memory in a fixed order,
-// out rounded once to T. Padding columns are not touched.
+// Row softmax, the reference the tuned kernels are validated against (same arguments as softmax_fwd_registers and
+// softmax_fwd_staged; kernels/softmax/softmax_common.cuh states the operation). Plain and obviously correct: one block
+// per row, element accesses, three sweeps over the row (max, sum of exp, output) in double, reduced in shared memory
+// in a fixed order, out rounded once to T. Padding columns are not touched.
 // Launch (search_spaces/softmax.yaml reference_launch): block of at most 256 threads, any grid (blocks loop over
 // rows; grid = rows gives one row per block).
 #include "kernels/common/ktune_device.cuh"

@@ -8,7 +8,9 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ktune_test_config.hpp"
@@ -28,37 +30,55 @@ std::vector<std::string> space_files() {
     return out;
 }
 
-// The search spaces grouped by the kernel template they instantiate: spaces that share one (linear_int4 and its
-// _k14336 and _tails spaces) compile the union of their instantiations once. A space that does not load is a family
-// of its own, so that its test reports the loader's error.
+// One kernel of a search space: the file and, in a file of alternative kernels, the alternative's name.
+struct SpaceKernel {
+    std::string file;         // YAML path
+    std::string alternative;  // "" for a file of one kernel
+};
+
+// The kernels of the search spaces grouped by the kernel template they instantiate: spaces that share one
+// (linear_int4 and its _k14336 and _tails spaces; the alternatives that several glu spaces share) compile the union of
+// their instantiations once. A space that does not load is a family of its own, so that its test reports the loader's
+// error.
 struct KernelFamily {
-    std::string name;                 // the kernel source's stem, or the space's when it does not load
-    std::vector<std::string> spaces;  // YAML paths
+    std::string name;  // the kernel source's stem, or the space's when it does not load
+    std::vector<SpaceKernel> kernels;
 };
 
 void PrintTo(const KernelFamily& f, std::ostream* os) {
     *os << f.name << " (";
-    for (std::size_t i = 0; i < f.spaces.size(); ++i)
-        *os << (i ? ", " : "") << fs::path(f.spaces[i]).filename().string();
+    for (std::size_t i = 0; i < f.kernels.size(); ++i)
+        *os << (i ? ", " : "") << fs::path(f.kernels[i].file).filename().string()
+            << (f.kernels[i].alternative.empty() ? "" : ":" + f.kernels[i].alternative);
     *os << ")";
 }
 
 std::vector<KernelFamily> kernel_families() {
     std::map<std::string, KernelFamily> by_source;
     for (const std::string& file : space_files()) {
-        std::string source;
+        std::vector<std::pair<std::string, SpaceKernel>> kernels;  // (source, kernel)
         try {
-            source = SearchSpace::load_file(file).kernel_source();
+            for (const SearchSpace& k : SearchSpace::load_alternatives(file))
+                kernels.push_back({k.kernel_source(), {file, k.alternative()}});
         } catch (const std::exception&) {
-            source = file;
+            kernels = {{file, {file, ""}}};
         }
-        KernelFamily& f = by_source[source];
-        f.name = fs::path(source).stem().string();
-        f.spaces.push_back(file);
+        for (auto& [source, kernel] : kernels) {
+            KernelFamily& f = by_source[source];
+            f.name = fs::path(source).stem().string();
+            f.kernels.push_back(std::move(kernel));
+        }
     }
     std::vector<KernelFamily> out;
     for (auto& [source, f] : by_source) out.push_back(std::move(f));
     return out;
+}
+
+// The kernel `alternative` of `file` (throws as the loader does).
+SearchSpace load_kernel(const SpaceKernel& k) {
+    for (SearchSpace& s : SearchSpace::load_alternatives(k.file))
+        if (s.alternative() == k.alternative) return std::move(s);
+    throw std::runtime_error(k.file + " has no alternative " + k.alternative);
 }
 
 std::string test_name(std::string n) {
@@ -91,8 +111,8 @@ constexpr std::size_t kKernelsPerProgram = 16;
 TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
     CompileService& jit = compile_service();
     std::map<std::string, std::set<std::string>> kernels;  // source -> name expressions
-    for (const std::string& file : GetParam().spaces) {
-        const SearchSpace space = SearchSpace::load_file(file);
+    for (const SpaceKernel& kernel : GetParam().kernels) {
+        const SearchSpace space = load_kernel(kernel);
         for (const Problem& p : space.problems()) {
             kernels[space.reference_source()].insert(space.reference_name(p.dtype));
             if (space.is_library()) continue;  // a library baseline: only its reference is compiled
@@ -149,26 +169,28 @@ TEST_P(CompileAll, EveryValidConfigurationCompilesForSm90) {
 class SpaceConstraints : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SpaceConstraints, ConfigurationsBreakingAStaticConstraintFailToCompile) {
-    const SearchSpace space = SearchSpace::load_file(GetParam());
-    std::set<std::string> parameter_names{"DTYPE_BYTES"};
-    for (const auto& p : space.parameters()) parameter_names.insert(p.name);
     int checked = 0;
-    for (const Expression& constraint : space.constraints()) {
-        const auto vars = constraint.variables();
-        if (!std::includes(parameter_names.begin(), parameter_names.end(), vars.begin(), vars.end())) continue;
-        for (Dtype d : space.dtypes()) {
-            Problem any{d, {}};
-            for (const auto& axis : space.axes()) any.shape.emplace_back(axis.name, axis.values.front());
-            int per_constraint = 0;
-            for (const Config& c : space.all_configs()) {
-                if (constraint.evaluate_bool(space.variables(c, any))) continue;
-                CompileRequest r;
-                r.source_path = space.kernel_source();
-                r.name_expressions = {space.kernel_name(c, d)};
-                const CompileResult res = compile_service().compile(r);
-                EXPECT_FALSE(res.ok) << r.name_expressions[0] << " breaks '" << constraint.text() << "' but compiled";
-                ++checked;
-                if (++per_constraint == 2) break;
+    for (const SearchSpace& space : SearchSpace::load_alternatives(GetParam())) {
+        std::set<std::string> parameter_names{"DTYPE_BYTES"};
+        for (const auto& p : space.parameters()) parameter_names.insert(p.name);
+        for (const Expression& constraint : space.constraints()) {
+            const auto vars = constraint.variables();
+            if (!std::includes(parameter_names.begin(), parameter_names.end(), vars.begin(), vars.end())) continue;
+            for (Dtype d : space.dtypes()) {
+                Problem any{d, {}};
+                for (const auto& axis : space.axes()) any.shape.emplace_back(axis.name, axis.values.front());
+                int per_constraint = 0;
+                for (const Config& c : space.all_configs()) {
+                    if (constraint.evaluate_bool(space.variables(c, any))) continue;
+                    CompileRequest r;
+                    r.source_path = space.kernel_source();
+                    r.name_expressions = {space.kernel_name(c, d)};
+                    const CompileResult res = compile_service().compile(r);
+                    EXPECT_FALSE(res.ok) << r.name_expressions[0] << " breaks '" << constraint.text()
+                                         << "' but compiled";
+                    ++checked;
+                    if (++per_constraint == 2) break;
+                }
             }
         }
     }

@@ -55,6 +55,7 @@ struct BaselineMethod {
 struct BaselineCase {
     std::string op, variant;
     Problem problem;
+    std::string kernel;              // the alternative that was best, in a space of several kernels ("" otherwise)
     std::string config_key;          // Config::key() of the configuration that was best
     std::string source_hash;         // KernelInfo::source_hash of the kernel that was measured
     std::int64_t bytes = 0;          // bytes the op must move (0: unknown); gives GB/s

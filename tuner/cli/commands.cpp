@@ -360,7 +360,8 @@ int cmd_list(const GlobalOptions& g) {
 }
 
 // One kernel of a space: its parameters, rules, problems and valid configurations (JSON into `out`, or printed).
-int show_space(const SearchSpace& s, json* out) {
+// Returns how many configurations are valid over all problems; the caller fails a file with none.
+std::uint64_t show_space(const SearchSpace& s, json* out) {
     const auto problems = s.problems();
     // Counts and a few examples per problem, not every valid configuration of every problem (memory).
     struct Valid {
@@ -399,9 +400,8 @@ int show_space(const SearchSpace& s, json* out) {
         }
         if (!s.alternative().empty()) j["alternative"] = s.alternative();
         *out = std::move(j);
-        if (total_valid == 0) s.require_some_valid_config();
         s.check_launches();
-        return exit_ok;
+        return total_valid;
     }
     fmt::print("{} ({} {}): kernel {}{}\n", s.file(), s.op(), s.variant(),
                s.alternative().empty() ? "" : s.alternative() + ", ", s.kernel_source());
@@ -435,34 +435,38 @@ int show_space(const SearchSpace& s, json* out) {
         }
     }
     std::fflush(stdout);  // the table first, then the error on stderr
-    if (total_valid == 0) s.require_some_valid_config();
     s.check_launches();
-    return exit_ok;
+    return total_valid;
 }
 
 int cmd_space(const GlobalOptions& g) {
     const Paths p = resolve_paths(g, RootUse::names_only);
     const std::vector<SearchSpace> kernels = load_space_file(space_file(p, g_space.op));
+    // A file fails when no kernel of it has a valid configuration at any problem (a kernel of several may have none:
+    // it is kept for other shapes).
+    std::uint64_t valid = 0;
     if (g_space.json) {
         json j;
         if (kernels.size() == 1) {
-            show_space(kernels.front(), &j);
+            valid = show_space(kernels.front(), &j);
         } else {
             j = {
                 {"file", kernels.front().file()}, {"op", kernels.front().op()}, {"variant", kernels.front().variant()}};
             for (const SearchSpace& k : kernels) {
                 json one;
-                show_space(k, &one);
+                valid += show_space(k, &one);
                 j["alternatives"].push_back(std::move(one));
             }
         }
+        if (valid == 0) kernels.front().require_some_valid_config();
         std::cout << json_text(j) << "\n";
         return exit_ok;
     }
     for (std::size_t i = 0; i < kernels.size(); ++i) {
         if (i > 0) fmt::print("\n");
-        show_space(kernels[i], nullptr);
+        valid += show_space(kernels[i], nullptr);
     }
+    if (valid == 0) kernels.front().require_some_valid_config();
     return exit_ok;
 }
 

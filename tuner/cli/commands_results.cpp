@@ -192,6 +192,7 @@ int cmd_baseline_save(const GlobalOptions& g) {
             c.op = t.op;
             c.variant = t.variant;
             c.problem = r.problem;
+            c.kernel = r.kernel.alternative;
             c.config_key = r.config_key;
             c.source_hash = r.kernel.source_hash;
             c.bytes = static_cast<std::int64_t>(r.measurement.gbps * 1e9 * r.measurement.stats.p50 * 1e-6 + 0.5);

@@ -1,6 +1,9 @@
 #include "tuner/session/check_measurer.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,11 +39,21 @@ GpuCaseMeasurer::GpuCaseMeasurer(std::string root, CompileService& jit, GpuWorke
 
 GpuCaseMeasurer::~GpuCaseMeasurer() = default;
 
-GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const std::string& variant) {
-    auto& slot = m_spaces[op + "/" + variant];
+// The space's kernel the case measured: the file's only one, or its alternative of the case's name.
+GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const BaselineCase& c) {
+    auto& slot = m_spaces[c.op + "/" + c.variant + "/" + c.kernel];
     if (!slot) {
-        auto s = std::make_unique<Space>(
-            Space{SearchSpace::load_file(find_space_file(m_root, op, variant)), nullptr, nullptr});
+        const std::string file = find_space_file(m_root, c.op, c.variant);
+        std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(file);
+        const auto k = std::find_if(kernels.begin(), kernels.end(),
+                                    [&](const SearchSpace& s) { return s.alternative() == c.kernel; });
+        if (k == kernels.end())
+            throw Error(ErrorCategory::bad_input,
+                        c.kernel.empty()
+                            ? fmt::format("{} holds several kernels: the baseline case {} names none", file, c.id())
+                            : fmt::format("{} has no kernel '{}' (baseline case {})", file, c.kernel, c.id()),
+                        "baseline");
+        auto s = std::make_unique<Space>(Space{std::move(*k), nullptr, nullptr});
         s->op = &op_of(s->space);
         s->measurer = std::make_unique<SpaceMeasurer>(s->space, *s->op, m_jit, m_gpu, m_seed);
         slot = std::move(s);
@@ -49,7 +62,7 @@ GpuCaseMeasurer::Space& GpuCaseMeasurer::space_for(const std::string& op, const 
 }
 
 std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::string& config_key, int min_samples) {
-    Space& s = space_for(c.op, c.variant);
+    Space& s = space_for(c);
     const Config config = s.space.parse_config(config_key, "baseline configuration");
     wire::TimingOptions t = timing_of(m_method);
     t.min_samples = min_samples;
@@ -69,7 +82,7 @@ std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& 
 }
 
 std::optional<std::string> GpuCaseMeasurer::current_source_hash(const BaselineCase& c) {
-    return kernel_identity(space_for(c.op, c.variant).space, m_jit, timing_of(m_method)).source_hash;
+    return kernel_identity(space_for(c).space, m_jit, timing_of(m_method)).source_hash;
 }
 
 }  // namespace ktune

@@ -24,7 +24,7 @@ public:
 
 private:
     struct Space;
-    Space& space_for(const std::string& op, const std::string& variant);
+    Space& space_for(const BaselineCase& c);
 
     std::string m_root;
     CompileService& m_jit;
@@ -32,7 +32,7 @@ private:
     const Store* m_store;
     BaselineMethod m_method;
     std::uint64_t m_seed;
-    std::map<std::string, std::unique_ptr<Space>> m_spaces;  // by "op/variant"
+    std::map<std::string, std::unique_ptr<Space>> m_spaces;  // by "op/variant/kernel"
 };
 
 }  // namespace ktune

@@ -955,6 +955,23 @@ std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback
                 "--config");
     }
     RunProgress run_progress(progress, t0);
+    if (kernels.size() > 1) {
+        // A kernel whose rules keep none of its configurations at the selected problems (one kept for other shapes:
+        // decode attention's SIMT kernel where the tensor cores run) is skipped; the file fails, as a space of one
+        // kernel does, only when no kernel has any.
+        const auto has_valid = [&](const SearchSpace& k) {
+            const std::vector<Problem> problems = select_problems(k, o);
+            return std::any_of(problems.begin(), problems.end(),
+                               [&](const Problem& p) { return k.count_valid_configs(p) > 0; });
+        };
+        if (std::any_of(kernels.begin(), kernels.end(), has_valid))
+            std::erase_if(kernels, [&](const SearchSpace& k) {
+                if (has_valid(k)) return false;
+                run_progress.notice(
+                    fmt::format("kernel {}: no valid configuration at these problems, skipped", k.alternative()));
+                return true;
+            });
+    }
     std::vector<TuneSummary> out;  // one per device, in the order the first kernel's tuning gave them
     for (const SearchSpace& k : kernels) {
         if (!k.alternative().empty())

@@ -21,6 +21,7 @@ Baseline sample_baseline() {
     b.cases.push_back(make_case(rng, "rmsnorm", 4096, 50.0, 0.02, 30, 3));
     b.cases.push_back(make_case(rng, "softmax", 1, 3.2, 0.03, 40));
     b.cases[1].variant = "";
+    b.cases[1].kernel = "registers";  // an alternative of a space of several kernels
     b.cases[1].problem.dtype = Dtype::fp32;
     b.cases[1].bytes = 0;
     // Values as the file stores them (1 ns), so the round trip is exact.
@@ -85,6 +86,7 @@ TEST(BaselineFile, ReadsBackWhatItWrote) {
         EXPECT_EQ(r.cases[i].op, b.cases[i].op);
         EXPECT_EQ(r.cases[i].variant, b.cases[i].variant);
         EXPECT_EQ(r.cases[i].problem, b.cases[i].problem);
+        EXPECT_EQ(r.cases[i].kernel, b.cases[i].kernel);
         EXPECT_EQ(r.cases[i].config_key, b.cases[i].config_key);
         EXPECT_EQ(r.cases[i].source_hash, b.cases[i].source_hash);
         EXPECT_EQ(r.cases[i].bytes, b.cases[i].bytes);
@@ -92,6 +94,14 @@ TEST(BaselineFile, ReadsBackWhatItWrote) {
         EXPECT_DOUBLE_EQ(r.cases[i].stats.p50, b.cases[i].stats.p50);
     }
     EXPECT_EQ(format_baseline(r), format_baseline(b));  // stable text: re-saving changes nothing
+}
+
+TEST(BaselineFile, NamesTheKernelOnlyOfACaseFromASpaceOfSeveral) {
+    const std::string text = format_baseline(sample_baseline());
+    const auto first = text.find("\"kernel\": \"registers\"");
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_EQ(text.find("\"kernel\"", first + 1), std::string::npos);  // the rmsnorm case has none
+    EXPECT_GT(first, text.find("\"softmax\""));
 }
 
 TEST(BaselineFile, IsWrittenInAFixedOrderWithShortArraysOnOneLine) {

@@ -37,7 +37,8 @@ TEST(List, FitsIn120ColumnsWithEachColumnAligned) {
             EXPECT_EQ(line.find_first_not_of(' '), description_column) << line;
         } else if (line.starts_with("rmsnorm_bwd ")) {
             EXPECT_EQ(line.substr(op_column, 8), "rmsnorm ") << line;
-            EXPECT_EQ(line.substr(description_column, 16), "RMSNorm backward") << line;
+            // A space of alternative kernels names them ahead of the op's summary.
+            EXPECT_EQ(line.substr(description_column, 47), "[3 kernels: rows, node, whole] RMSNorm backward") << line;
         }
     }
 }
@@ -61,6 +62,15 @@ TEST(JsonErrors, ParseAsAnObjectWithCategoryMessageAndWhere) {
     EXPECT_EQ(j["error"]["category"], "bad_input");
     EXPECT_EQ(j["error"]["where"], "OP");
     EXPECT_THAT(j["error"]["message"].get<std::string>(), HasSubstr("no search space named 'nosuchop'"));
+}
+
+TEST(Space, ShowsEveryKernelOfAFileOfAlternativesEvenOneWithNoValidConfigurationAtItsProblems) {
+    Sandbox box("space_alternatives");
+    const RunResult r = run_ktune(box, {"space", "decode_attention"});  // simt: pruned wherever the tensor cores run
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* kernel : {"kernel simt,", "kernel mma,", "kernel mma_l2,", "kernel mma_cluster,"})
+        EXPECT_THAT(r.out, HasSubstr(kernel));
+    EXPECT_THAT(r.out, HasSubstr("valid configurations each (0 in all)"));
 }
 
 TEST(Report, ShowsImportedPeersThatHaveNoKtuneResults) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernels/op.hpp"
 #include "ktune_test_config.hpp"
@@ -13,14 +14,17 @@
 
 namespace ktune {
 
-// The op of the search space under search_spaces/ that tunes `name`/`variant`, loaded once.
+// The op of the search space under search_spaces/ that tunes `name`/`variant`, loaded once (a space of alternative
+// kernels declares one op for all of them).
 inline const DeclaredOp& declared_op(std::string_view name, std::string_view variant) {
     static std::map<std::pair<std::string, std::string>, SearchSpace> spaces;
     const std::pair<std::string, std::string> key{name, variant};
     auto it = spaces.find(key);
-    if (it == spaces.end())
-        it = spaces.emplace(key, SearchSpace::load_file(find_space_file(KTUNE_SOURCE_ROOT, key.first, key.second)))
-                 .first;
+    if (it == spaces.end()) {
+        std::vector<SearchSpace> kernels =
+            SearchSpace::load_alternatives(find_space_file(KTUNE_SOURCE_ROOT, key.first, key.second));
+        it = spaces.emplace(key, std::move(kernels.front())).first;
+    }
     return *it->second.declared_op();
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -32,8 +33,9 @@ std::vector<SearchSpace> load_spaces() {
     for (const auto& e : fs::directory_iterator(fs::path(KTUNE_SOURCE_ROOT) / "search_spaces"))
         if (e.path().extension() == ".yaml") files.push_back(e.path());
     std::sort(files.begin(), files.end());
+    // One space per file: the alternative kernels of a file share its op and problems.
     std::vector<SearchSpace> out;
-    for (const fs::path& f : files) out.push_back(SearchSpace::load_file(f.string()));
+    for (const fs::path& f : files) out.push_back(std::move(SearchSpace::load_alternatives(f.string()).front()));
     return out;
 }
 
