@@ -19,7 +19,7 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
     c.budget = std::min<std::int64_t>(c.budget, std::int64_t(space.entries.size()));
     c.random_expected = random_baseline(c.stats, c.budget, o.methodology);
     std::vector<std::string> names = o.strategies;
-    if (names.empty()) {
+    if (names.empty() && o.traced.empty()) {
         names = strategy_names();
         std::erase(names, "exhaustive");
     }
@@ -32,6 +32,12 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
         std::vector<ReplayRun> runs;
         for (int r = 0; r < o.runs; ++r) runs.push_back(replay(space, name, o.seed + std::uint64_t(r), ro));
         c.strategies.push_back(evaluate_runs(c.stats, runs, o.methodology));
+    }
+    for (const TracedStrategy& t : o.traced) {
+        std::vector<ReplayRun> runs;
+        for (const TracedRun& r : t.runs) runs.push_back(replay_trace(space, t.name, r, o.count_strategy_time));
+        c.strategies.push_back(evaluate_runs(c.stats, runs, o.methodology));
+        c.strategies.back().strategy = t.name;  // also where no run evaluated anything
     }
     return c;
 }

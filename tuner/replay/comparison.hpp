@@ -12,9 +12,16 @@
 
 namespace ktune {
 
+// Another tuner's runs on the space, scored beside ktune's strategies (replay_trace).
+struct TracedStrategy {
+    std::string name;
+    std::vector<TracedRun> runs;
+};
+
 struct ComparisonOptions {
-    std::vector<std::string> strategies;  // empty: every strategy but exhaustive
-    int runs = 20;                        // seeds seed, seed + 1, ...
+    std::vector<std::string> strategies;  // empty: every strategy but exhaustive (none when traced is set)
+    std::vector<TracedStrategy> traced;
+    int runs = 20;  // seeds seed, seed + 1, ...
     std::uint64_t seed = 1;
     std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
     std::optional<int> batch = std::nullopt;
@@ -32,6 +39,7 @@ struct Comparison {
     std::vector<Efficiency> strategies;
 };
 
+// ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
 // Two charts: best so far against evaluations, and against time.
 std::vector<SearchChart> comparison_charts(const Comparison& c);

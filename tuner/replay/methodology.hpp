@@ -59,6 +59,7 @@ inline constexpr std::array<double, 3> kWithin = {0.01, 0.02, 0.05};
 struct Efficiency {
     std::string strategy;
     int runs = 0;
+    double mean_evaluations = 0;  // per run (a strategy may stop before the budget)
     double score_time = 0, score_evals = 0;
     // Per kWithin: the mean fraction of the space evaluated before the best came within it of the optimum, over the
     // runs that got there, and how many did.
