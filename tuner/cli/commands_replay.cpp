@@ -1,8 +1,10 @@
 #include "tuner/cli/commands_replay.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +24,7 @@ namespace ktune::cli {
 namespace {
 
 struct ReplayArgs {
-    std::vector<std::string> t4_files;
+    std::vector<std::string> t4_files, traces;
     std::string op, device_key, problem, svg;
     std::vector<std::string> strategies;
     int runs = 20;
@@ -73,6 +75,84 @@ std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
     return spaces;
 }
 
+// Another tuner's runs on a space (bench/search/kt_replay.py writes them): {"space": the T4 file's name, "parameters":
+// [names], "strategies": [{"strategy": name, "runs": [{"seed": n, "configs": [[integer values in the parameters'
+// order]...], "own_time_s": [seconds before each, optional]}]}]}.
+struct TraceFile {
+    std::string path, space;
+    std::vector<TracedStrategy> strategies;
+};
+
+TraceFile read_traces(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error(ErrorCategory::bad_input, "cannot read the traces", path);
+    TraceFile t;
+    t.path = path;
+    try {
+        const json j = json::parse(in);
+        t.space = j.at("space").get<std::string>();
+        const auto names = j.at("parameters").get<std::vector<std::string>>();
+        for (const json& s : j.at("strategies")) {
+            TracedStrategy ts;
+            ts.name = s.at("strategy").get<std::string>();
+            for (const json& r : s.at("runs")) {
+                TracedRun run;
+                run.seed = r.value("seed", std::uint64_t{0});
+                for (const json& c : r.at("configs")) {
+                    const auto values = c.get<std::vector<std::int64_t>>();
+                    if (values.size() != names.size())
+                        throw Error(ErrorCategory::bad_input,
+                                    fmt::format("a configuration of {} has {} values for {} parameters", ts.name,
+                                                values.size(), names.size()),
+                                    path);
+                    Config config;
+                    for (std::size_t i = 0; i < names.size(); ++i) config.values.emplace_back(names[i], values[i]);
+                    run.configs.push_back(std::move(config));
+                }
+                if (r.contains("own_time_s")) run.own_time_s = r.at("own_time_s").get<std::vector<double>>();
+                ts.runs.push_back(std::move(run));
+            }
+            t.strategies.push_back(std::move(ts));
+        }
+    } catch (const json::exception& e) {
+        throw Error(ErrorCategory::bad_input, fmt::format("malformed traces: {}", e.what()), path);
+    }
+    return t;
+}
+
+// The traces of one space, their parameters in the space's order (so that configuration keys match); runs of one
+// strategy name in several files pooled.
+std::vector<TracedStrategy> traces_for(const ReplaySpace& space, const std::vector<TraceFile>& files) {
+    std::vector<TracedStrategy> out;
+    if (space.entries.empty()) return out;
+    const NamedValues& order = space.entries.front().config.values;
+    for (const TraceFile& f : files) {
+        if (f.space != space.name) continue;
+        for (TracedStrategy ts : f.strategies) {
+            for (TracedRun& r : ts.runs)
+                for (Config& c : r.configs) {
+                    NamedValues sorted;
+                    for (const auto& [name, value] : order) {
+                        const auto it = std::ranges::find(c.values, name, [](const auto& v) { return v.first; });
+                        if (it == c.values.end())
+                            throw Error(ErrorCategory::bad_input,
+                                        fmt::format("the traces lack the parameter {} of {}", name, space.name),
+                                        f.path);
+                        sorted.emplace_back(name, it->second);
+                    }
+                    c.values = std::move(sorted);
+                }
+            const auto same = std::ranges::find(out, ts.name, &TracedStrategy::name);
+            if (same == out.end()) {
+                out.push_back(std::move(ts));
+            } else {
+                for (TracedRun& r : ts.runs) same->runs.push_back(std::move(r));
+            }
+        }
+    }
+    return out;
+}
+
 std::string percent_or_dash(double fraction, int reached, int runs) {
     if (std::isnan(fraction)) return "never";
     const std::string v = fmt::format("{:.2f}%", 100 * fraction);
@@ -90,6 +170,7 @@ json efficiency_json(const Efficiency& e) {
     }
     return {{"strategy", e.strategy},
             {"runs", e.runs},
+            {"mean_evaluations", e.mean_evaluations},
             {"small_fraction", kSmallShare},
             {"score_time", e.score_time},
             {"score_evaluations", e.score_evals},
@@ -105,10 +186,24 @@ int cmd_replay(const GlobalOptions& g) {
     if (g_replay.batch > 0) o.batch = g_replay.batch;
     o.count_strategy_time = !g_replay.no_strategy_time;
     o.methodology.cutoff_percentile = g_replay.cutoff;
+    std::vector<TraceFile> traces;
+    for (const std::string& path : g_replay.traces) traces.push_back(read_traces(path));
+    const std::vector<ReplaySpace> spaces = load_spaces(g);
+    for (const TraceFile& t : traces)
+        if (std::ranges::none_of(spaces, [&](const ReplaySpace& s) { return s.name == t.space; }))
+            throw Error(ErrorCategory::bad_input, fmt::format("the traces are of {}, not a space replayed", t.space),
+                        t.path);
     json out = json::array();
     std::vector<SearchChart> charts;
     o.transfer = !g_replay.no_transfer;
-    const std::vector<Comparison> comparisons = compare_strategies(load_spaces(g), o);
+    std::vector<ReplaySpace> replayed;
+    for (const ReplaySpace& space : spaces) {
+        std::vector<TracedStrategy> traced = traces_for(space, traces);
+        if (!traces.empty() && o.strategies.empty() && traced.empty()) continue;  // only traced spaces
+        if (!traced.empty()) o.traced[space.name] = std::move(traced);
+        replayed.push_back(space);
+    }
+    const std::vector<Comparison> comparisons = compare_strategies(replayed, o);
     std::map<std::string, int> meets;  // per strategy: spaces where it came within 2 % in 10 % in 90 % of the runs
     for (const Comparison& c : comparisons) {
         for (const Efficiency& e : c.strategies) meets[e.strategy] += e.share_within_small[1] >= 0.9 ? 1 : 0;
@@ -137,14 +232,15 @@ int cmd_replay(const GlobalOptions& g) {
             "  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
             "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
             100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
-        fmt::print("  {:<18} {:>11} {:>11}   {:<16} {:<16} {:<16} {:>14}\n", "strategy", "score(time)", "score(evals)",
-                   "within 1 %", "within 2 %", "within 5 %", "2 % in 10 %");
+        fmt::print("  {:<22} {:>11} {:>11} {:>10}   {:<16} {:<16} {:<16} {:>14}\n", "strategy", "score(time)",
+                   "score(evals)", "evals/run", "within 1 %", "within 2 %", "within 5 %", "2 % in 10 %");
         auto row = [&](const Efficiency& e, const std::string& label) {
+            const std::string evals = e.runs ? fmt::format("{:.0f}", e.mean_evaluations) : "";
             const std::string small =
                 e.runs > 0 ? fmt::format("{}/{}", int(std::lround(e.share_within_small[1] * e.runs)), e.runs)
                            : fmt::format("p={:.2f}", e.share_within_small[1]);
-            fmt::print("  {:<18} {:>11.3f} {:>11.3f}   {:<16} {:<16} {:<16} {:>14}\n", label, e.score_time,
-                       e.score_evals, percent_or_dash(e.fraction_within[0], e.runs_within[0], e.runs),
+            fmt::print("  {:<22} {:>11.3f} {:>11.3f} {:>10}   {:<16} {:<16} {:<16} {:>14}\n", label, e.score_time,
+                       e.score_evals, evals, percent_or_dash(e.fraction_within[0], e.runs_within[0], e.runs),
                        percent_or_dash(e.fraction_within[1], e.runs_within[1], e.runs),
                        percent_or_dash(e.fraction_within[2], e.runs_within[2], e.runs), small);
         };
@@ -225,6 +321,14 @@ void register_replay_commands(CLI::App& app) {
                      "before it (as `ktune tune --no-transfer`)");
     replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
                      "Leave the strategies' own time out of the time axis (runs repeat exactly)");
+    replay
+        ->add_option("--traces", g_replay.traces,
+                     "Also score another tuner's runs on the same T4 space (repeatable; JSON, as "
+                     "bench/search/kt_replay.py writes Kernel Tuner's): each evaluation costs what the space records, "
+                     "plus the run's own time; one strategy's runs in several files are pooled. With traces, ktune's "
+                     "strategies run only "
+                     "where --strategy names them")
+        ->check(CLI::ExistingFile);
     replay->add_option("--svg", g_replay.svg,
                        "Write the best-so-far curves (against evaluations and time) to this SVG");
     replay->add_flag("--json", g_replay.json, "Print JSON");

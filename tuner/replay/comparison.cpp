@@ -45,7 +45,7 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
     std::vector<Comparison> out;
     for (const ReplaySpace& space : spaces) out.push_back(comparison_frame(space, o));
     std::vector<std::string> names = o.strategies;
-    if (names.empty()) {
+    if (names.empty() && o.traced.empty()) {
         names = strategy_names();
         std::erase(names, "exhaustive");
     }
@@ -74,6 +74,16 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)
             out[i].strategies.push_back(evaluate_runs(out[i].stats, runs[i], o.methodology));
+    }
+    for (std::size_t i = 0; i < spaces.size(); ++i) {
+        const auto it = o.traced.find(spaces[i].name);
+        if (it == o.traced.end()) continue;
+        for (const TracedStrategy& t : it->second) {
+            std::vector<ReplayRun> runs;
+            for (const TracedRun& r : t.runs) runs.push_back(replay_trace(spaces[i], t.name, r, o.count_strategy_time));
+            out[i].strategies.push_back(evaluate_runs(out[i].stats, runs, o.methodology));
+            out[i].strategies.back().strategy = t.name;  // also where no run evaluated anything
+        }
     }
     return out;
 }

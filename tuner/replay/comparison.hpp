@@ -2,6 +2,7 @@
 // Strategies compared on one brute-forced space: each replayed over many seeds, scored by the methodology
 // (methodology.hpp) beside random search's analytic expectation, with the curves for the charts.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,9 +13,16 @@
 
 namespace ktune {
 
+// Another tuner's runs on the space, scored beside ktune's strategies (replay_trace).
+struct TracedStrategy {
+    std::string name;
+    std::vector<TracedRun> runs;
+};
+
 struct ComparisonOptions {
-    std::vector<std::string> strategies;  // empty: every strategy but exhaustive
-    int runs = 20;                        // seeds seed, seed + 1, ...
+    std::vector<std::string> strategies;  // empty: every strategy but exhaustive (none when traced is set)
+    std::map<std::string, std::vector<TracedStrategy>> traced;  // by ReplaySpace::name: another tuner's runs
+    int runs = 20;                                              // seeds seed, seed + 1, ...
     std::uint64_t seed = 1;
     std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
     std::optional<int> batch = std::nullopt;
@@ -35,6 +43,7 @@ struct Comparison {
     std::vector<Efficiency> strategies;
 };
 
+// ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
 // One comparison per space; with o.transfer, problems after the first start from their predecessors' winners.
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o);

@@ -108,6 +108,7 @@ Efficiency evaluate_runs(const SpaceStatistics& s, const std::vector<ReplayRun>&
     for (const ReplayRun& r : runs) {
         bests.push_back(best_so_far(r));
         longest = std::max(longest, bests.back().size());
+        eff.mean_evaluations += double(r.evaluations.size()) / double(runs.size());
     }
     // The rank-averaged best after k evaluations; a run that stopped keeps its last best.
     auto mean_best_at = [&](std::size_t k) {

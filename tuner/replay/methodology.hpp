@@ -62,6 +62,7 @@ std::int64_t small_share_evals(std::int64_t size);
 struct Efficiency {
     std::string strategy;
     int runs = 0;
+    double mean_evaluations = 0;  // per run (a strategy may stop before the budget)
     double score_time = 0, score_evals = 0;
     // Per kWithin: the mean fraction of the space evaluated before the best came within it of the optimum, over the
     // runs that got there, and how many did.

@@ -129,4 +129,34 @@ ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint6
     return run;
 }
 
+ReplayRun replay_trace(const ReplaySpace& space, std::string strategy, const TracedRun& trace,
+                       bool count_strategy_time) {
+    if (!trace.own_time_s.empty() && trace.own_time_s.size() != trace.configs.size())
+        throw Error(ErrorCategory::bad_input, fmt::format("a run of {} has {} configurations and {} own times",
+                                                          strategy, trace.configs.size(), trace.own_time_s.size()));
+    std::unordered_map<std::string, std::size_t> by_key;
+    for (std::size_t i = 0; i < space.entries.size(); ++i) by_key.emplace(space.entries[i].config.key(), i);
+    ReplayRun run;
+    run.strategy = std::move(strategy);
+    run.seed = trace.seed;
+    std::vector<bool> done(space.entries.size(), false);
+    double elapsed = 0;
+    for (std::size_t k = 0; k < trace.configs.size(); ++k) {
+        const auto it = by_key.find(trace.configs[k].key());
+        if (it == by_key.end())
+            throw Error(ErrorCategory::bad_input, fmt::format("{} (seed {}) evaluated {}, not in {}", run.strategy,
+                                                              run.seed, trace.configs[k].key(), space.name));
+        if (done[it->second])
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{} (seed {}) evaluated {} twice", run.strategy, run.seed, trace.configs[k].key()));
+        done[it->second] = true;
+        const ReplayEntry& e = space.entries[it->second];
+        if (count_strategy_time && !trace.own_time_s.empty()) elapsed += trace.own_time_s[k];
+        elapsed += e.cost_s;
+        run.evaluations.push_back(
+            {it->second, e.status == Status::ok ? e.value : std::numeric_limits<double>::quiet_NaN(), elapsed});
+    }
+    return run;
+}
+
 }  // namespace ktune

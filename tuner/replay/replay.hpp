@@ -59,4 +59,17 @@ struct ReplayOptions {
 ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o,
                  const std::vector<Config>& first = {});
 
+// A run recorded elsewhere (another tuner on the same space, e.g. Kernel Tuner's strategies in its simulation mode:
+// bench/search/kt_replay.py): the configurations it evaluated, in order, and the strategy's own time before each.
+struct TracedRun {
+    std::uint64_t seed = 0;
+    std::vector<Config> configs;
+    std::vector<double> own_time_s;  // per configuration; empty: none recorded
+};
+
+// The trace charged as replay() charges a strategy: each configuration's recorded cost, plus the own time where
+// count_strategy_time. Throws Error(bad_input) for a configuration outside the space or evaluated twice.
+ReplayRun replay_trace(const ReplaySpace& space, std::string strategy, const TracedRun& trace,
+                       bool count_strategy_time = true);
+
 }  // namespace ktune

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/error.hpp"
 #include "ktune_test_config.hpp"
 #include "tuner/interop/t4.hpp"
 #include "tuner/replay/comparison.hpp"
@@ -50,6 +51,39 @@ TEST_P(ReplayEveryStrategy, VisitsEachConfigurationOnceAndAddsUpTheirCosts) {
 
 TEST_P(ReplayEveryStrategy, StopsAtTheBudget) {
     EXPECT_EQ(replay(tiny(), GetParam(), 3, options(5, true)).evaluations.size(), 5u);
+}
+
+TEST(ReplayTrace, ChargesTheRecordedCostsPlusTheOwnTime) {
+    const ReplaySpace s = tiny();
+    TracedRun t;
+    t.seed = 7;
+    t.configs = {s.entries[1].config, s.entries[0].config};
+    t.own_time_s = {0.5, 0.25};
+    const ReplayRun run = replay_trace(s, "kt:x", t);
+    ASSERT_EQ(run.evaluations.size(), 2u);
+    EXPECT_EQ(run.strategy, "kt:x");
+    EXPECT_EQ(run.seed, 7u);
+    EXPECT_EQ(run.evaluations[0].entry, 1u);
+    EXPECT_DOUBLE_EQ(run.evaluations[0].value, s.entries[1].value);
+    EXPECT_NEAR(run.evaluations[0].time_s, 0.5 + s.entries[1].cost_s, 1e-12);
+    EXPECT_TRUE(std::isnan(run.evaluations[1].value));  // entry 0 failed
+    EXPECT_NEAR(run.evaluations[1].time_s, 0.75 + s.entries[1].cost_s + s.entries[0].cost_s, 1e-12);
+    EXPECT_NEAR(replay_trace(s, "kt:x", t, false).evaluations[1].time_s, s.entries[1].cost_s + s.entries[0].cost_s,
+                1e-12);
+}
+
+TEST(ReplayTrace, RejectsAConfigurationOutsideTheSpaceOrTwice) {
+    const ReplaySpace s = tiny();
+    TracedRun twice;
+    twice.configs = {s.entries[2].config, s.entries[2].config};
+    EXPECT_THROW(replay_trace(s, "kt:x", twice), Error);
+    TracedRun outside;
+    outside.configs = {Config{{{"block_size_x", 3}, {"tile", 1}}}};
+    EXPECT_THROW(replay_trace(s, "kt:x", outside), Error);
+    TracedRun uneven;
+    uneven.configs = {s.entries[2].config};
+    uneven.own_time_s = {0.1, 0.2};
+    EXPECT_THROW(replay_trace(s, "kt:x", uneven), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ReplayEveryStrategy, testing::ValuesIn(strategy_names()),
