@@ -168,15 +168,34 @@ inline std::string decode_attention_space_path() { return source_root() + "/sear
 inline std::string decode_attention_golden_path() {
     return source_root() + "/tests/unit/export/golden/ktune_tuned_decode_attention_fwd.hpp";
 }
-inline const char* const k_attention = "HEAD_DIM=128,GROUP=4,WARPS=4,VEC=8,TOKENS=1,STAGES=3,SPLITS=16,ENGINE=3";
+// decode_attention.yaml is a space of four alternative kernels; the fixture's best is the mma_l2 kernel's.
+inline const char* const k_attention_kernel = "mma_l2";
+inline const char* const k_attention = "HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16";
 
-inline void fill_decode_attention_store(Store& store, const SearchSpace& space) {
+struct DecodeAttentionKernels {
+    std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(decode_attention_space_path());
+    // As render_header takes them, in file order.
+    std::vector<const SearchSpace*> pointers() const {
+        std::vector<const SearchSpace*> out;
+        for (const SearchSpace& k : kernels) out.push_back(&k);
+        return out;
+    }
+    const SearchSpace& named(const std::string& alternative) const {
+        for (const SearchSpace& k : kernels)
+            if (k.alternative() == alternative) return k;
+        throw Error(ErrorCategory::internal, "no kernel " + alternative + " in decode_attention.yaml");
+    }
+};
+
+inline void fill_decode_attention_store(Store& store, const DecodeAttentionKernels& kernels) {
     const DeviceInfo sxm = h100_sxm();
     store.upsert_device(sxm);
+    const SearchSpace& space = kernels.named(k_attention_kernel);
     const Config c = space.parse_config(k_attention, "test");
     for (const Dtype dt : {Dtype::fp16, Dtype::bf16}) {
         ResultRecord r = tuned(sxm, dt, 1, 1, c.key(), 12.5);
-        r.kernel = KernelInfo{space.op(), space.variant(), space.kernel_source(), "0123456789abcdef0123", "", ""};
+        r.kernel = KernelInfo{space.op(), space.variant(),    space.kernel_source(), "0123456789abcdef0123",
+                              "",         space.alternative()};
         r.problem = Problem{dt, {{"B", 1}, {"L", 8192}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 1}}};
         store.record(r);
     }

@@ -171,10 +171,10 @@ TEST_F(ExportDeclared, NamesAChoiceInTheKernelAndNumbersItInTheExpressionsThatRe
 }
 
 TEST_F(ExportDeclared, ComputesTheOpSpecsNamedValuesInOrderBeforeTheArgumentsThatReadThem) {
-    const SearchSpace space = SearchSpace::load_file(decode_attention_space_path());
+    const DecodeAttentionKernels kernels;
     Store store = Store::open(db_path());
-    fill_decode_attention_store(store, space);
-    const std::string text = render_header(store, space, decode_attention_options()).text;
+    fill_decode_attention_store(store, kernels);
+    const std::string text = render_header(store, kernels.pointers(), decode_attention_options()).text;
     // GROUP = HQ / HK, ..., ROOT_D = sqrt(D): each reads the axes and the values before it.
     EXPECT_TRUE(
         has(text, "    out[0] = detail::ex_div((static_cast<double>(shape[2])), (static_cast<double>(shape[3])));"))
