@@ -1,5 +1,9 @@
 #include "tuner/jit/thread_pool.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "core/error.hpp"
 
 namespace ktune::detail {
@@ -34,6 +38,10 @@ void ThreadPool::enqueue(std::function<void()> job) {
 }
 
 void ThreadPool::work() {
+    // Compiles yield to measuring: with every core compiling a cold cache, the threads that time kernels (this
+    // process's GPU lanes, the workers' launch loops) would otherwise queue behind NVRTC. Linux's nice is per thread;
+    // where it cannot be lowered, the compile runs at the normal priority.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kCompileNice);
     for (;;) {
         std::function<void()> job;
         {

@@ -1,7 +1,7 @@
 #pragma once
-// A fixed-size pool of worker threads for NVRTC compilations (NVRTC is thread-safe for distinct programs). Workers
-// start on the first submit, so a service that only computes cache keys spawns none. The destructor finishes every
-// queued job, then joins.
+// A fixed-size pool of worker threads for NVRTC compilations (NVRTC is thread-safe for distinct programs), at a lower
+// priority than the rest of the process. Workers start on the first submit, so a service that only computes cache keys
+// spawns none. The destructor finishes every queued job, then joins.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -13,6 +13,9 @@
 #include <vector>
 
 namespace ktune::detail {
+
+// The nice value of the pool's threads (0 is normal, 19 the lowest priority).
+inline constexpr int kCompileNice = 10;
 
 class ThreadPool {
 public:

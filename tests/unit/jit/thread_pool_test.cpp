@@ -1,3 +1,8 @@
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -65,3 +70,18 @@ TEST(ThreadPool, RunsJobsConcurrently) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune::detail {
+namespace {
+
+// Compiles yield to the threads that time kernels: a pool thread runs kCompileNice above the process's nice.
+TEST(ThreadPool, RunsItsJobsAtALowerPriorityThanTheProcess) {
+    const int process_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+    ThreadPool pool(1);
+    const int job_nice =
+        pool.submit([] { return getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid))); }).get();
+    EXPECT_EQ(job_nice, std::min(process_nice + kCompileNice, 19));
+}
+
+}  // namespace
+}  // namespace ktune::detail
