@@ -290,6 +290,10 @@ std::string format_baseline(const Baseline& b) {
     ojson j;
     j["format_version"] = k_baseline_format_version;
     j["device"] = {{"key", b.device.key}, {"name", b.device.name}, {"arch", b.device.arch}};
+    if (b.device.copy_gbps > 0) j["device"]["copy_gbps"] = b.device.copy_gbps;
+    if (b.device.launch_floor_us > 0) j["device"]["launch_floor_us"] = b.device.launch_floor_us;
+    if (b.device.launch_floor_cupti_us > 0) j["device"]["launch_floor_cupti_us"] = b.device.launch_floor_cupti_us;
+    if (!b.device.host.empty()) j["device"]["host"] = b.device.host;
     j["created_at"] = b.created_at;
     j["git_revision"] = b.git_revision;
     const auto& m = b.method;
@@ -335,6 +339,10 @@ Baseline parse_baseline(std::string_view text, const std::string& origin) {
     if (b.device.key.empty()) r.fail("device.key", "is empty");
     b.device.name = r.string_or(d, "device", "name", "");
     b.device.arch = r.string_or(d, "device", "arch", "");
+    b.device.copy_gbps = r.optional(d, "device", "copy_gbps", 0.0);
+    b.device.launch_floor_us = r.optional(d, "device", "launch_floor_us", 0.0);
+    b.device.launch_floor_cupti_us = r.optional(d, "device", "launch_floor_cupti_us", 0.0);
+    b.device.host = r.string_or(d, "device", "host", "");
     b.created_at = r.string_or(doc, "", "created_at", "");
     b.git_revision = r.string_or(doc, "", "git_revision", "");
 

@@ -8,7 +8,8 @@
 //
 //   {
 //     "format_version": 1,
-//     "device": {"key": "NVIDIA H100 80GB HBM3|sm_90|132SM|...", "name": "NVIDIA H100 80GB HBM3", "arch": "sm_90"},
+//     "device": {"key": "NVIDIA H100 80GB HBM3|sm_90|132SM|...", "name": "NVIDIA H100 80GB HBM3", "arch": "sm_90",
+//                "copy_gbps": 2995.7, "launch_floor_us": 3.232, "launch_floor_cupti_us": 1.216, "host": "gpu-7"},
 //     "created_at": "2025-01-31T12:00:00Z",
 //     "git_revision": "abc1234",
 //     "method": {"cold_l2": true, "clean_flush": true, "timer": "events", "warmup": 2, "min_samples": 30, ...},
@@ -37,6 +38,12 @@ struct BaselineDevice {
     std::string key;   // make_device_key(): the comparison is refused when the current device's key differs
     std::string name;  // "NVIDIA H100 80GB HBM3"
     std::string arch;  // "sm_90"
+    // The calibration of the GPU the baseline was recorded on (DeviceInfo's; 0 or "" when not recorded, as in files
+    // from before it was): two GPUs of one key can behave apart, and `ktune check` refuses such a pair unless forced.
+    double copy_gbps = 0;
+    double launch_floor_us = 0;
+    double launch_floor_cupti_us = 0;
+    std::string host;
 };
 
 // How the samples were taken; `ktune check` measures the same way.

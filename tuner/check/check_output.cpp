@@ -259,6 +259,9 @@ std::string format_check_table(const CheckReport& report) {
     if (report.device_mismatch_forced)
         out += fmt::format("warning: compared across devices (forced): baseline \"{}\", this device \"{}\"\n",
                            report.baseline_device.key, report.current_device_key);
+    if (!report.calibration_mismatch_forced.empty())
+        out += fmt::format("warning: compared across GPUs that behave apart (forced): {}\n",
+                           report.calibration_mismatch_forced);
     for (const auto& r : rows) {
         std::string line;
         for (std::size_t i = 0; i < r.size(); ++i) {
@@ -290,6 +293,10 @@ std::string format_check_markdown(const CheckReport& report) {
             "> ⚠️ Compared across devices (forced): the baseline was recorded on `{}`, this device is "
             "`{}`. Differences may be the hardware's.\n\n",
             md_cell(report.baseline_device.key), md_cell(report.current_device_key));
+    if (!report.calibration_mismatch_forced.empty())
+        out += fmt::format(
+            "> ⚠️ Compared across GPUs that behave apart (forced): {}. Differences may be the hardware's.\n\n",
+            md_cell(report.calibration_mismatch_forced));
     out += "| verdict | case | config | baseline p50 | current p50 | change [95 % CI] | limit | note |\n";
     out += "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n";
     for (const CaseResult* c : cases_in_output_order(report)) {

@@ -59,6 +59,30 @@ std::string describe_key_difference(const std::string& recorded, const std::stri
     return fmt::format("{}", fmt::join(diffs, ", "));
 }
 
+// Two GPUs of one key can behave apart (one H100 host kind showed a launch floor of 3.23 us, another 4.93-5.15 us):
+// a baseline from the other kind then reads as a slowdown of every small kernel.
+void check_calibration(const Baseline& b, const std::optional<DeviceInfo>& current, bool force, CheckReport& report) {
+    if (!current) return;
+    DeviceInfo recorded;
+    recorded.copy_gbps = b.device.copy_gbps;
+    recorded.launch_floor_us = b.device.launch_floor_us;
+    recorded.launch_floor_cupti_us = b.device.launch_floor_cupti_us;
+    const std::string why = calibration_difference(recorded, *current);
+    if (why.empty()) return;
+    const std::string where =
+        fmt::format("the baseline's GPU{} and this one{}", b.device.host.empty() ? "" : " (host " + b.device.host + ")",
+                    current->host.empty() ? "" : " (host " + current->host + ")");
+    if (force) {
+        report.calibration_mismatch_forced = fmt::format("{}: {}", where, why);
+        return;
+    }
+    throw Error(ErrorCategory::bad_input,
+                fmt::format("{} share a device key but do not behave alike: {}. Their timings are not comparable: "
+                            "record a baseline on this host, or pass --force to compare anyway",
+                            where, why),
+                b.path.empty() ? std::string("baseline") : b.path);
+}
+
 void check_device(const Baseline& b, const std::string& current_key, bool force, CheckReport& report) {
     if (b.device.key == current_key) return;
     if (force) {
@@ -135,6 +159,8 @@ public:
             m_row.notes.push_back(
                 "kernel source unchanged since the baseline: the slowdown comes from the GPU, driver, "
                 "toolchain or harness");
+        if (m_row.source_changed == true)
+            m_row.notes.push_back("kernel source changed since the baseline (its sources, includes or launch)");
     }
 
 private:
@@ -311,6 +337,8 @@ CheckReport run_check(const Baseline& baseline, const std::string& current_devic
     report.current_device_key = current_device_key;
     report.remeasure_rounds = options.remeasure_rounds;
     check_device(baseline, current_device_key, options.force, report);
+    if (baseline.device.key == current_device_key)
+        check_calibration(baseline, options.current_calibration, options.force, report);
 
     for (const auto& c : baseline.cases) {
         if (!options.ops.empty() && std::find(options.ops.begin(), options.ops.end(), c.op) == options.ops.end())

@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "tuner/check/baseline.hpp"
@@ -137,6 +138,9 @@ struct CheckReport {
     std::string baseline_git_revision, baseline_created_at;
     std::string current_device_key;
     bool device_mismatch_forced = false;  // keys differ and force was given
+    // Why this GPU's calibration differs from the baseline's beyond noise (calibration_difference), when it does and
+    // force was given; "" otherwise.
+    std::string calibration_mismatch_forced;
     int remeasure_rounds = 0;
     std::vector<CaseResult> cases;  // in baseline order
 
@@ -146,17 +150,19 @@ struct CheckReport {
 
 struct CheckOptions {
     std::vector<std::string> ops;  // only these ops (empty: all); a name the baseline does not have is bad input
-    bool force = false;            // compare even when the device key differs from the baseline's
-    int min_samples = 30;          // per measurement session
-    int remeasure_rounds = 5;      // K; at least 1
+    bool force = false;            // compare even when the device key or its calibration differs from the baseline's
+    // This GPU's calibration (DeviceInfo's ceilings), compared with the baseline's where both were measured.
+    std::optional<DeviceInfo> current_calibration;
+    int min_samples = 30;      // per measurement session
+    int remeasure_rounds = 5;  // K; at least 1
     bool confirm_alternatives = true;
     CompareOptions compare;                          // resamples, confidence, seed (mixed with each case's id)
     std::function<void(const CaseResult&)> on_case;  // called after each case's final verdict (progress output)
 };
 
-// Throws Error(bad_input) when the device key differs from the baseline's and !options.force (the message lists
-// what differs), when an --ops name matches no case, or for invalid options. Measurer exceptions other than
-// CheckCorrectnessError propagate.
+// Throws Error(bad_input) when the device key differs from the baseline's, or its calibration beyond noise, and
+// !options.force (the message lists what differs), when an --ops name matches no case, or for invalid options. Measurer
+// exceptions other than CheckCorrectnessError propagate.
 CheckReport run_check(const Baseline& baseline, const std::string& current_device_key, CaseMeasurer& measurer,
                       const CheckOptions& options = {});
 

@@ -169,6 +169,17 @@ struct Gpu {
     }
 };
 
+// This GPU's ceilings, measured now (a few seconds): what a baseline records and a check compares.
+DeviceInfo measured_calibration(Gpu& gpu) {
+    DeviceInfo d = gpu.worker.device();
+    const DeviceCeilings c = gpu.worker.measure_ceilings(std::size_t{1} << 30);
+    d.copy_gbps = c.copy_gbps;
+    d.launch_floor_us = c.launch_floor_us;
+    d.launch_floor_cupti_us = c.launch_floor_cupti_us;
+    d.host = hostname();
+    return d;
+}
+
 int cmd_baseline_save(const GlobalOptions& g) {
     const Paths p = resolve_paths(g);
     Store store = Store::open(p.db, Store::Mode::read_only);
@@ -176,6 +187,11 @@ int cmd_baseline_save(const GlobalOptions& g) {
     const DeviceInfo& dev = gpu.worker.device();
     Baseline b;
     b.device = BaselineDevice{dev.key, dev.name, dev.arch()};
+    const DeviceInfo calibration = measured_calibration(gpu);
+    b.device.copy_gbps = calibration.copy_gbps;
+    b.device.launch_floor_us = calibration.launch_floor_us;
+    b.device.launch_floor_cupti_us = calibration.launch_floor_cupti_us;
+    b.device.host = calibration.host;
     b.created_at = utc_now_iso();
     b.git_revision = git_revision(p.root);
     b.method.min_samples = g_baseline.samples;
@@ -228,6 +244,8 @@ int cmd_check(const GlobalOptions& g) {
     CheckOptions o;
     o.ops = g_check.ops;
     o.force = g_check.force;
+    if (baseline.device.copy_gbps > 0 || baseline.device.launch_floor_us > 0)
+        o.current_calibration = measured_calibration(gpu);
     o.min_samples = g_check.samples;
     o.remeasure_rounds = g_check.rounds;
     o.on_case = [](const CaseResult& r) { fmt::print(stderr, "  {:<44} {}\n", r.id, verdict_name(r.verdict)); };

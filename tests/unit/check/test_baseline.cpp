@@ -96,6 +96,21 @@ TEST(BaselineFile, ReadsBackWhatItWrote) {
     EXPECT_EQ(format_baseline(r), format_baseline(b));  // stable text: re-saving changes nothing
 }
 
+TEST(BaselineFile, CarriesTheCalibrationOfItsGpuWhenMeasuredAndReadsOlderFilesWithout) {
+    Baseline b = sample_baseline();
+    EXPECT_EQ(format_baseline(b).find("copy_gbps"), std::string::npos);  // never measured: not written
+    b.device.copy_gbps = 2995.7;
+    b.device.launch_floor_us = 3.232;
+    b.device.launch_floor_cupti_us = 1.216;
+    b.device.host = "gpu-7";
+    const Baseline r = parse_baseline(format_baseline(b), "mem.json");
+    EXPECT_DOUBLE_EQ(r.device.copy_gbps, 2995.7);
+    EXPECT_DOUBLE_EQ(r.device.launch_floor_us, 3.232);
+    EXPECT_DOUBLE_EQ(r.device.launch_floor_cupti_us, 1.216);
+    EXPECT_EQ(r.device.host, "gpu-7");
+    EXPECT_EQ(format_baseline(r), format_baseline(b));
+}
+
 TEST(BaselineFile, NamesTheKernelOnlyOfACaseFromASpaceOfSeveral) {
     const std::string text = format_baseline(sample_baseline());
     const auto first = text.find("\"kernel\": \"registers\"");

@@ -190,6 +190,55 @@ TEST(CheckRunner, ADeviceMismatchIsComparedWhenForced) {
     EXPECT_EQ(r.current_device_key, "another GPU");
 }
 
+// The baseline's GPU and this one: one key, a launch floor of 3.23 us against 5.02 us (two H100 host kinds).
+DeviceInfo calibrated(double launch_floor_us) {
+    DeviceInfo d;
+    d.copy_gbps = 2995;
+    d.launch_floor_us = launch_floor_us;
+    d.host = "this-host";
+    return d;
+}
+
+Baseline calibrated_baseline() {
+    Baseline b = one_case_baseline();
+    b.device.copy_gbps = 3005;  // within noise of 2995
+    b.device.launch_floor_us = 3.23;
+    b.device.host = "baseline-host";
+    return b;
+}
+
+TEST(CheckRunner, AGpuOfTheSameKeyThatBehavesApartIsRefusedUnlessForced) {
+    ScriptedMeasurer m(first_then(1.0, 1.0));
+    CheckOptions o = options();
+    o.current_calibration = calibrated(5.02);
+    try {
+        run_check(calibrated_baseline(), k_device_key, m, o);
+        FAIL() << "expected a refusal";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+        const std::string what = e.what();
+        EXPECT_NE(what.find("launch floor"), std::string::npos) << what;
+        EXPECT_NE(what.find("baseline-host"), std::string::npos) << what;
+        EXPECT_NE(what.find("--force"), std::string::npos) << what;
+    }
+    EXPECT_TRUE(m.calls.empty());
+    o.force = true;
+    ScriptedMeasurer forced(first_then(1.0, 1.0));
+    const auto r = run_check(calibrated_baseline(), k_device_key, forced, o);
+    EXPECT_NE(r.calibration_mismatch_forced.find("launch floor"), std::string::npos);
+    EXPECT_EQ(r.cases.size(), 1u);
+}
+
+TEST(CheckRunner, AGpuThatBehavesAlikeOrABaselineWithoutCalibrationIsCompared) {
+    ScriptedMeasurer m(first_then(1.0, 1.0));
+    CheckOptions o = options();
+    o.current_calibration = calibrated(3.25);
+    EXPECT_TRUE(run_check(calibrated_baseline(), k_device_key, m, o).calibration_mismatch_forced.empty());
+    o.current_calibration = calibrated(5.02);  // an old baseline file carries no calibration: nothing to compare
+    ScriptedMeasurer old(first_then(1.0, 1.0));
+    EXPECT_EQ(run_check(one_case_baseline(), k_device_key, old, o).cases.size(), 1u);
+}
+
 TEST(CheckRunner, ACorrectnessFailureFailsTheCheckAndTheOtherCasesStillRun) {
     Rng rng(3);
     Baseline b = empty_baseline();
@@ -287,6 +336,17 @@ TEST(CheckRunner, ASlowdownWithAnUnchangedSourceSaysTheCodeIsNotTheCause) {
     EXPECT_EQ(row.verdict, Verdict::slower);
     EXPECT_EQ(row.source_changed, false);
     EXPECT_NE(row.notes.back().find("kernel source unchanged"), std::string::npos);
+}
+
+TEST(CheckRunner, ACaseWhoseKernelSourceChangedSaysSo) {
+    Baseline b = one_case_baseline();
+    const auto& c = b.cases[0];
+    FakeMeasurer m(7, NoiseModel{0, 0, 0, 0});
+    m.set(c.id(), c.config_key, k_us, 0.01);
+    m.set_source_hash(c.id(), "another-hash");
+    const auto row = run_check(b, k_device_key, m, options()).cases[0];
+    EXPECT_EQ(row.source_changed, true);
+    EXPECT_NE(row.notes.back().find("kernel source changed since the baseline"), std::string::npos);
 }
 
 TEST(CheckRunner, OpsSelectsTheCasesToCheck) {
