@@ -153,6 +153,7 @@ ojson case_to_json(const BaselineCase& c, std::size_t index) {
     j["variant"] = c.variant;
     j["problem"] = {{"dtype", std::string(dtype_name(c.problem.dtype))}, {"shape", shape}, {"key", c.problem.key()}};
     if (!c.kernel.empty()) j["kernel"] = c.kernel;
+    if (c.timer != "events") j["timer"] = c.timer;
     j["config"] = c.config_key;
     j["source_hash"] = c.source_hash;
     j["bytes"] = c.bytes;
@@ -266,6 +267,9 @@ BaselineCase case_from_json(const Reader& r, const nlohmann::json& j, const std:
             r.fail(pf + ".key", fmt::format("\"{}\" disagrees with dtype and shape (\"{}\")", key, c.problem.key()));
     }
     c.kernel = r.string_or(j, f, "kernel", "");
+    c.timer = r.string_or(j, f, "timer", "events");
+    if (c.timer != "events" && c.timer != "kernel")
+        r.fail(f + ".timer", fmt::format("\"{}\" is neither \"events\" nor \"kernel\"", c.timer));
     c.config_key = r.string(j, f, "config");
     if (c.config_key.empty()) r.fail(f + ".config", "is empty");
     c.source_hash = r.string_or(j, f, "source_hash", "");

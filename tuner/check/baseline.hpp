@@ -16,7 +16,8 @@
 //     "cases": [
 //       {"op": "rmsnorm", "variant": "fwd",
 //        "problem": {"dtype": "bf16", "shape": [["M", 4096], ["H", 8192]], "key": "bf16:M=4096,H=8192"},
-//        "config": "BLOCK=256,VEC=8", "source_hash": "9f2c...", "bytes": 134217728,
+//        "config": "BLOCK=256,VEC=8", "source_hash": "9f2c...", "bytes": 134217728,  (and "timer": "kernel" where
+//        the samples are CUPTI kernel durations: a decode-size case)
 //        "n": 90, "p50_us": 50.112, "p95_us": 51.2, "p99_us": 58.9, "gbps": 2678.4,
 //        "samples_us": [50.101, 50.13, ...]}
 //     ]
@@ -62,7 +63,10 @@ struct BaselineMethod {
 struct BaselineCase {
     std::string op, variant;
     Problem problem;
-    std::string kernel;              // the alternative that was best, in a space of several kernels ("" otherwise)
+    std::string kernel;  // the alternative that was best, in a space of several kernels ("" otherwise)
+    // What the samples time: "events" (CUDA events; files from before this field), or "kernel" (CUPTI's kernel
+    // duration) where the tuning ranks by it, at decode sizes, whose event time is mostly the launch path.
+    std::string timer = "events";
     std::string config_key;          // Config::key() of the configuration that was best
     std::string source_hash;         // KernelInfo::source_hash of the kernel that was measured
     std::int64_t bytes = 0;          // bytes the op must move (0: unknown); gives GB/s

@@ -376,7 +376,10 @@ void record_baseline_samples(Baseline& b, CaseMeasurer& measurer, int sessions, 
         throw Error(ErrorCategory::bad_input,
                     fmt::format("{} sessions of {} samples: at least 1 session of 5 samples", sessions, min_samples),
                     "baseline options");
-    for (auto& c : b.cases) c.samples_us.clear();
+    for (auto& c : b.cases) {
+        c.samples_us.clear();
+        c.timer = measurer.timer_for(c);
+    }
     for (int s = 0; s < sessions; ++s) {
         for (auto& c : b.cases) {
             const auto samples = measurer.measure(c, c.config_key, min_samples);

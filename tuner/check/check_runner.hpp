@@ -85,6 +85,10 @@ public:
     // re-tune). nullopt, or c.config_key: nothing to report.
     virtual std::optional<std::string> best_config_now(const BaselineCase&) { return std::nullopt; }
 
+    // The timer a new baseline's case is sampled with (BaselineCase::timer): "kernel" where a tuning ranks c's
+    // problem by kernel time, else "events". measure() then times with c.timer.
+    virtual std::string timer_for(const BaselineCase&) { return "events"; }
+
     // The hash of c's kernel source in the current tree, when known: lets the row say whether the code changed.
     virtual std::optional<std::string> current_source_hash(const BaselineCase&) { return std::nullopt; }
 

@@ -68,10 +68,18 @@ std::vector<double> GpuCaseMeasurer::measure(const BaselineCase& c, const std::s
     t.min_samples = min_samples;
     t.max_samples = min_samples;  // a session is a fixed number of samples: sessions compare like with like
     t.time_cap_s = 60;
-    t.cupti_samples = 0;
+    const bool kernel_time = c.timer == "kernel";
+    t.cupti_samples = kernel_time ? min_samples : 0;
     const Measurement m = s.measurer->measure(config, c.problem, t, 10.0);
     if (m.status != Status::ok) throw CheckCorrectnessError(m.status, first_lines(m.message, 8), c.id());
-    return m.samples_us;
+    return kernel_time ? m.cupti_samples_us : m.samples_us;
+}
+
+std::string GpuCaseMeasurer::timer_for(const BaselineCase& c) {
+    // As a tuning ranks it (rank_timer): with CUPTI on, whatever the baseline's event method says.
+    wire::TimingOptions t = timing_of(m_method);
+    t.cupti_samples = kKernelRankedCuptiSamples;
+    return space_for(c).measurer->rank_timer_for(c.problem, t) == RankTimer::kernel ? "kernel" : "events";
 }
 
 std::optional<std::string> GpuCaseMeasurer::best_config_now(const BaselineCase& c) {

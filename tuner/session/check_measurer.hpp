@@ -21,6 +21,7 @@ public:
     std::vector<double> measure(const BaselineCase& c, const std::string& config_key, int min_samples) override;
     std::optional<std::string> best_config_now(const BaselineCase& c) override;
     std::optional<std::string> current_source_hash(const BaselineCase& c) override;
+    std::string timer_for(const BaselineCase& c) override;
 
 private:
     struct Space;

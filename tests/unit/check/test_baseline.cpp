@@ -111,6 +111,22 @@ TEST(BaselineFile, CarriesTheCalibrationOfItsGpuWhenMeasuredAndReadsOlderFilesWi
     EXPECT_EQ(format_baseline(r), format_baseline(b));
 }
 
+TEST(BaselineFile, NamesTheTimerOfACaseTimedByKernelDurationAndRefusesAnUnknownOne) {
+    Baseline b = sample_baseline();
+    b.cases[0].timer = "kernel";
+    const std::string text = format_baseline(b);
+    EXPECT_EQ(parse_baseline(text, "mem.json").cases[0].timer, "kernel");
+    EXPECT_EQ(parse_baseline(text, "mem.json").cases[1].timer, "events");  // not written, the default
+    std::string bad = text;
+    bad.replace(bad.find("\"timer\": \"kernel\""), 17, "\"timer\": \"graph\"");
+    try {
+        parse_baseline(bad, "mem.json");
+        FAIL() << "expected a refusal";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("timer"), std::string::npos) << e.what();
+    }
+}
+
 TEST(BaselineFile, NamesTheKernelOnlyOfACaseFromASpaceOfSeveral) {
     const std::string text = format_baseline(sample_baseline());
     const auto first = text.find("\"kernel\": \"registers\"");

@@ -408,5 +408,28 @@ TEST(RecordBaselineSamples, PoolsSessionsTakenRoundRobinOverTheCases) {
     EXPECT_EQ(b.method.min_samples, 40);
 }
 
+// A decode-size case is recorded by kernel time when the measurer says a tuning ranks it so; measure() sees it.
+TEST(RecordBaselineSamples, TakesEachCasesTimerFromTheMeasurer) {
+    struct KernelTimed : FakeMeasurer {
+        using FakeMeasurer::FakeMeasurer;
+        std::vector<std::string> timers;
+        std::string timer_for(const BaselineCase& c) override { return c.op == "rmsnorm" ? "kernel" : "events"; }
+        std::vector<double> measure(const BaselineCase& c, const std::string& config, int n) override {
+            timers.push_back(c.timer);
+            return FakeMeasurer::measure(c, config, n);
+        }
+    };
+    Rng rng(3);
+    Baseline b = empty_baseline();
+    b.cases.push_back(make_case(rng, "rmsnorm", 16, k_us, 0.01));
+    b.cases.push_back(make_case(rng, "softmax", 4096, k_us, 0.01));
+    KernelTimed m(4);
+    for (const auto& c : b.cases) m.set(c.id(), c.config_key, 20.0, 0.01);
+    record_baseline_samples(b, m, 1, 10);
+    EXPECT_EQ(b.cases[0].timer, "kernel");
+    EXPECT_EQ(b.cases[1].timer, "events");
+    EXPECT_EQ(m.timers, (std::vector<std::string>{"kernel", "events"}));
+}
+
 }  // namespace
 }  // namespace ktune
