@@ -186,7 +186,7 @@ int cmd_baseline_save(const GlobalOptions& g) {
     Gpu gpu(p, g_baseline.device);
     const DeviceInfo& dev = gpu.worker.device();
     Baseline b;
-    b.device = BaselineDevice{dev.key, dev.name, dev.arch()};
+    b.device = BaselineDevice{.key = dev.key, .name = dev.name, .arch = dev.arch()};
     const DeviceInfo calibration = measured_calibration(gpu);
     b.device.copy_gbps = calibration.copy_gbps;
     b.device.launch_floor_us = calibration.launch_floor_us;

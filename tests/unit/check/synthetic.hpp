@@ -43,7 +43,7 @@ inline const std::string k_device_key =
 
 inline Baseline empty_baseline() {
     Baseline b;
-    b.device = {k_device_key, "NVIDIA H100 80GB HBM3", "sm_90"};
+    b.device = {.key = k_device_key, .name = "NVIDIA H100 80GB HBM3", .arch = "sm_90"};
     b.created_at = "2025-01-31T12:00:00Z";
     b.git_revision = "abc1234";
     b.path = "results/baselines/nvidia-h100-80gb-hbm3-sm_90.json";

@@ -241,8 +241,9 @@ TEST(BaselineFile, ThatDoesNotExistIsBadInputNamingThePath) {
 }
 
 TEST(BaselineFile, NameIsDerivedFromTheDeviceNameAndArch) {
-    EXPECT_EQ(baseline_file_name({"k", "NVIDIA H100 80GB HBM3", "sm_90"}), "nvidia-h100-80gb-hbm3-sm_90.json");
-    EXPECT_EQ(baseline_file_name({"GPU|x", "", ""}), "gpu-x.json");
+    EXPECT_EQ(baseline_file_name({.key = "k", .name = "NVIDIA H100 80GB HBM3", .arch = "sm_90"}),
+              "nvidia-h100-80gb-hbm3-sm_90.json");
+    EXPECT_EQ(baseline_file_name({.key = "GPU|x"}), "gpu-x.json");
 }
 
 TEST(BaselineCase, IdNamesOpVariantAndProblem) {

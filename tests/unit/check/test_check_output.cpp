@@ -44,7 +44,7 @@ CaseResult row(const std::string& op, const std::string& problem, Verdict v, Com
 CheckReport sample_report() {
     CheckReport r;
     r.baseline_path = "results/baselines/nvidia-h100-80gb-hbm3-sm_90.json";
-    r.baseline_device = {"NVIDIA H100 80GB HBM3|sm_90|132SM", "NVIDIA H100 80GB HBM3", "sm_90"};
+    r.baseline_device = {.key = "NVIDIA H100 80GB HBM3|sm_90|132SM", .name = "NVIDIA H100 80GB HBM3", .arch = "sm_90"};
     r.baseline_git_revision = "abc1234";
     r.baseline_created_at = "2025-01-31T12:00:00Z";
     r.current_device_key = r.baseline_device.key;
