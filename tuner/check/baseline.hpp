@@ -36,15 +36,15 @@ namespace ktune {
 inline constexpr int k_baseline_format_version = 1;
 
 struct BaselineDevice {
-    std::string key;   // make_device_key(): the comparison is refused when the current device's key differs
-    std::string name;  // "NVIDIA H100 80GB HBM3"
-    std::string arch;  // "sm_90"
+    std::string key{};   // make_device_key(): the comparison is refused when the current device's key differs
+    std::string name{};  // "NVIDIA H100 80GB HBM3"
+    std::string arch{};  // "sm_90"
     // The calibration of the GPU the baseline was recorded on (DeviceInfo's; 0 or "" when not recorded, as in files
     // from before it was): two GPUs of one key can behave apart, and `ktune check` refuses such a pair unless forced.
     double copy_gbps = 0;
     double launch_floor_us = 0;
     double launch_floor_cupti_us = 0;
-    std::string host;
+    std::string host{};
 };
 
 // How the samples were taken; `ktune check` measures the same way.
