@@ -171,11 +171,7 @@ struct Gpu {
 
 // This GPU's ceilings, measured now (a few seconds): what a baseline records and a check compares.
 DeviceInfo measured_calibration(Gpu& gpu) {
-    DeviceInfo d = gpu.worker.device();
-    const DeviceCeilings c = gpu.worker.measure_ceilings(std::size_t{1} << 30);
-    d.copy_gbps = c.copy_gbps;
-    d.launch_floor_us = c.launch_floor_us;
-    d.launch_floor_cupti_us = c.launch_floor_cupti_us;
+    DeviceInfo d = with_ceilings(gpu.worker.device(), gpu.worker.measure_ceilings(std::size_t{1} << 30));
     d.host = hostname();
     return d;
 }

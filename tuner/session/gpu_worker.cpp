@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "tuner/session/environment.hpp"
 
@@ -103,6 +104,14 @@ void GpuWorker::restart() {
     m_client.request({{"cmd", "open"}, {"device", m_ordinal}}, 60);
     m_client.request(m_utility_request, 60);
     if (m_setup) setup(*m_setup);
+}
+
+DeviceInfo with_ceilings(DeviceInfo d, const DeviceCeilings& c) {
+    d.copy_gbps = c.copy_gbps;
+    d.launch_floor_us = c.launch_floor_us;
+    d.launch_floor_cupti_us = c.launch_floor_cupti_us;
+    d.measured_at = utc_now_iso();
+    return d;
 }
 
 DeviceCeilings GpuWorker::measure_ceilings(std::size_t copy_bytes) {

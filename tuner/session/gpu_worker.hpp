@@ -26,6 +26,9 @@ struct DeviceCeilings {
     std::size_t copy_bytes = 0;
 };
 
+// d with the ceilings just measured (its calibration), stamped now.
+DeviceInfo with_ceilings(DeviceInfo d, const DeviceCeilings& c);
+
 class GpuWorker {
 public:
     GpuWorker(std::string worker_path, int ordinal, CompileService& jit);

@@ -62,13 +62,11 @@ wire::Launch to_wire(const LaunchGeometry& g) {
     return l;
 }
 
-namespace {
 std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options) {
     std::string key = source + "|" + name;
     for (const std::string& o : options) key += "|" + o;
     return key;
 }
-}  // namespace
 
 std::shared_future<CompileResult> SharedCompiles::submit(const std::string& source, const std::string& name,
                                                          const std::vector<std::string>& options) {

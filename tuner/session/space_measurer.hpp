@@ -37,6 +37,10 @@ RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire:
 // of up to 1.3 % between measurements, the per-measurement mode included (H100, 2026-11-26).
 inline constexpr int kKernelRankedCuptiSamples = 32;
 
+// What tells one compile from another: the source, the name expression and the options (kernels taking their
+// parameters as defines share one name).
+std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options);
+
 // The compiles of one architecture, shared by the measurers of every GPU that tunes it: each kernel is submitted to
 // the compile service once, whichever GPU measures it first or prefetched it.
 class SharedCompiles {

@@ -334,8 +334,7 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
     };
     std::vector<Row> rows;
     auto add = [&](const std::string& source, const std::string& name, const std::vector<std::string>& options) {
-        std::string job = source + "|" + name;
-        for (const std::string& option : options) job += "|" + option;  // kernels taking defines share one name
+        const std::string job = compile_key(source, name, options);
         if (jobs.contains(job)) return job;
         CompileRequest req;
         req.source_path = source;
@@ -493,14 +492,6 @@ struct DeviceGroup {
     DeviceInfo device;
     std::vector<GpuWorker*> gpus;
 };
-
-DeviceInfo with_ceilings(DeviceInfo d, const DeviceCeilings& c) {
-    d.copy_gbps = c.copy_gbps;
-    d.launch_floor_us = c.launch_floor_us;
-    d.launch_floor_cupti_us = c.launch_floor_cupti_us;
-    d.measured_at = utc_now_iso();
-    return d;
-}
 
 // Each GPU's calibration: one GPU alone reuses what the store holds for its key when measured on this host; several
 // are measured (in parallel), as pooling them compares their calibrations. Devices are filed under Store::filing_key:
