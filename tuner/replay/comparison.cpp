@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -62,10 +63,11 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                 ro.count_strategy_time = o.count_strategy_time;
                 std::vector<Config> first;
                 if (o.transfer && spaces[i].problem) {
-                    std::vector<Config> candidates;
-                    for (const ReplayEntry& e : spaces[i].entries) candidates.push_back(e.config);
-                    first =
-                        transfer_hints(*spaces[i].problem, tuned, candidates, transfer_hint_limit(candidates.size()));
+                    std::unordered_set<std::string> keys;
+                    for (const ReplayEntry& e : spaces[i].entries) keys.insert(e.config.key());
+                    first = transfer_hints(
+                        *spaces[i].problem, tuned, [&](const Config& c) { return keys.contains(c.key()); },
+                        transfer_hint_limit(keys.size()));
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)

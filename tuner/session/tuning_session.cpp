@@ -781,9 +781,11 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 std::lock_guard lock(mutex);
                 before = tuned;
             }
-            std::vector<Config> candidates = selected_configs(space, pl.problem, o);
-            pl.strategy->start_with(
-                transfer_hints(pl.problem, before, candidates, transfer_hint_limit(candidates.size())));
+            const auto is_candidate = [&](const Config& c) {
+                return space.is_valid(c, pl.problem) && matches_any(c.values, o.config_filters);
+            };
+            pl.strategy->start_with(transfer_hints(pl.problem, before, is_candidate,
+                                                   transfer_hint_limit(std::size_t(pl.outcome.valid_configs))));
             batch = pl.strategy->propose();
             for (const Config& c : batch)
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);

@@ -33,21 +33,22 @@ double problem_distance(const Problem& a, const Problem& b) {
 }
 
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
-                                   const std::vector<Config>& candidates, std::size_t limit) {
+                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit) {
     std::vector<const TunedProblem*> order;
     for (const TunedProblem& t : tuned)
         if (!(t.problem == problem)) order.push_back(&t);
     std::stable_sort(order.begin(), order.end(), [&](const TunedProblem* x, const TunedProblem* y) {
         return problem_distance(problem, x->problem) < problem_distance(problem, y->problem);
     });
-    std::unordered_set<std::string> valid;
-    for (const Config& c : candidates) valid.insert(c.key());
     std::vector<Config> out;
     std::unordered_set<std::string> taken;
     for (const TunedProblem* t : order) {
         if (out.size() >= limit) break;
         const std::string key = t->best.key();
-        if (valid.contains(key) && taken.insert(key).second) out.push_back(t->best);
+        if (!taken.contains(key) && is_candidate(t->best)) {
+            taken.insert(key);
+            out.push_back(t->best);
+        }
     }
     return out;
 }

@@ -4,6 +4,7 @@
 // problems held one within 2 % of the optimum in at most 10 % of the space for 115 of 120 problems). A search starts
 // from those winners, the most similar problem's first, before its own proposals (docs/search.md).
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "core/types.hpp"
@@ -20,9 +21,10 @@ struct TunedProblem {
 double problem_distance(const Problem& a, const Problem& b);
 
 // The best configurations of `tuned` (other problems of the same space), the most similar problem's first, each once,
-// only those among `candidates` (matched by key), at most `limit`. The problem itself is skipped if it is in `tuned`.
+// only those `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in
+// `tuned`.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
-                                   const std::vector<Config>& candidates, std::size_t limit);
+                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
 // The winners of the nearest problems come first, so the first few carry nearly all of the gain.
