@@ -638,10 +638,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
             if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
-        // With problems enough to go round, each GPU takes whole problems: every part of a problem on another GPU
-        // sets the problem up there again (buffers, inputs, the reference), which cost two GPUs a third of their time
-        // (rmsnorm, softmax, rope, layernorm on two H200s: 1.31x one GPU). Fewer problems are split, a few parts per
-        // GPU, so that GPUs that finish early take more of them.
+        // With problems enough to go round, each GPU takes whole problems, so each problem is set up (buffers, inputs,
+        // the reference) on one GPU only. Fewer problems are split, a few parts per GPU, so that GPUs that finish early
+        // take more of them. (On two H200s this did not change the 1.25-1.31x over one GPU: docs/design.md, Scale.)
         if (pl.split && lanes > 1 && !batch.empty() && problems.size() < kWholeProblemsPerGpu * lanes) {
             const std::size_t n = std::min(batch.size(), 2 * lanes);
             for (std::size_t i = 0; i < n; ++i) pl.parts.emplace_back();

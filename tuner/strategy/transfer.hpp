@@ -1,8 +1,7 @@
 #pragma once
 // Transfer between the problems of one space: the fastest configuration of a problem is usually fast, often the
-// fastest, at a problem of similar shape (on ktune's spaces tuned exhaustively on an H100, the winners of the other
-// problems held one within 2 % of the optimum in at most 10 % of the space for 115 of 120 problems). A search starts
-// from those winners, the most similar problem's first, before its own proposals (docs/search.md).
+// fastest, at a problem of similar shape. A search starts from those winners, the most similar problem's first, before
+// its own proposals; docs/search.md has what that does on ktune's own spaces, replayed.
 #include <cstddef>
 #include <functional>
 #include <vector>
