@@ -39,8 +39,9 @@ void ThreadPool::enqueue(std::function<void()> job) {
 
 void ThreadPool::work() {
     // Compiles yield to measuring: with every core compiling a cold cache, the threads that time kernels (this
-    // process's GPU lanes, the workers' launch loops) would otherwise queue behind NVRTC. Linux's nice is per thread;
-    // where it cannot be lowered, the compile runs at the normal priority.
+    // process's GPU lanes, the workers' launch loops) compete with NVRTC for the cores (whether that is what slows two
+    // GPUs tuning together is not yet measured: docs/design.md, Scale). Linux's nice is per thread; where it cannot be
+    // lowered, the compile runs at the normal priority.
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), kCompileNice);
     for (;;) {
         std::function<void()> job;
