@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/types.hpp"
+
 namespace ktune {
 
 struct LibraryBaseline {
@@ -19,5 +21,26 @@ struct LibraryBaseline {
 const std::vector<LibraryBaseline>& library_baselines();
 // nullptr when there is no such library baseline.
 const LibraryBaseline* find_library_baseline(std::string_view name);
+
+// What cuBLASLt applies to x W^T before y is stored (CUBLASLT_EPILOGUE_*).
+enum class GemmEpilogue {
+    none,       // y = x W^T
+    bias,       // y = x W^T + b (CUBLASLT_EPILOGUE_BIAS)
+    gelu_bias,  // y = gelu(x W^T + b), GELU in its tanh form (CUBLASLT_EPILOGUE_GELU_BIAS)
+};
+
+// What a GEMM library baseline (cublas_gemm, cublaslt_gemm_act) calls for one configuration, decided from its name and
+// configuration alone, so that the worker only translates it and the choice is tested where there is no GPU.
+struct GemmCall {
+    bool lt = false;  // cublasLtMatmul with the heuristic's rank-th algorithm; else cublasGemmEx, CUBLAS_GEMM_DEFAULT
+    int rank = 1;     // 1-based
+    GemmEpilogue epilogue = GemmEpilogue::none;
+    bool has_bias() const { return epilogue != GemmEpilogue::none; }
+    // The op's arguments: y, x, w, then b where there is a bias, then M, N, K.
+    std::size_t first_size_argument() const { return has_bias() ? 4 : 3; }
+};
+
+// Throws Error (bad_input) for a library that is not a GEMM or a configuration it cannot run, saying why.
+GemmCall gemm_call(std::string_view library, const NamedValues& config);
 
 }  // namespace ktune

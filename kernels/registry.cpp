@@ -27,7 +27,12 @@
     X(linear_int8, fwd)             /* kernels/quant_linear/quant_linear_cpu_reference.cpp */ \
     X(linear, fwd)                  /* kernels/quant_linear/quant_linear_cpu_reference.cpp: dense, the cuBLAS baseline */ \
     X(copy, fwd)                    /* kernels/copy/copy_cpu_reference.cpp */ \
-    X(copy, read)                   /* kernels/copy/copy_cpu_reference.cpp */
+    X(copy, read)                   /* kernels/copy/copy_cpu_reference.cpp */ \
+    X(gemm_act, none)               /* kernels/gemm/gemm_cpu_reference.cpp */ \
+    X(gemm_act, gelu)               /* kernels/gemm/gemm_cpu_reference.cpp */ \
+    X(gemm_act, silu)               /* kernels/gemm/gemm_cpu_reference.cpp */ \
+    X(ffn_gated, swiglu)            /* kernels/gemm/gemm_cpu_reference.cpp */ \
+    X(ffn_gated, geglu)             /* kernels/gemm/gemm_cpu_reference.cpp */
 // clang-format on
 
 namespace ktune {

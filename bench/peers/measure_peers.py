@@ -112,6 +112,10 @@ IMPLS = {
 }
 METHOD_EVENTS = "cold_l2_events"
 METHOD_CUPTI = "cupti_kernel_sum"
+# A script that measures its own families with this one's method (gemm_peers.py) names itself and adds what it
+# learned to the file's environment.
+SCRIPT = "bench/peers/measure_peers.py"
+EXTRA_ENVIRONMENT = {}
 
 
 def name_methods_for_flush(flush):
@@ -697,13 +701,14 @@ def synchronize():
 
 
 def warm_up(fn):
-    """The first call (compiles, loads modules, creates handles); then two more. Returns the first call's seconds."""
+    """The first call (compiles, loads modules, creates handles); then two more. Returns the first call's seconds and
+    the last call's output (a CUDA-graph replay overwrites the outputs of the calls before it)."""
     t0 = time.perf_counter()
-    out = fn()
+    fn()
     synchronize()
     first = time.perf_counter() - t0
-    for _ in range(2):
-        fn()
+    fn()
+    out = fn()
     synchronize()
     return first, out
 
@@ -772,6 +777,7 @@ class Run:
         self.results = {}  # identity -> result, so a result measured again replaces the old one
         self.failures = []
         self.checks = []
+        self.first_calls = []  # the first call's seconds of each case: torch.compile's compile time
         self.last_write = 0.0
         if (ARGS.merge or ARGS.resume) and os.path.exists(out_path):
             with open(out_path) as f:
@@ -845,7 +851,7 @@ class Run:
             f.write("\n ]\n}\n")
         os.replace(tmp, self.out_path)
         with open(self.failures_path + ".tmp", "w") as f:
-            json.dump({"failures": self.failures, "checks": self.checks}, f, indent=1)
+            json.dump({"failures": self.failures, "checks": self.checks, "first_calls": self.first_calls}, f, indent=1)
         os.replace(self.failures_path + ".tmp", self.failures_path)
 
 
@@ -879,6 +885,9 @@ def measure_problem(run, family, dtype, problem, impls):
             fn = setups[impl]()
             stage = "warm-up"
             first_s, out = warm_up(fn)
+            run.first_calls.append({"op": FAMILIES[family]["op"], "variant": FAMILIES[family]["variant"],
+                                    "dtype": dtype, "shape": dict(problem), "impl": impl_name(impl),
+                                    "seconds": round(first_s, 3)})
             if first_s > 1.0:
                 print(f"    ({IMPLS[impl]}: first call {first_s:.1f} s)", flush=True)
             stage = "check"
@@ -937,9 +946,10 @@ def build_environment(timer):
         env["driver"] = driver_version()
     env.update({"torch_compile_mode": ARGS.compile_mode, "torch_compile_dynamic": False,
                 "samples": ARGS.samples, "cupti_samples": ARGS.cupti_samples, "cupti_max_us": ARGS.cupti_max_us,
-                "script": "bench/peers/measure_peers.py",
+                "script": SCRIPT,
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
     env.update(timer.environment())
+    env.update(EXTRA_ENVIRONMENT)
     if timer.cupti_error:
         env["cupti"] = f"unavailable: {timer.cupti_error}"
     return {k: v for k, v in env.items() if v is not None}

@@ -278,6 +278,13 @@ TEST(LinearDenseOp, TakesYXWThenMNKAsTheCublasBaselineExpects) {
     EXPECT_DOUBLE_EQ(dense().bytes_moved(p), 5.0 * 7 * 2 + 3.0 * 7 * 2 + 3.0 * 5 * 2);
 }
 
+TEST(LinearDenseOp, TakesPrefillSizesAsCublasDoesAndRefusesIndexOverflow) {
+    EXPECT_NO_THROW(dense().buffers(problem({{"M", 8192}, {"N", 14336}, {"K", 4096}})));
+    EXPECT_NO_THROW(dense().buffers(problem({{"M", 65536}, {"N", 4096}, {"K", 4096}})));
+    EXPECT_THROW(dense().buffers(problem({{"M", 1 << 20}, {"N", 14336}, {"K", 4096}})), Error);  // M N > 2^32
+    EXPECT_THROW(dense().buffers(problem({{"M", 1ll << 31}, {"N", 1}, {"K", 1}})), Error);
+}
+
 TEST(LinearDenseOp, CpuReferenceIsThePlainProduct) {
     const Problem p = problem({{"M", 2}, {"N", 3}, {"K", 4}});
     HostBuffers b;

@@ -61,6 +61,16 @@ TEST(SearchSpace, ALibraryBaselineHasNoSourceNoLaunchAndItsReference) {
     EXPECT_FALSE(load_good("minimal.yaml").is_library());
 }
 
+TEST(SearchSpace, TheCublasLtGemmActBaselineNamesItsEpilogueAndRanks) {
+    const SearchSpace s =
+        SearchSpace::load_file(std::string(KTUNE_SOURCE_ROOT) + "/search_spaces/gemm_act_gelu_cublaslt.yaml");
+    EXPECT_EQ(s.library(), "cublaslt_gemm_act");
+    const Problem p{Dtype::bf16, {{"M", 2048}, {"N", 14336}, {"K", 4096}}};
+    EXPECT_EQ(s.valid_configs(p).size(), 8u);  // cuBLASLt's eight ranks with the GELU_BIAS epilogue
+    EXPECT_EQ(s.kernel_name(s.valid_configs(p).front(), Dtype::bf16), "cublaslt_gemm_act<__nv_bfloat16, 1, 1>");
+    EXPECT_EQ(s.reference_launch(p).grid[0], 2048u * 14336u / 256u);  // one output a thread
+}
+
 TEST(SearchSpace, MinimalFileReusesLaunchForTheReference) {
     SearchSpace s = load_good("minimal.yaml");
     Problem p{Dtype::fp32, {{"N", 1000}}};
