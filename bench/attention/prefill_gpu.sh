@@ -64,8 +64,10 @@ bad = db.execute("""SELECT k.variant, p.key, c.key, m.status, m.mismatches, m.ma
 counts = db.execute("""SELECT k.variant, m.status, count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id
                        GROUP BY k.variant, m.status""").fetchall()
 print("statuses:", ", ".join(f"{v} {s} {n}" for v, s, n in counts))
-for row in bad:
+for row in bad[:30]:  # variant | problem | config | status | mismatches | max abs error | message
     print("INVALID:", " | ".join(str(x) for x in row))
+if len(bad) > 30:
+    print(f"... and {len(bad) - 30} more invalid results (the database holds them all)")
 
 sdpa = json.load(open(f"{d}/sdpa.json"))["rows"]
 lines = ["| variant | problem | ktune us | TFLOP/s | % peak | config | cudnn us | flash us | efficient us "
