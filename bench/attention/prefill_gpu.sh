@@ -4,7 +4,7 @@
 # problems with ktune's method (bench/attention/prefill_sdpa.py: cold L2, events, p50), then prints them side by side.
 #   OUT=/tmp/o bench/attention/prefill_gpu.sh
 # Env: PROBLEMS (default "B=1,L=2048 B=4,L=2048 B=1,L=8192", any B and L: --shape; every sequence L tokens, U=1),
-# BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 75), KTUNE (default
+# BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 80), KTUNE (default
 # build-gpu/ktune).
 # Also tunes one uneven problem per variant (B=4,L=2048,U=2: lengths in [1024, 2048], no multiple of the tiles) for
 # validation. Fails (rc 1) when any configuration's result was invalid, after printing those rows: which problem,
@@ -28,7 +28,7 @@ strategy=(--strategy exhaustive)
 rc=0
 for space in prefill_attention prefill_attention_full; do
   t0=$SECONDS
-  if k tune "$space" --dtype bf16 "${filters[@]}" "${strategy[@]}" --time "${TIME_PER_SPACE:-75}" --quiet \
+  if k tune "$space" --dtype bf16 "${filters[@]}" "${strategy[@]}" --time "${TIME_PER_SPACE:-80}" --quiet \
       > "$dir/tune-$space.log" 2>&1; then
     status=ok
   else

@@ -26,6 +26,9 @@
 //   BLOCK_N   K/V tokens per tile (a multiple of 16).
 //   WARPS     warps per block.
 //   STAGES    K/V tiles in shared memory: 1 loads and computes in turn, 2 and 3 keep 1 and 2 tiles in flight.
+//   Q_SHARED  false: q's A fragments stay in registers for the whole loop (HEAD_DIM / 4 words per m-tile); true: they
+//             are read from shared memory again at every k-step of every tile (registers for two m-tiles at HEAD_DIM
+//             128, for the price of more ldmatrix).
 //
 // Launch: grid (HQ, ceil(L / BLOCK_M), B), WARPS * 32 threads, (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM *
 // sizeof(T) bytes of dynamic shared memory. q, k, v and out must be 16-byte aligned (the generator's buffers are);
@@ -60,7 +63,7 @@ __device__ __forceinline__ void copy_rows(unsigned dst, const T* src, long long 
 
 }  // namespace ktune::dev::prefill_attention
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, bool Q_SHARED>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     prefill_attention_fa2(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                           const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
@@ -86,7 +89,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     constexpr int TILE_BYTES = BLOCK_N * ROWB;  // one K (or V) tile
     constexpr int SMEM = smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
     static_assert(SMEM <= 232448, "prefill_attention_fa2: shared memory <= 227 KiB");
-    extern __shared__ __align__(128) unsigned char smem[];
+    extern __shared__ __align__(16) unsigned char smem[];  // 16, as decode attention declares it (one unit holds both)
 
     if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
         gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
@@ -138,16 +141,20 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 
     // This warp's rows: m0 + row0 + 16 mt + (g, g + 8).
     const int row0 = warp * 16 * MT;
-    unsigned qf[MT][KS][4];
+    // q's A fragment of m-tile mt, k-step ks. Matrices: rows 0-7 / 8-15 of the m-tile x chunks 2 ks / 2 ks + 1 -> a0,
+    // a1, a2, a3.
+    auto load_q = [&](unsigned (&a)[4], int mt, int ks) {
+        const int r = row0 + 16 * mt + (lane & 7) + ((lane >> 3) & 1) * 8;
+        const int ch = 2 * ks + (lane >> 4);
+        ldmatrix_x4<false>(a, q_smem + r * ROWB + swz(r, ch));
+    };
+    [[maybe_unused]] unsigned qf[Q_SHARED ? 1 : MT][Q_SHARED ? 1 : KS][4];
+    if constexpr (!Q_SHARED) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {
-            // Matrices: rows 0-7 / 8-15 of the m-tile x chunks 2 ks / 2 ks + 1 -> a0, a1, a2, a3.
-            const int r = row0 + 16 * mt + (lane & 7) + ((lane >> 3) & 1) * 8;
-            const int ch = 2 * ks + (lane >> 4);
-            ldmatrix_x4<false>(qf[mt][ks], q_smem + r * ROWB + swz(r, ch));
-        }
+            for (int ks = 0; ks < KS; ++ks) load_q(qf[mt][ks], mt, ks);
+    }
 
     const float qscale = scale * 1.4426950408889634f;  // scores in log2 units
     float o[MT][DT][4];
@@ -188,7 +195,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
 #pragma unroll
-            for (int ks = 0; ks < KS; ++ks)
+            for (int ks = 0; ks < KS; ++ks) {
+                [[maybe_unused]] unsigned qs[Q_SHARED ? MT : 1][4];
+                if constexpr (Q_SHARED) {
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) load_q(qs[mt], mt, ks);
+                }
 #pragma unroll
                 for (int np = 0; np < NT / 2; ++np) {
                     // Matrices: keys 16 np + 0-7 x chunks 2 ks, 2 ks + 1, then keys 16 np + 8-15 x the same:
@@ -199,10 +211,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
                     ldmatrix_x4<false>(kf, ks_base + r * ROWB + swz(r, ch));
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
-                        mma16816<T>(s[mt][2 * np], qf[mt][ks], kf[0], kf[1]);
-                        mma16816<T>(s[mt][2 * np + 1], qf[mt][ks], kf[2], kf[3]);
+                        if constexpr (Q_SHARED) {
+                            mma16816<T>(s[mt][2 * np], qs[mt], kf[0], kf[1]);
+                            mma16816<T>(s[mt][2 * np + 1], qs[mt], kf[2], kf[3]);
+                        } else {
+                            mma16816<T>(s[mt][2 * np], qf[mt][ks], kf[0], kf[1]);
+                            mma16816<T>(s[mt][2 * np + 1], qf[mt][ks], kf[2], kf[3]);
+                        }
                     }
                 }
+            }
 
             // Masks: keys past the sequence, and (causal) keys after the row; only tiles that cross either.
             const bool tail = n0 + BLOCK_N > len;
