@@ -18,6 +18,9 @@ ktune=${KTUNE:-$root/build-gpu/ktune}
 problems=${PROBLEMS:-"B=1,L=2048 B=4,L=2048 B=1,L=8192"}
 rm -rf "$dir" && mkdir -p "$dir"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
+# The CPU emulations of the kernel's fragment plumbing and tile loop (seconds; they fail on a wrong index).
+python3 "$root/bench/attention/prefill_fragments_check.py" | tail -1
+python3 "$root/bench/attention/prefill_algorithm_check.py" | tail -1
 k() { "$ktune" --root "$root" --db "$dir/ktune.db" --cache-dir "$dir/cache" "$@"; }
 
 filters=()
