@@ -23,6 +23,8 @@
     X(glu, geglu_cat)               /* kernels/glu/glu_cpu_reference.cpp */ \
     X(softmax, fwd)                 /* kernels/softmax/softmax_cpu_reference.cpp */ \
     X(decode_attention, fwd)        /* kernels/attention/decode_attention_cpu_reference.cpp */ \
+    X(prefill_attention, causal)    /* kernels/attention/prefill_attention_cpu_reference.cpp */ \
+    X(prefill_attention, full)      /* kernels/attention/prefill_attention_cpu_reference.cpp */ \
     X(linear_int4, fwd)             /* kernels/quant_linear/quant_linear_cpu_reference.cpp */ \
     X(linear_int8, fwd)             /* kernels/quant_linear/quant_linear_cpu_reference.cpp */ \
     X(linear, fwd)                  /* kernels/quant_linear/quant_linear_cpu_reference.cpp: dense, the cuBLAS baseline */ \

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# On an H100: tunes prefill attention (kernels/attention/prefill_attention_fa2.cuh), causal and full, bf16, at a few
+# problems of 32 q / 8 kv heads, D 128, and times torch SDPA's backends (cuDNN, flash, memory-efficient) at the same
+# problems with ktune's method (bench/attention/prefill_sdpa.py: cold L2, events, p50), then prints them side by side.
+#   OUT=/tmp/o bench/attention/prefill_gpu.sh
+# Env: PROBLEMS (default "B=1,L=2048 B=4,L=2048 B=1,L=8192", any B and L: --shape; every sequence L tokens, U=1),
+# BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 80), KTUNE (default
+# build-gpu/ktune).
+# Also tunes one uneven problem per variant (B=4,L=2048,U=2: lengths in [1024, 2048], no multiple of the tiles) for
+# validation. Fails (rc 1) when any configuration's result was invalid, after printing those rows: which problem,
+# configuration and how many elements mismatched tell where indexing is wrong.
+# Writes $OUT/prefill/ (database, cubin cache, logs, best-*.json, sdpa.json, table.md). Needs ktune built in build-gpu/
+# (with ktune-worker beside it), python3 with torch and triton.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=${OUT:-/tmp/out}/prefill
+ktune=${KTUNE:-$root/build-gpu/ktune}
+problems=${PROBLEMS:-"B=1,L=2048 B=4,L=2048 B=1,L=8192"}
+rm -rf "$dir" && mkdir -p "$dir"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
+# The CPU emulations of the kernel's fragment plumbing and tile loop (seconds; they fail on a wrong index).
+python3 "$root/bench/attention/prefill_fragments_check.py" | tail -1
+python3 "$root/bench/attention/prefill_algorithm_check.py" | tail -1
+k() { "$ktune" --root "$root" --db "$dir/ktune.db" --cache-dir "$dir/cache" "$@"; }
+
+filters=()
+for p in $problems; do filters+=(--shape "$p,HQ=32,HK=8,D=128,U=1"); done
+filters+=(--shape "B=4,L=2048,HQ=32,HK=8,D=128,U=2")
+strategy=(--strategy exhaustive)
+[ -n "${BUDGET:-}" ] && strategy=(--budget "$BUDGET")
+rc=0
+for space in prefill_attention prefill_attention_full; do
+  t0=$SECONDS
+  if k tune "$space" --dtype bf16 "${filters[@]}" "${strategy[@]}" --time "${TIME_PER_SPACE:-80}" --quiet \
+      > "$dir/tune-$space.log" 2>&1; then
+    status=ok
+  else
+    status="failed (rc $?)"
+    rc=1
+  fi
+  echo "$space: $((SECONDS - t0)) s, $status"
+  [ "$status" = ok ] || tail -20 "$dir/tune-$space.log"
+  k best "$space" --json > "$dir/best-$space.json" || echo "[]" > "$dir/best-$space.json"
+done
+
+sdpa_problems=()
+for p in $problems; do sdpa_problems+=("$p"); done
+python3 "$root/bench/attention/prefill_sdpa.py" "$dir/sdpa.json" "${sdpa_problems[@]}" > "$dir/sdpa.log" 2>&1 ||
+  { echo "SDPA timing failed:"; tail -20 "$dir/sdpa.log"; rc=1; }
+[ -f "$dir/sdpa.json" ] || echo '{"rows": []}' > "$dir/sdpa.json"
+
+python3 - "$dir" <<'PY' || rc=1
+import json, re, sqlite3, sys
+d = sys.argv[1]
+PEAK = 989e12  # H100 SXM dense bf16 TFLOP/s
+
+def bl(problem):
+    m = dict(re.findall(r"(\w+)=(\d+)", problem))
+    return int(m["B"]), int(m["L"]), int(m.get("U", 1))
+
+# Every invalid result (wrong output, launch error) from the database: shown in full, and the run fails.
+db = sqlite3.connect(f"{d}/ktune.db")
+bad = db.execute("""SELECT k.variant, p.key, c.key, m.status, m.mismatches, m.max_abs_error, substr(m.message, 1, 300)
+                    FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
+                    JOIN configurations c ON c.id = m.configuration_id
+                    WHERE m.status NOT IN ('ok', 'compiled') ORDER BY k.variant, p.key, c.key""").fetchall()
+counts = db.execute("""SELECT k.variant, m.status, count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id
+                       GROUP BY k.variant, m.status""").fetchall()
+print("statuses:", ", ".join(f"{v} {s} {n}" for v, s, n in counts))
+for row in bad[:30]:  # variant | problem | config | status | mismatches | max abs error | message
+    print("INVALID:", " | ".join(str(x) for x in row))
+if len(bad) > 30:
+    print(f"... and {len(bad) - 30} more invalid results (the database holds them all)")
+
+sdpa = json.load(open(f"{d}/sdpa.json"))["rows"]
+lines = ["| variant | problem | ktune us | TFLOP/s | % peak | config | cudnn us | flash us | efficient us "
+         "| best SDPA / ktune |", "|---|---|---|---|---|---|---|---|---|---|"]
+for variant in ("causal", "full"):
+    space = "prefill_attention" if variant == "causal" else "prefill_attention_full"
+    for e in json.load(open(f"{d}/best-{space}.json")):
+        for r in e["best"]:
+            b, length, u = bl(r["problem"])
+            us = r.get("rank_us", r["p50_us"])
+            flops = 4 * b * 32 * length * length * 128 * (0.5 if variant == "causal" else 1.0)
+            tf = flops / (us * 1e-6) / 1e12 if u == 1 else float("nan")
+            peers = {x["impl"]: x for x in sdpa
+                     if x["causal"] == (variant == "causal") and bl(x["problem"])[:2] == (b, length)}
+            def t(name):
+                x = peers.get(name)
+                return x["p50_us"] if x and "p50_us" in x else None
+            ts = [t(n) for n in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")]
+            best = min([x for x in ts if x is not None], default=None)
+            cell = lambda x: "-" if x is None else f"{x:.1f}"
+            lines.append(f"| {variant} | {r['problem']} | {us:.1f} | {tf:.0f} | {100 * tf * 1e12 / PEAK:.0f} | "
+                         f"{r['config']} | {' | '.join(cell(x) for x in ts)} | "
+                         f"{'-' if best is None else f'{best / us:.2f}x'} |")
+lines.append("TFLOP/s: 4 B HQ L^2 D (causal: half) over the ranked time; U=2 rows (uneven lengths) validate only. "
+             "best SDPA / ktune > 1: ktune faster.")
+for x in sdpa:
+    if "error" in x:
+        lines.append(f"SDPA {x['impl']} causal={x['causal']} {x['problem']}: {x['error']}")
+text = "\n".join(lines)
+open(f"{d}/table.md", "w").write(text + "\n")
+print(text)
+sys.exit(1 if bad else 0)
+PY
+[ "$rc" = 0 ] || { echo "FAILED: see above (invalid results or a failed tuning); logs in $dir" >&2; exit 1; }
