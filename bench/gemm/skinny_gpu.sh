@@ -8,7 +8,7 @@
 #   bench/gemm/skinny_gpu.sh                 # bf16; DTYPE=fp16 for the other, KTUNE=path/to/ktune, OUT=/tmp/out
 # Writes $OUT/skinny_gpu/ (ktune.db, cubin cache, tune logs, best-*.json, table.md). Fails on a validation failure
 # (invalid_result) or a kernel that did not compile or launch. About 2-3 minutes on an H100 host with a cold cache;
-# TIME_SKINNY (default 75 s) caps each linear_skinny space's measuring. Also validates linear_skinny_tails.yaml's odd
+# TIME_SKINNY (default 90 s) caps each linear_skinny space's measuring. Also validates linear_skinny_tails.yaml's odd
 # shapes (30 random configurations a problem).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,8 +35,8 @@ tune() {  # space, extra arguments
 # 4096 x 14336 reads as many bytes as the first), in bf16 whatever DTYPE is: a read does not care.
 ex=(--strategy exhaustive)
 tune copy_read "${ex[@]}" --dtype bf16 --shape N=58720256 --shape N=16777216 --shape N=25165824
-tune linear_skinny "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-75}"
-tune linear_skinny_k14336 "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-75}"
+tune linear_skinny "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-90}"
+tune linear_skinny_k14336 "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-90}"
 tune linear_cublas_skinny "${ex[@]}" --dtype "$dtype"
 tune linear_cublas_skinny_k14336 "${ex[@]}" --dtype "$dtype"
 # Validation only: odd shapes (the plain path, partial chunks and tiles), 30 random configurations a problem.
