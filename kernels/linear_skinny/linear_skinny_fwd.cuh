@@ -93,7 +93,9 @@ __device__ __forceinline__ float activate(float v) {
 }
 
 // 16 bytes at p where pred (zeros elsewhere), predicated inside the instruction so that a step's loads share one base
-// with constant offsets. STREAM: no L1 allocation (the weights, read once); else through L1 (x, read by every warp).
+// with constant offsets. STREAM: no L1 allocation (the weights, read once), and L2 fetches the whole 128-byte line (a
+// lane's 16 bytes are a quarter of a row's 64 in a chunk; the next chunk, often another warp's, reads the line's other
+// half); else through L1 (x, read by every warp).
 // Volatile: the compiler keeps them where they are issued, ahead of their use.
 template <bool STREAM>
 __device__ __forceinline__ uint4 load_v4_if(const void* p, bool pred) {
@@ -104,7 +106,7 @@ __device__ __forceinline__ uint4 load_v4_if(const void* p, bool pred) {
                  : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)                                                     \
                  : "r"(static_cast<int>(pred)), "l"(p))
     if constexpr (STREAM)
-        KTUNE_SKINNY_LOAD_V4(".L1::no_allocate");
+        KTUNE_SKINNY_LOAD_V4(".L1::no_allocate.L2::128B");
     else
         KTUNE_SKINNY_LOAD_V4("");
 #undef KTUNE_SKINNY_LOAD_V4
@@ -124,10 +126,11 @@ __device__ __forceinline__ uint4 load_elems(const unsigned char* p, bool live, i
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// 16 bytes from global src to shared dst (both 16-byte aligned) as one cp.async; pred false copies nothing and
-// zero-fills dst (src-size 0: src is not read).
+// 16 bytes from global src to shared dst (both 16-byte aligned) as one cp.async, L1 bypassed and the whole 128-byte
+// line fetched into L2 (as load_v4_if's STREAM); pred false copies nothing and zero-fills dst (src-size 0: src is not
+// read).
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool pred) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
