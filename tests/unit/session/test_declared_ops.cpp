@@ -75,7 +75,7 @@ TEST(DeclaredOps, EveryBuiltInOpIsDeclaredOnceTunedByASpaceAndHasACpuReference) 
         tuned.insert(key_of(*s.declared_op()));
     }
     for (const CpuReference& r : cpu_references()) referenced.insert(fmt::format("{}/{}", r.op, r.variant));
-    EXPECT_EQ(builtins.size(), 28u);
+    EXPECT_EQ(builtins.size(), 29u);
     EXPECT_EQ(tuned, builtins);
     EXPECT_EQ(referenced, builtins);
 }
@@ -190,6 +190,19 @@ TEST(DeclaredOps, QuantizedLinearsSizeTheirPackedWeightsAndScratchAsTheLayoutDoe
                     EXPECT_EQ(elements(int4, p4, "scratch"), layout::scratch_floats(m, n)) << p4.key();
                     EXPECT_EQ(last_argument(int4, p4), layout::max_split_k(m, n)) << p4.key();
                 }
+            }
+}
+
+TEST(DeclaredOps, DenseSkinnyLinearSizesItsScratchAsTheQuantizedLayoutDoes) {
+    namespace layout = quant_linear_layout;
+    const DeclaredOp& op = builtin("linear_skinny", "fwd");
+    for (std::int64_t m : {1, 3, 4, 8, 9, 16, 32, 63, 64})
+        for (std::int64_t n : sizes)
+            for (std::int64_t k : {1, 7, 31, 32, 33, 4096, 4100, 14336}) {
+                const Problem p{Dtype::bf16, {{"M", m}, {"N", n}, {"K", k}}};
+                EXPECT_EQ(elements(op, p, "w"), n * k) << p.key();
+                EXPECT_EQ(elements(op, p, "scratch"), layout::scratch_floats(m, n)) << p.key();
+                EXPECT_EQ(last_argument(op, p), layout::max_split_k(m, n)) << p.key();
             }
 }
 

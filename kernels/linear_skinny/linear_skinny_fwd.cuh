@@ -1,0 +1,428 @@
+#pragma once
+// Dense skinny linear for decode: y[m, n] = act(sum_k x[m, k] * W[n, k] + bias[n]) for m < M (1..64), n < N, with x
+// [M, K], W [N, K] row-major (F.linear's layout) and y [M, N] of T (__half, __nv_bfloat16); fp32 accumulation, bias and
+// activation in fp32, y rounded once to T. The bf16 twin of the weight-only kernels (kernels/quant_linear/
+// quant_linear_gemv.cuh), whose ideas it reuses; the time is the weight stream (N * K * 2 bytes), so everything below
+// serves keeping enough weight bytes in flight per SM.
+//
+// Tensor cores: mma.m16n8k16 with a 16 (n) x 16 (k) tile of W as the A operand and 16 (k) x 8 (m) of x^T as B, so up
+// to 8 rows of x share one mma. A dot product does not care in which order k is summed, so lane 4g + t loads 16
+// contiguous bytes (8 k) of W rows g and g + 8 at k = 32c + 8t of chunk c, and the same 16 bytes of x row g: words
+// 0, 1 of those loads are mma step 0's fragments (A: {row g w0, row g+8 w0, row g w1, row g+8 w1}, B: {x w0, x w1}),
+// words 2, 3 step 1's. The mma's logical k 2t, 2t+1 / 2t+8, 2t+9 then stand for the actual k 8t+4s+{0,1} / {2,3} in
+// both operands alike. A chunk is 16 rows x 32 k = 1 KiB of W (two full 32-byte sectors per row).
+//
+// Work split: block (n block, k split, m block) = blockIdx (x, y, z); a block owns TILES_N tiles of 16 rows,
+// 8 * M_FRAGS rows of x and 1 / SPLIT_K of the k chunks; its WARPS warps take steps of UNROLL consecutive chunks in
+// turn (a row's UNROLL * 64 bytes contiguous per step). Weights in flight:
+//   - STAGES 1: a step's UNROLL * TILES_N * 2 16-byte loads go to registers (no L1 allocation), all before its mmas;
+//   - STAGES > 1: a per-warp ring of STAGES steps in shared memory, filled by cp.async (16 bytes per lane, zero-fill
+//     where out of range), so STAGES - 1 steps are in flight beside the one computing without costing registers. Each
+//     lane reads back only the bytes it copied itself, so its own cp.async.wait_group is the only synchronisation;
+//     the slot a step refills is the one the previous step read, whose values its mmas have already consumed.
+//   x is read (through L1, shared by the block's warps) when a step starts, before the wait for its weights.
+// Warps reduce through shared memory (the ring's bytes, after the loop) in warp order; k splits through scratch: every
+// split block writes its fp32 partial, the last to arrive (atomic counter, reset by it) sums the SPLIT_K partials in
+// split order, adds the bias, applies ACT and writes y. Deterministic.
+//
+// Scratch (fp32 words, zero-filled once; the kernel leaves the counters at zero): the layout of the weight-only
+// kernels, kernels/quant_linear/quant_linear_layout.cuh (counter_words(M, N) counters, then SPLIT_K partials
+// [SPLIT_K, M, N]; SPLIT_K <= max_split_k(M, N), else the kernel writes nothing).
+//
+// Tunables (template parameters, named as the YAML keys):
+//   WARPS     warps per block, 1..16, splitting the block's k chunks.
+//   TILES_N   16-row tiles of W per block: 1, 2 or 4.
+//   UNROLL    consecutive 32-k chunks of a warp step, 1..8 (16-byte weight loads per lane and step: 2 UNROLL TILES_N).
+//   SPLIT_K   blocks along k, 1..16, merged in the same launch.
+//   M_FRAGS   8-row fragments of x per block: 1, 2, 4 or 8; grid z covers M.
+//   STAGES    1: register loads; 2..8: steps of the shared-memory ring per warp (WARPS * STAGES * UNROLL * TILES_N KiB
+//             of static shared memory, at most 32).
+//   ACT       0 none, 1 gelu (tanh approximation), 2 silu, on the fp32 sum plus bias.
+// Any M, N, K: rows past N or M and k past K load zeros (outputs past N, M are not written). W and x 16-byte aligned
+// and K % 8 == 0 take the tuned path; otherwise (checked once per launch) a plain path loads element by element, one
+// chunk per step, in registers.
+#include "kernels/common/ktune_device.cuh"
+#include "kernels/quant_linear/quant_linear_layout.cuh"
+
+namespace ktune::dev::linear_skinny {
+
+inline constexpr int CHUNK_K = 32;          // k per chunk: 4 lanes x 8 elements per row
+inline constexpr int CHUNK_BYTES = 1024;    // one 16-row tile of one chunk: 2 16-byte loads per lane
+inline constexpr int MAX_RING_KIB = 32;  // of the 48 KiB of static shared memory (powers of two: 32 is the most)
+
+KTUNE_HD constexpr int ring_kib(int warps, int stages, int unroll, int tiles_n) {
+    return stages > 1 ? warps * stages * unroll * tiles_n : 0;
+}
+
+// Blocks per SM the registers must allow (__launch_bounds__): 16 warps per SM (128 registers) where accumulators and x
+// fragments are few, so that enough warps issue loads; else no bound (no spills).
+KTUNE_HD constexpr int min_blocks(int warps, int tiles_n, int m_frags) {
+    return tiles_n * m_frags <= 2 ? (16 / warps > 0 ? 16 / warps : 1) : 1;
+}
+
+template <typename T>
+inline constexpr bool is_half = false;
+template <>
+inline constexpr bool is_half<__half> = true;
+
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                          unsigned b0, unsigned b1) {
+    if constexpr (is_half<T>)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int ACT>
+__device__ __forceinline__ float activate(float v) {
+    if constexpr (ACT == 1) {
+        const float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2 / pi) (v + 0.044715 v^3)
+        return 0.5f * v * (1.0f + tanhf(u));
+    } else if constexpr (ACT == 2) {
+        return v / (1.0f + expf(-v));
+    } else {
+        return v;
+    }
+}
+
+// 16 bytes at p where pred (zeros elsewhere), predicated inside the instruction so that a step's loads share one base
+// with constant offsets. STREAM: no L1 allocation (the weights, read once), and L2 fetches the whole 128-byte line (a
+// lane's 16 bytes are a quarter of a row's 64 in a chunk; the next chunk, often another warp's, reads the line's other
+// half); else through L1 (x, read by every warp).
+// Volatile: the compiler keeps them where they are issued, ahead of their use.
+template <bool STREAM>
+__device__ __forceinline__ uint4 load_v4_if(const void* p, bool pred) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+#define KTUNE_SKINNY_LOAD_V4(QUAL)                                                                                  \
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %4, 0;\n @q ld.global.nc" QUAL                              \
+                 ".v4.u32 {%0, %1, %2, %3}, [%5];\n}"                                                             \
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)                                                     \
+                 : "r"(static_cast<int>(pred)), "l"(p))
+    if constexpr (STREAM)
+        KTUNE_SKINNY_LOAD_V4(".L1::no_allocate.L2::128B");
+    else
+        KTUNE_SKINNY_LOAD_V4("");
+#undef KTUNE_SKINNY_LOAD_V4
+    return v;
+}
+
+// The plain path's 8 elements from p (2-byte aligned only): element e where e < limit, zeros elsewhere.
+__device__ __forceinline__ uint4 load_elems(const unsigned char* p, bool live, int limit) {
+    const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const unsigned lo = live && 2 * i < limit ? static_cast<unsigned>(__ldg(q + 2 * i)) : 0u;
+        const unsigned hi = live && 2 * i + 1 < limit ? static_cast<unsigned>(__ldg(q + 2 * i + 1)) : 0u;
+        w[i] = lo | (hi << 16);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// 16 bytes from global src to shared dst (both 16-byte aligned) as one cp.async, L1 bypassed and the whole 128-byte
+// line fetched into L2 (as load_v4_if's STREAM); pred false copies nothing and zero-fills dst (src-size 0: src is not
+// read).
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ uint4 load_shared_v4(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+// A lane's loop-invariant view of the block: chunk c of its W row h (g, g + 8) of tile tn is w_row[tn][h] + 64 c,
+// of its x row in fragment f x_row[f] + 64 c; a chunk's vector lies inside K when 32 c < k_limit (fast path; the plain
+// path checks per element).
+template <int TILES_N, int M_FRAGS>
+struct Lanes {
+    const unsigned char* w_row[TILES_N][2];
+    const unsigned char* x_row[M_FRAGS];
+    bool w_live[TILES_N][2];
+    bool x_live[M_FRAGS];
+    int k_limit;  // K - 8t
+    int c_end;
+};
+
+// One chunk's mmas: W rows g, g + 8 of each tile (wv[tn][0], wv[tn][1]) against each fragment's x (xv[f]).
+template <typename T, int TILES_N, int M_FRAGS>
+__device__ __forceinline__ void chunk_mma(float (&acc)[TILES_N][M_FRAGS][4], const uint4 (&wv)[TILES_N][2],
+                                          const uint4 (&xv)[M_FRAGS]) {
+#pragma unroll
+    for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+        for (int f = 0; f < M_FRAGS; ++f) {
+            mma_16816<T>(acc[tn][f], wv[tn][0].x, wv[tn][1].x, wv[tn][0].y, wv[tn][1].y, xv[f].x, xv[f].y);
+            mma_16816<T>(acc[tn][f], wv[tn][0].z, wv[tn][1].z, wv[tn][0].w, wv[tn][1].w, xv[f].z, xv[f].w);
+        }
+}
+
+// x of chunk c for every fragment (zeros past M, K or the warp's chunks).
+template <bool FAST, int TILES_N, int M_FRAGS>
+__device__ __forceinline__ void load_x_chunk(uint4 (&xv)[M_FRAGS], const Lanes<TILES_N, M_FRAGS>& ln, int c) {
+    const bool in = c < ln.c_end;
+#pragma unroll
+    for (int f = 0; f < M_FRAGS; ++f) {
+        const unsigned char* p = ln.x_row[f] + 64ll * c;
+        if constexpr (FAST)
+            xv[f] = load_v4_if<false>(p, in && ln.x_live[f] && 32 * c < ln.k_limit);
+        else
+            xv[f] = load_elems(p, in && ln.x_live[f], ln.k_limit - 32 * c);
+    }
+}
+
+// STAGES 1 (and the plain path, U 1): a step's weights in registers, all loads before the first mma.
+template <typename T, bool FAST, int U, int WARPS, int TILES_N, int M_FRAGS>
+__device__ __forceinline__ void run_registers(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
+                                              int c_begin, int warp) {
+    constexpr int STRIDE = WARPS * U;
+#pragma unroll 1
+    for (int c = c_begin + warp * U; c < ln.c_end; c += STRIDE) {
+        uint4 wv[U][TILES_N][2];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const bool in = c + u < ln.c_end;
+#pragma unroll
+            for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const unsigned char* p = ln.w_row[tn][h] + 64ll * (c + u);
+                    if constexpr (FAST)
+                        wv[u][tn][h] = load_v4_if<true>(p, in && ln.w_live[tn][h] && 32 * (c + u) < ln.k_limit);
+                    else
+                        wv[u][tn][h] = load_elems(p, in && ln.w_live[tn][h], ln.k_limit - 32 * (c + u));
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            uint4 xv[M_FRAGS];
+            load_x_chunk<FAST>(xv, ln, c + u);
+            chunk_mma<T>(acc, wv[u], xv);
+        }
+    }
+}
+
+// STAGES > 1: the warp's ring of S slots of one step each (slot layout: chunk u, tile tn, row h, lane: 16 bytes).
+template <typename T, int U, int S, int WARPS, int TILES_N, int M_FRAGS>
+__device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
+                                         int c_begin, int warp, int lane, unsigned ring) {
+    constexpr int STRIDE = WARPS * U;
+    constexpr int SLOT_BYTES = U * TILES_N * CHUNK_BYTES;
+    const unsigned base = ring + static_cast<unsigned>(warp * S * SLOT_BYTES + 16 * lane);
+    const auto issue = [&](int c, int slot) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const bool in = c + u < ln.c_end && 32 * (c + u) < ln.k_limit;
+#pragma unroll
+            for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    cp_async_16(base + slot * SLOT_BYTES + ((u * TILES_N + tn) * 2 + h) * 512,
+                                ln.w_row[tn][h] + 64ll * (c + u), in && ln.w_live[tn][h]);
+        }
+        cp_async_commit();
+    };
+    int c = c_begin + warp * U;
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) issue(c + s * STRIDE, s);
+    int slot = 0;
+#pragma unroll 1
+    for (; c < ln.c_end; c += STRIDE) {
+        // Refill the slot the previous step read (its values are consumed: its mmas came before in program order).
+        issue(c + (S - 1) * STRIDE, slot == 0 ? S - 1 : slot - 1);
+        uint4 xv[U][M_FRAGS];
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_x_chunk<true>(xv[u], ln, c + u);
+        cp_async_wait<S - 1>();  // this step's group (S - 1 groups issued after it)
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            uint4 wv[TILES_N][2];
+#pragma unroll
+            for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    wv[tn][h] = load_shared_v4(base + slot * SLOT_BYTES + ((u * TILES_N + tn) * 2 + h) * 512);
+            chunk_mma<T>(acc, wv, xv[u]);
+        }
+        slot = slot == S - 1 ? 0 : slot + 1;
+    }
+    cp_async_wait<0>();  // the zero-fills past the warp's chunks land before the ring's bytes are reused
+}
+
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT>
+__device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                                       const T* __restrict__ bias, float* __restrict__ scratch, int M, int N, int K,
+                                       int max_split_k) {
+    static_assert(sizeof(T) == 2, "linear_skinny: T is __half or __nv_bfloat16");
+    static_assert(WARPS >= 1 && WARPS <= 16, "linear_skinny: WARPS in [1, 16]");
+    static_assert(TILES_N == 1 || TILES_N == 2 || TILES_N == 4, "linear_skinny: TILES_N is 1, 2 or 4");
+    static_assert(UNROLL >= 1 && UNROLL <= 8, "linear_skinny: UNROLL in [1, 8]");
+    static_assert(SPLIT_K >= 1 && SPLIT_K <= ktune::quant_linear_layout::MAX_SPLIT_K,
+                  "linear_skinny: SPLIT_K in [1, 16]");
+    static_assert(M_FRAGS == 1 || M_FRAGS == 2 || M_FRAGS == 4 || M_FRAGS == 8,
+                  "linear_skinny: M_FRAGS is 1, 2, 4 or 8");
+    static_assert(WARPS * TILES_N * M_FRAGS <= 64, "linear_skinny: WARPS * TILES_N * M_FRAGS <= 64 (reduction)");
+    static_assert(STAGES >= 1 && STAGES <= 8, "linear_skinny: STAGES in [1, 8]");
+    static_assert(ring_kib(WARPS, STAGES, UNROLL, TILES_N) <= MAX_RING_KIB,
+                  "linear_skinny: WARPS * STAGES * UNROLL * TILES_N <= 32 (KiB of ring)");
+    static_assert(ACT >= 0 && ACT <= 2, "linear_skinny: ACT is 0 (none), 1 (gelu tanh) or 2 (silu)");
+    namespace layout = ktune::quant_linear_layout;
+    constexpr int THREADS = WARPS * 32;
+    constexpr int VALUES = TILES_N * M_FRAGS * 4;  // accumulators per lane
+    constexpr int RING_BYTES = ring_kib(WARPS, STAGES, UNROLL, TILES_N) * 1024;
+    constexpr int RED_BYTES = WARPS * VALUES * 32 * 4;
+    __shared__ __align__(128) unsigned char smem[RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES];
+    __shared__ int s_last;
+
+    // A launch that does not match the configuration writes nothing (uniform over the grid).
+    if (gridDim.x != (static_cast<unsigned>(N) + (16 * TILES_N - 1)) / (16 * TILES_N) || gridDim.y != SPLIT_K ||
+        gridDim.z != (static_cast<unsigned>(M) + (8 * M_FRAGS - 1)) / (8 * M_FRAGS) || SPLIT_K > max_split_k)
+        return;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned cpr = (static_cast<unsigned>(K) + (CHUNK_K - 1)) / CHUNK_K;
+    const unsigned per_split = (cpr + (SPLIT_K - 1)) / SPLIT_K;
+    const int c_begin = static_cast<int>(blockIdx.y * per_split);
+    const int tile0 = static_cast<int>(blockIdx.x) * TILES_N;
+    const int m0 = static_cast<int>(blockIdx.z) * 8 * M_FRAGS;
+
+    Lanes<TILES_N, M_FRAGS> ln;
+    ln.c_end = static_cast<int>(min(cpr, blockIdx.y * per_split + per_split));
+    ln.k_limit = K - 8 * t;
+    const unsigned char* wb = reinterpret_cast<const unsigned char*>(w);
+    const unsigned char* xb = reinterpret_cast<const unsigned char*>(x);
+    const unsigned row_bytes = 2u * static_cast<unsigned>(K);
+#pragma unroll
+    for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int n = (tile0 + tn) * 16 + g + 8 * h;
+            ln.w_live[tn][h] = n < N;
+            // Rows past N point at row 0 (never loaded). Unsigned 32 x 32 -> 64-bit products: one wide multiply-add.
+            ln.w_row[tn][h] = wb + static_cast<unsigned long long>(n < N ? n : 0) * row_bytes + 16u * t;
+        }
+#pragma unroll
+    for (int f = 0; f < M_FRAGS; ++f) {
+        const int m = m0 + 8 * f + g;
+        ln.x_live[f] = m < M;
+        ln.x_row[f] = xb + static_cast<unsigned long long>(m < M ? m : 0) * row_bytes + 16u * t;
+    }
+
+    float acc[TILES_N][M_FRAGS][4];
+#pragma unroll
+    for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+        for (int f = 0; f < M_FRAGS; ++f)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[tn][f][r] = 0.0f;
+
+    const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0;
+    if (fast) {
+        if constexpr (STAGES > 1)
+            run_ring<T, UNROLL, STAGES, WARPS>(acc, ln, c_begin, warp, lane,
+                                               static_cast<unsigned>(__cvta_generic_to_shared(smem)));
+        else
+            run_registers<T, true, UNROLL, WARPS>(acc, ln, c_begin, warp);
+    } else {
+        run_registers<T, false, 1, WARPS>(acc, ln, c_begin, warp);
+    }
+
+    // Warps reduce in warp order through shared memory (the ring's bytes: every warp is past its loop).
+    __syncthreads();
+    float(*red)[VALUES][32] = reinterpret_cast<float(*)[VALUES][32]>(smem);
+#pragma unroll
+    for (int tn = 0; tn < TILES_N; ++tn)
+#pragma unroll
+        for (int f = 0; f < M_FRAGS; ++f)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) red[warp][(tn * M_FRAGS + f) * 4 + r][lane] = acc[tn][f][r];
+    __syncthreads();
+
+    // Value i of the block: (tile tn, fragment f, register r) of lane l; C fragment register r of lane 4g + t is row
+    // n = g (+ 8 for r >= 2) and column m = 2t (+ 1 for odd r).
+    const auto finish = [&](int m, int n, float sum) {
+        if (bias != nullptr) sum += to_float(bias[n]);
+        y[static_cast<long long>(m) * N + n] = from_float<T>(activate<ACT>(sum));
+    };
+    float* parts = scratch + layout::counter_words(M, N);
+    for (int i = tid; i < VALUES * 32; i += THREADS) {
+        const int v = i / 32, l = i % 32;
+        const int tn = v / (M_FRAGS * 4), f = (v / 4) % M_FRAGS, r = v % 4;
+        const int n = (tile0 + tn) * 16 + (l >> 2) + (r >= 2 ? 8 : 0);
+        const int m = m0 + 8 * f + 2 * (l & 3) + (r & 1);
+        float sum = 0.0f;
+#pragma unroll
+        for (int wp = 0; wp < WARPS; ++wp) sum += red[wp][v][l];
+        if (n >= N || m >= M) continue;
+        if constexpr (SPLIT_K == 1)
+            finish(m, n, sum);
+        else
+            parts[(static_cast<long long>(blockIdx.y) * M + m) * N + n] = sum;
+    }
+    if constexpr (SPLIT_K > 1) {
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            unsigned* counter = reinterpret_cast<unsigned*>(scratch) + blockIdx.x * gridDim.z + blockIdx.z;
+            const bool last = atomicAdd(counter, 1u) == static_cast<unsigned>(SPLIT_K - 1);
+            if (last) *counter = 0u;  // every split has arrived: nobody else touches it in this launch
+            s_last = last;
+        }
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        // The block's rows and columns, n fastest: the splits summed in order.
+        constexpr int ROWS = 16 * TILES_N, COLS = 8 * M_FRAGS;
+        for (int i = tid; i < ROWS * COLS; i += THREADS) {
+            const int n = tile0 * 16 + i % ROWS, m = m0 + i / ROWS;
+            if (n >= N || m >= M) continue;
+            float sum = 0.0f;
+#pragma unroll 4
+            for (int sp = 0; sp < SPLIT_K; ++sp) sum += __ldcg(parts + (static_cast<long long>(sp) * M + m) * N + n);
+            finish(m, n, sum);
+        }
+    }
+}
+
+}  // namespace ktune::dev::linear_skinny
+
+// The op's kernel (search_spaces/linear_skinny*.yaml, op linear_skinny/fwd): no bias, no activation, the arguments of
+// cuBLAS's linear/fwd plus the scratch of the split-K merge. Launch: grid (ceil(N / (16 * TILES_N)), SPLIT_K,
+// ceil(M / (8 * M_FRAGS))), block WARPS * 32, static shared memory only. scratch: scratch_floats(M, N) floats of
+// kernels/quant_linear/quant_linear_layout.cuh; max_split_k = max_split_k(M, N).
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blocks(WARPS, TILES_N, M_FRAGS))
+    linear_skinny_fwd(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, float* __restrict__ scratch,
+                      int M, int N, int K, int max_split_k) {
+    ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, 0>(y, x, w, nullptr, scratch,
+                                                                                               M, N, K, max_split_k);
+}
+
+// The same with a bias [N] of T (nullptr: none) and an activation (ACT 0 none, 1 gelu tanh, 2 silu), both in fp32
+// before the rounding: the small-M kernel of a fused linear + activation op. Same launch.
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT>
+__global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blocks(WARPS, TILES_N, M_FRAGS))
+    linear_skinny_act_fwd(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                          const T* __restrict__ bias, float* __restrict__ scratch, int M, int N, int K,
+                          int max_split_k) {
+    ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, ACT>(y, x, w, bias, scratch,
+                                                                                                 M, N, K, max_split_k);
+}
