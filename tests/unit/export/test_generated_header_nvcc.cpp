@@ -211,6 +211,12 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
         for (const std::string& i : includes) flags += (flags.empty() ? "" : " ") + i;
         nvcc_command(fmt::format("unit{}", unit), flags, "", cu.string());
     }
+    // The wgmma GEMM (kernel.arch_specific) tells its user the target; the others keep sm_90.
+    for (const Exported& e : exported) {
+        const std::string stem = stem_of(e.result);
+        const bool wgmma = stem.rfind("gemm_act_", 0) == 0 || stem.rfind("ffn_gated_", 0) == 0;
+        EXPECT_EQ(read_text(e.result.header_path).find("-arch=sm_90a") != std::string::npos, wgmma) << stem;
+    }
     const auto attention = std::find_if(exported.begin(), exported.end(),
                                         [&](const Exported& e) { return stem_of(e.result) == "decode_attention_fwd"; });
     EXPECT_NE(attention, exported.end());
