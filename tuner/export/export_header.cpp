@@ -640,8 +640,15 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         w.linef("//   [{}] {}: {} problems, kernel identity {} (sources, name template, L2 state)", i,
                 comment_text(m.devices[i].info.key), m.devices[i].entries.size(),
                 comment_text(m.devices[i].source_hash.substr(0, 16)));
+    const bool arch_specific =
+        std::any_of(m.kernels.begin(), m.kernels.end(), [](const SearchSpace* k) { return k->arch_specific(); });
     w.line("//");
-    w.line("// Use: nvcc -std=c++17 -arch=sm_90 -I<ktune root> -I<this folder>, then");
+    if (arch_specific)
+        w.line(
+            "// Its kernels use Hopper's arch-specific instructions (wgmma; kernel.arch_specific): compile with "
+            "-arch=sm_90a;\n// built for another target they trap when launched.");
+    w.linef("// Use: nvcc -std=c++17 -arch={} -I<ktune root> -I<this folder>, then",
+            arch_specific ? "sm_90a" : "sm_90");
     w.line("//   ktune_tuned::DeviceProps props;");
     w.line("//   ktune_tuned::query_device_props(device, &props);  // once");
     w.line("//   ktune_tuned::Choice choice;");

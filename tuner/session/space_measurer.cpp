@@ -28,8 +28,9 @@ KernelInfo kernel_identity(const SearchSpace& space, const CompileService& jit, 
     // Defines join the identity only where a space has them, so that the stored tunings of templates keep theirs.
     const std::string defines =
         space.defines().empty() ? "" : fmt::format("\ndefines={}", fmt::join(space.defines(), ","));
+    const std::string target = space.arch_specific() ? "\narch_specific" : "";  // another binary, same source
     const std::string hash =
-        hash_hex(source + "\n" + space.kernel_name_template() + defines + "\nl2=" + wire::l2_state(timing) +
+        hash_hex(source + "\n" + space.kernel_name_template() + defines + target + "\nl2=" + wire::l2_state(timing) +
                  "\nlaunch=" + space.launch_text() + "\nrank=" + rank)
             .substr(0, 16);
     return KernelInfo{space.op(), space.variant(),        space.kernel_source(),
@@ -62,21 +63,25 @@ wire::Launch to_wire(const LaunchGeometry& g) {
     return l;
 }
 
-std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options) {
+std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                        const std::string& arch) {
     std::string key = source + "|" + name;
     for (const std::string& o : options) key += "|" + o;
+    if (!arch.empty()) key += "|arch=" + arch;
     return key;
 }
 
 std::shared_future<CompileResult> SharedCompiles::submit(const std::string& source, const std::string& name,
-                                                         const std::vector<std::string>& options) {
+                                                         const std::vector<std::string>& options,
+                                                         const std::string& target_arch) {
+    const std::string& arch = target_arch.empty() ? m_arch : target_arch;
     std::lock_guard lock(m_mutex);
-    auto [it, inserted] = m_compiles.try_emplace(compile_key(source, name, options));
+    auto [it, inserted] = m_compiles.try_emplace(compile_key(source, name, options, arch));
     if (inserted) {
         CompileRequest req;
         req.source_path = source;
         req.name_expressions = {name};
-        req.arch = m_arch;
+        req.arch = arch;
         req.extra_options = options;
         it->second = m_jit.submit(std::move(req));
     }
@@ -97,15 +102,16 @@ SpaceMeasurer::SpaceMeasurer(const SearchSpace& space, const OpDescription& op, 
     : m_space(space), m_op(op), m_compiles(compiles), m_gpu(gpu), m_seed(seed) {}
 
 const CompileResult& SpaceMeasurer::compiled(const std::string& source, const std::string& name,
-                                             const std::vector<std::string>& options) {
-    auto [it, inserted] = m_waited.try_emplace(compile_key(source, name, options));
-    if (inserted) it->second = m_compiles.submit(source, name, options);
+                                             const std::vector<std::string>& options, const std::string& target_arch) {
+    auto [it, inserted] = m_waited.try_emplace(compile_key(source, name, options, target_arch));
+    if (inserted) it->second = m_compiles.submit(source, name, options, target_arch);
     return it->second.get();
 }
 
 void SpaceMeasurer::prefetch(const Config& c, Dtype d) {
     if (m_space.is_library()) return;  // nothing to compile
-    m_compiles.submit(m_space.kernel_source(), m_space.kernel_name(c, d), m_space.compile_options(c));
+    m_compiles.submit(m_space.kernel_source(), m_space.kernel_name(c, d), m_space.compile_options(c),
+                      m_space.target_arch(m_compiles.arch()));
 }
 
 void SpaceMeasurer::set_up(const Problem& p) {
@@ -134,8 +140,8 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
         launch.library = m_space.library();
         launch.config = c.values;
     } else {
-        const CompileResult& cr =
-            compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype), m_space.compile_options(c));
+        const CompileResult& cr = compiled(m_space.kernel_source(), m_space.kernel_name(c, p.dtype),
+                                           m_space.compile_options(c), m_space.target_arch(m_compiles.arch()));
         if (!cr.ok) {
             m.status = Status::compile_error;
             m.message = cr.log;

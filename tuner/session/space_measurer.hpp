@@ -39,7 +39,8 @@ inline constexpr int kKernelRankedCuptiSamples = 32;
 
 // What tells one compile from another: the source, the name expression and the options (kernels taking their
 // parameters as defines share one name).
-std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options);
+std::string compile_key(const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                        const std::string& arch = "");
 
 // The compiles of one architecture, shared by the measurers of every GPU that tunes it: each kernel is submitted to
 // the compile service once, whichever GPU measures it first or prefetched it.
@@ -48,8 +49,10 @@ public:
     SharedCompiles(CompileService& jit, std::string arch) : m_jit(jit), m_arch(std::move(arch)) {}
     // Submits the compile unless it was submitted already; the result is waited for by get(). Kernels taking their
     // parameters as defines share one name: the options tell them apart.
+    // target_arch: the architecture to compile for when it differs from arch() (an arch-specific kernel: sm_90a).
     std::shared_future<CompileResult> submit(const std::string& source, const std::string& name,
-                                             const std::vector<std::string>& options = {});
+                                             const std::vector<std::string>& options = {},
+                                             const std::string& target_arch = "");
     const std::string& arch() const { return m_arch; }
 
 private:
@@ -83,7 +86,7 @@ public:
 
 private:
     const CompileResult& compiled(const std::string& source, const std::string& name,
-                                  const std::vector<std::string>& options);
+                                  const std::vector<std::string>& options, const std::string& target_arch = "");
     // The statistics, CUPTI p50, kernel time and bandwidth of a measurement, from its raw samples.
     void derive_timings(Measurement& m, const Problem& p) const;
     void set_up(const Problem& p);

@@ -333,13 +333,14 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
         std::string job;
     };
     std::vector<Row> rows;
-    auto add = [&](const std::string& source, const std::string& name, const std::vector<std::string>& options) {
-        const std::string job = compile_key(source, name, options);
+    auto add = [&](const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                   const std::string& target_arch) {
+        const std::string job = compile_key(source, name, options, target_arch);
         if (jobs.contains(job)) return job;
         CompileRequest req;
         req.source_path = source;
         req.name_expressions = {name};
-        req.arch = arch;
+        req.arch = target_arch;
         req.extra_options = options;
         jobs.emplace(job, jit.submit(std::move(req)));
         job_order.push_back(job);
@@ -356,11 +357,12 @@ TuneSummary compile_only_sweep(const SearchSpace& space, const std::vector<Probl
         outcome.valid_configs = std::int64_t(mine.size());
         s.problems.push_back(outcome);
         if (mine.empty()) continue;
-        add(space.reference_source(), space.reference_name(p.dtype), space.reference_compile_options());
+        add(space.reference_source(), space.reference_name(p.dtype), space.reference_compile_options(), arch);
         if (space.is_library()) continue;  // a library baseline has only its reference to compile
         for (const Config* c : mine)
-            rows.push_back(
-                Row{&p, *c, add(space.kernel_source(), space.kernel_name(*c, p.dtype), space.compile_options(*c))});
+            rows.push_back(Row{&p, *c,
+                               add(space.kernel_source(), space.kernel_name(*c, p.dtype), space.compile_options(*c),
+                                   space.target_arch(arch))});
     }
     if (!s.no_gpu_reason.empty())
         progress.notice(

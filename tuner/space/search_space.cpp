@@ -29,7 +29,8 @@ namespace detail {
 struct ParsedSpace {
     std::string op, variant = "default";
     std::string kernel_source, kernel_name, reference_source, reference_name, library;
-    std::vector<std::string> defines;                                    // parameters passed as -DNAME=VALUE
+    bool arch_specific = false;        // kernel.arch_specific: compiled for sm_90a rather than sm_90
+    std::vector<std::string> defines;  // parameters passed as -DNAME=VALUE
     std::vector<std::pair<std::string, std::string>> reference_defines;  // -DNAME=VALUE for the reference
     std::vector<ParameterSpec> parameters;
     std::vector<Expression> constraints, prune;
@@ -216,7 +217,7 @@ detail::ParsedSpace Loader::load(const Located& root) {
 
     const Located& kernel_node = *find_field(top, "kernel");
     auto kernel = kernel_node.fields(
-        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines"},
+        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines", "arch_specific"},
         {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
@@ -227,6 +228,15 @@ detail::ParsedSpace Loader::load(const Located& root) {
         out.defines = read_defines(*d);
     }
     if (const Located* d = find_field(kernel, "reference_defines")) out.reference_defines = read_reference_defines(*d);
+    if (const Located* a = find_field(kernel, "arch_specific")) {
+        // wgmma, setmaxnreg and the like exist only in the arch-specific target (sm_90a), which runs on that chip only.
+        const std::string flag = a->text();
+        if (flag != "true" && flag != "false")
+            a->fail(fmt::format("arch_specific is true or false, not '{}'", excerpt(flag)));
+        if (library != nullptr && flag == "true")
+            a->fail("a library baseline is not compiled: arch_specific does not apply");
+        out.arch_specific = flag == "true";
+    }
     out.kernel_name = find_field(kernel, "name")->text();
     check_kernel_name(*find_field(kernel, "name"), out.defines);
     out.reference_name = find_field(kernel, "reference")->text();
@@ -825,6 +835,7 @@ SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string&
     s.m_variant = std::move(p.variant);
     s.m_kernel_source = std::move(p.kernel_source);
     s.m_kernel_name = std::move(p.kernel_name);
+    s.m_arch_specific = p.arch_specific;
     s.m_defines = std::move(p.defines);
     s.m_reference_defines = std::move(p.reference_defines);
     s.m_reference_source = std::move(p.reference_source);
@@ -868,6 +879,12 @@ std::vector<std::string> SearchSpace::reference_compile_options() const {
     std::vector<std::string> out;
     for (const auto& [name, value] : m_reference_defines) out.push_back(fmt::format("-D{}={}", name, value));
     return out;
+}
+
+std::string SearchSpace::target_arch(const std::string& arch) const {
+    // "sm_90" -> "sm_90a"; an arch that already names a variant (sm_90a, sm_100f) is kept.
+    if (!m_arch_specific || arch.empty() || !std::isdigit(static_cast<unsigned char>(arch.back()))) return arch;
+    return arch + "a";
 }
 
 std::string SearchSpace::reference_name(Dtype d) const {

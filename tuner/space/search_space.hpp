@@ -118,6 +118,11 @@ public:
     const std::string& library() const { return m_library; }
     bool is_library() const { return !m_library.empty(); }
     const std::string& reference_source() const { return m_reference_source; }
+    // kernel.arch_specific: the tuned kernel uses features of the arch-specific target (wgmma: sm_90a), so it is
+    // compiled for target_arch(device arch) and runs on that architecture only; the reference is compiled as usual.
+    bool arch_specific() const { return m_arch_specific; }
+    // The architecture the tuned kernel is compiled for on a device of `arch` ("sm_90" -> "sm_90a" if arch_specific).
+    std::string target_arch(const std::string& arch) const;
     const std::vector<ParameterSpec>& parameters() const { return m_parameters; }
     const std::vector<Expression>& constraints() const { return m_constraints; }  // legality
     const std::vector<Expression>& prune() const { return m_prune; }              // heuristics
@@ -186,6 +191,7 @@ private:
 
     std::string m_file, m_op, m_variant = "default", m_alternative;
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
+    bool m_arch_specific = false;
     std::vector<std::string> m_defines;
     std::vector<std::pair<std::string, std::string>> m_reference_defines;
     std::vector<ParameterSpec> m_parameters;
