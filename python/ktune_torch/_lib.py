@@ -1,0 +1,115 @@
+"""Loads ktune_torch's op library (scripts/build_torch_ops.sh builds it) with ctypes.
+
+The library is looked up at $KTUNE_TORCH_LIB, else <repository>/build/ktune_torch/libktune_torch_ops.so. Without it
+(or without CUDA) the ops still run on CPU through their reference implementations; CUDA calls then raise.
+"""
+
+import ctypes
+import os
+from pathlib import Path
+
+ABI_VERSION = 1
+NOT_BUILT = 100
+
+# Bits of ktune_torch_ops_built().
+OP_BITS = {
+    "rms_norm": 0,
+    "rms_norm_bwd": 1,
+    "add_rms_norm": 2,
+    "add_rms_norm_inplace": 3,
+    "rope_neox": 4,
+    "swiglu": 5,
+    "decode_attention": 6,
+    "linear_int4": 7,
+    "linear_int8": 8,
+}
+
+_c_ll = ctypes.c_longlong
+_c_p = ctypes.c_void_p
+_c_i = ctypes.c_int
+
+_SIGNATURES = {
+    "ktune_torch_abi_version": ([], _c_i),
+    "ktune_torch_ops_built": ([], _c_i),
+    "ktune_torch_status_message": ([_c_i], ctypes.c_char_p),
+    "ktune_torch_last_choice": ([_c_p, _c_p, _c_p], ctypes.c_char_p),
+    "ktune_torch_rms_norm": ([_c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, ctypes.c_float, _c_p], _c_i),
+    "ktune_torch_rms_norm_bwd_scratch": ([_c_i, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_rms_norm_bwd": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_add_rms_norm": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_add_rms_norm_inplace": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_rope_neox": (
+        [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],
+        _c_i,
+    ),
+    "ktune_torch_swiglu": ([_c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_decode_attention_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_decode_attention": (
+        [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],
+        _c_i,
+    ),
+    "ktune_torch_linear_int4_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_linear_int8_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_linear_int4": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_linear_int8": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_int4_weight_bytes": ([_c_ll, _c_ll], _c_ll),
+    "ktune_torch_int4_params": ([_c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_int8_weight_bytes": ([_c_ll, _c_ll], _c_ll),
+    "ktune_torch_pack_int4": ([_c_p, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_pack_int4_scales": ([_c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_pack_int4_zeros": ([_c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_pack_int8": ([_c_p, _c_ll, _c_ll, _c_p], _c_i),
+}
+
+_lib = None
+_load_error = None
+
+
+def library_path():
+    env = os.environ.get("KTUNE_TORCH_LIB")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "build" / "ktune_torch" / "libktune_torch_ops.so"
+
+
+def load():
+    """The loaded library, or None (load_error() says why)."""
+    global _lib, _load_error
+    if _lib is not None or _load_error is not None:
+        return _lib
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(str(path))
+        for name, (args, res) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes = args
+            fn.restype = res
+        if lib.ktune_torch_abi_version() != ABI_VERSION:
+            raise OSError(f"{path} has ABI {lib.ktune_torch_abi_version()}, this package needs {ABI_VERSION}: rebuild it")
+        _lib = lib
+    except OSError as e:
+        _load_error = f"ktune_torch: cannot load {path}: {e} (build it: scripts/build_torch_ops.sh --db DB)"
+    return _lib
+
+
+def load_error():
+    load()
+    return _load_error
+
+
+def require():
+    lib = load()
+    if lib is None:
+        raise RuntimeError(_load_error)
+    return lib
+
+
+def has_op(name):
+    lib = load()
+    return lib is not None and bool(lib.ktune_torch_ops_built() >> OP_BITS[name] & 1)
+
+
+def check(status, what):
+    if status != 0:
+        msg = require().ktune_torch_status_message(status).decode()
+        raise RuntimeError(f"ktune_torch.{what}: {msg} (status {status})")
