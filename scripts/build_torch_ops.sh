@@ -4,9 +4,9 @@
 # into one shared library with an extern "C" API. No GPU and no torch needed to build it.
 #
 #   scripts/build_torch_ops.sh --db results/ktune.db [--out DIR] [--ktune build/ktune] [--arch sm_90a]
-#   scripts/build_torch_ops.sh --synthetic [--out DIR]   (CI, no GPU: a compile-only database with one configuration of
-#                                                       rmsnorm/fwd and decode_attention/fwd marked as tuned, so the
-#                                                       export and nvcc path is exercised; the other ops are left out)
+#   scripts/build_torch_ops.sh --synthetic [--out DIR]   (CI, no GPU: a compile-only database with one configuration
+#                                                       of each op marked as tuned, so that the export and nvcc path
+#                                                       is exercised; its kernels are not fast, nor checked)
 # Writes DIR/include/ktune_tuned_*.hpp and DIR/libktune_torch_ops.so (default DIR: build/ktune_torch); an op without
 # results in the database is left out of the library (its calls return status 100) and listed at the end.
 # python/ktune_torch finds the library through KTUNE_TORCH_LIB, else DIR's default.
@@ -38,18 +38,32 @@ if [ "$synthetic" = 1 ]; then
   db=$out/synthetic.db
   rm -f "$db"
   export KTUNE_ROOT=$root KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-$out/cache}
-  "$ktune" --db "$db" tune "$root/search_spaces/rmsnorm.yaml" --dtype bf16 --shape M=1,H=4096 \
-    --config BLOCK=256,VEC=8,UNROLL=2,ROWS_PER_BLOCK=1 --quiet > "$out/synthetic_tune.log" 2>&1
-  "$ktune" --db "$db" tune "$root/search_spaces/decode_attention.yaml" --dtype bf16 \
-    --shape B=1,L=1024,HQ=32,HK=8,D=128,U=1 --kernel mma_l2 \
-    --config HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16 --quiet >> "$out/synthetic_tune.log" 2>&1
+  # space | problem filter or shape | one configuration valid there (`ktune space SPACE --show 2` lists some)
+  picks=(
+    "rmsnorm|--shape M=1,H=4096|BLOCK=256,VEC=8,UNROLL=2,ROWS_PER_BLOCK=1"
+    "rmsnorm_bwd|--problem M=32768,H=8192|BLOCK=128,VEC=4,UNROLL=8,CLUSTER=2,ROWS_PER_BLOCK=1,ROWS_IN_FLIGHT=1"
+    "add_rmsnorm|--problem M=32768,H=8192|BLOCK=256,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
+    "add_rmsnorm_inplace|--problem M=32768,H=8192|BLOCK=256,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
+    "rope_neox|--problem M=32768,D=128|BLOCK=64,VEC=4,TOKENS_PER_BLOCK=1,UNROLL=1,ISSUE=1"
+    "glu_swiglu|--problem M=32768,I=14336|BLOCK=256,VEC=4,UNROLL=1"
+    "decode_attention|--shape B=1,L=1024,HQ=32,HK=8,D=128,U=1 --kernel mma_l2|HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16"
+    "linear_int4|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1,GROUP_CHUNKS=1"
+    "linear_int8|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1"
+  )
+  : > "$out/synthetic_tune.log"
+  for p in "${picks[@]}"; do
+    IFS='|' read -r space filter config <<< "$p"
+    # shellcheck disable=SC2086  # the filter is words
+    "$ktune" --db "$db" tune "$root/search_spaces/$space.yaml" --dtype bf16 $filter --config "$config" --quiet \
+      >> "$out/synthetic_tune.log" 2>&1 || { tail -5 "$out/synthetic_tune.log"; echo "build_torch_ops: $space failed" >&2; exit 1; }
+  done
   python3 - "$db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 2:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected 2")
+if n < 9:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (9)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }

@@ -30,6 +30,11 @@ def _dtype(t):
     return _DTYPES[t.dtype]
 
 
+def _f(t):
+    """t in the CPU implementations' compute type: fp32, or fp64 for fp64 inputs (gradcheck)."""
+    return t if t.dtype == torch.float64 else t.float()
+
+
 def _rows(x):
     """x as a [M, H] contiguous view (the kernels take unit-stride rows)."""
     x = x.contiguous()
@@ -38,8 +43,8 @@ def _rows(x):
 
 # ---------------------------------------------------------------------------------------------------------- rms_norm
 def _rms_norm_math(x, weight, eps):
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    xf = _f(x)
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * _f(weight)).to(x.dtype)
 
 
 @torch.library.custom_op("ktune::rms_norm", mutates_args=())
@@ -87,7 +92,7 @@ def _(dy, x, weight, eps):
 
 
 def _rms_norm_backward_math(dy, x, weight, eps):
-    xf, dyf, wf = x.float(), dy.float(), weight.float()
+    xf, dyf, wf = _f(x), _f(dy), _f(weight)
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     g = dyf * wf
     dx = rstd * g - rstd.pow(3) * (g * xf).mean(-1, keepdim=True) * xf
@@ -119,8 +124,8 @@ rms_norm.register_autograd(_rms_norm_bwd, setup_context=_rms_norm_setup)
 def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor,
                                                                                                     torch.Tensor]:
     """(y, residual_out): s = x + residual in fp32, residual_out = s rounded, y = rms_norm of the fp32 s."""
-    s = x.float() + residual.float()
-    y = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    s = _f(x) + _f(residual)
+    y = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * _f(weight)).to(x.dtype)
     return y, s.to(x.dtype)
 
 
@@ -157,8 +162,8 @@ def rope_neox_(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_ca
     c = cos_cache[pos].unsqueeze(1)  # [M, 1, R/2]
     s = sin_cache[pos].unsqueeze(1)
     for t in (q, k):
-        a = t[..., :half].float()
-        b = t[..., half:2 * half].float()
+        a = _f(t[..., :half])
+        b = _f(t[..., half:2 * half])
         ra, rb = a * c - b * s, b * c + a * s
         t[..., :half] = ra.to(t.dtype)
         t[..., half:2 * half] = rb.to(t.dtype)
@@ -192,8 +197,8 @@ def rope_cache(inv_freq, max_positions, scaling=1.0):
 @torch.library.custom_op("ktune::swiglu", mutates_args=())
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up (fp32 math, one rounding)."""
-    g = gate.float()
-    return (g * torch.sigmoid(g) * up.float()).to(gate.dtype)
+    g = _f(gate)
+    return (g * torch.sigmoid(g) * _f(up)).to(gate.dtype)
 
 
 @swiglu.register_kernel("cuda")
@@ -221,9 +226,9 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     b, hq, d = q.shape
     hk, length = k_cache.shape[1], k_cache.shape[2]
     group = hq // hk
-    kf = k_cache.float().repeat_interleave(group, dim=1)  # [B, HQ, L, D]
-    vf = v_cache.float().repeat_interleave(group, dim=1)
-    scores = torch.einsum("bhd,bhld->bhl", q.float(), kf) / d ** 0.5
+    kf = _f(k_cache).repeat_interleave(group, dim=1)  # [B, HQ, L, D]
+    vf = _f(v_cache).repeat_interleave(group, dim=1)
+    scores = torch.einsum("bhd,bhld->bhl", _f(q), kf) / d ** 0.5
     mask = torch.arange(length, device=q.device)[None, :] >= seq_lens.long()[:, None]  # [B, L]
     scores = scores.masked_fill(mask[:, None, :], float("-inf"))
     return torch.einsum("bhl,bhld->bhd", scores.softmax(-1), vf).to(q.dtype)
@@ -265,7 +270,7 @@ def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: t
     """y = x W^T, W INT4 in the packed layout (packing.pack_int4): w = (q - zero) * scale per (group, row)."""
     from . import packing
     wd = packing.dequantize_int4(w, scales, zeros, n, k, group)  # fp32 [N, K]
-    return (x.float() @ wd.t()).to(x.dtype)
+    return (_f(x) @ wd.t()).to(x.dtype)
 
 
 @linear_int4.register_kernel("cuda")
@@ -289,7 +294,7 @@ def linear_int8(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, scratch:
     """y = x W^T, W INT8 in the packed layout (packing.pack_int8): w = q * scale[row]."""
     from . import packing
     wd = packing.dequantize_int8(w, scales, n, k)
-    return (x.float() @ wd.t()).to(x.dtype)
+    return (_f(x) @ wd.t()).to(x.dtype)
 
 
 @linear_int8.register_kernel("cuda")

