@@ -104,12 +104,47 @@ def require():
     return lib
 
 
+def get(what):
+    """The library, or None (warned once) when it did not load: the caller runs its torch math."""
+    lib = load()
+    if lib is None and (what, "load") not in _warned:
+        _warned.add((what, "load"))
+        import warnings
+
+        warnings.warn(f"{_load_error}; ktune_torch.{what} runs its torch implementation", RuntimeWarning, stacklevel=3)
+    return lib
+
+
 def has_op(name):
     lib = load()
     return lib is not None and bool(lib.ktune_torch_ops_built() >> OP_BITS[name] & 1)
+
+
+# Statuses after which the op runs its torch math instead (on the same device): the library cannot serve this call
+# (a pointer misaligned for the kernel's vectors, a dtype or shape no exported configuration takes, an op left out).
+FALLBACK = {5: "misaligned", 6: "unsupported_dtype", 7: "no_config", NOT_BUILT: "not built"}
+_warned = set()
 
 
 def check(status, what):
     if status != 0:
         msg = require().ktune_torch_status_message(status).decode()
         raise RuntimeError(f"ktune_torch.{what}: {msg} (status {status})")
+
+
+def launched(status, what):
+    """True when the kernel was launched; False when the caller must fall back to its torch math (warned once per op
+    and reason); raises on any other failure (bad arguments, a failed launch)."""
+    if status == 0:
+        return True
+    if status in FALLBACK:
+        if (what, status) not in _warned:
+            _warned.add((what, status))
+            import warnings
+
+            msg = require().ktune_torch_status_message(status).decode()
+            warnings.warn(f"ktune_torch.{what}: {msg}; running its torch implementation instead (tune this shape and "
+                          "rebuild the library)", RuntimeWarning, stacklevel=3)
+        return False
+    check(status, what)
+    return True

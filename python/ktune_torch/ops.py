@@ -55,12 +55,15 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 @rms_norm.register_kernel("cuda")
 def _(x, weight, eps):
-    x2 = _rows(x)
-    y = torch.empty_like(x2)
-    lib = _lib.require()
-    _lib.check(lib.ktune_torch_rms_norm(_dtype(x2), _ptr(y), _ptr(x2), _ptr(weight.contiguous()), x2.shape[0],
-                                        x2.shape[1], x2.shape[1], x2.shape[1], eps, _stream()), "rms_norm")
-    return y.view(x.shape)
+    lib = _lib.get("rms_norm")
+    if lib is not None:
+        x2 = _rows(x)
+        y = torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_rms_norm(_dtype(x2), _ptr(y), _ptr(x2), _ptr(weight.contiguous()),
+                                                  x2.shape[0], x2.shape[1], x2.shape[1], x2.shape[1], eps,
+                                                  _stream()), "rms_norm"):
+            return y.view(x.shape)
+    return _rms_norm_math(x, weight, eps)
 
 
 @rms_norm.register_fake
@@ -81,14 +84,15 @@ def _(dy, x, weight, eps):
     if eps != SPEC_EPS or not _lib.has_op("rms_norm_bwd"):
         return _rms_norm_backward_math(dy, x, weight, eps)
     x2, dy2 = _rows(x), _rows(dy)
-    lib = _lib.require()
+    lib = _lib.get("rms_norm_backward")
     m, h = x2.shape
     scratch = torch.zeros(lib.ktune_torch_rms_norm_bwd_scratch(_dtype(x2), m, h), dtype=torch.float32, device=x.device)
     dx = torch.empty_like(x2)
     dw = torch.empty(h, dtype=torch.float32, device=x.device)
-    _lib.check(lib.ktune_torch_rms_norm_bwd(_dtype(x2), _ptr(dx), _ptr(dw), _ptr(scratch), _ptr(x2), _ptr(dy2),
-                                            _ptr(weight.contiguous()), m, h, _stream()), "rms_norm_backward")
-    return dx.view(x.shape), dw
+    if _lib.launched(lib.ktune_torch_rms_norm_bwd(_dtype(x2), _ptr(dx), _ptr(dw), _ptr(scratch), _ptr(x2), _ptr(dy2),
+                                                  _ptr(weight.contiguous()), m, h, _stream()), "rms_norm_backward"):
+        return dx.view(x.shape), dw
+    return _rms_norm_backward_math(dy, x, weight, eps)
 
 
 def _rms_norm_backward_math(dy, x, weight, eps):
@@ -131,19 +135,18 @@ def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, 
 
 @add_rms_norm.register_kernel("cuda")
 def _(x, residual, weight, eps):
-    lib = _lib.require()
-    x2, r2 = _rows(x), _rows(residual)
-    y, r_out = torch.empty_like(x2), torch.empty_like(x2)
-    if eps == SPEC_EPS and _lib.has_op("add_rms_norm"):
-        _lib.check(lib.ktune_torch_add_rms_norm(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
-                                                _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], _stream()),
-                   "add_rms_norm")
-    else:
-        # The fused header fixes eps at 1e-6: another eps takes the add, then the rms_norm kernel (which takes eps).
-        torch.add(x2, r2, out=r_out)
-        _lib.check(lib.ktune_torch_rms_norm(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(weight.contiguous()), x2.shape[0],
-                                            x2.shape[1], x2.shape[1], x2.shape[1], eps, _stream()), "add_rms_norm")
-    return y.view(x.shape), r_out.view(x.shape)
+    lib = _lib.get("add_rms_norm")
+    if lib is not None and eps == SPEC_EPS and _lib.has_op("add_rms_norm"):
+        x2, r2 = _rows(x), _rows(residual)
+        y, r_out = torch.empty_like(x2), torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_add_rms_norm(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
+                                                      _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], _stream()),
+                         "add_rms_norm"):
+            return y.view(x.shape), r_out.view(x.shape)
+    # The fused header fixes eps at 1e-6 (its op spec): another eps takes the add (rounded to the dtype, as HF's
+    # residual add), then the rms_norm kernel, which takes eps.
+    r_out = x + residual
+    return rms_norm(r_out, weight, eps), r_out
 
 
 @add_rms_norm.register_fake
@@ -157,6 +160,10 @@ def rope_neox_(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_ca
                sin_cache: torch.Tensor) -> None:
     """NeoX (rotate-half, HF Llama) RoPE in place on q [M, HQ, D] and k [M, HK, D] (unit-stride heads, any token
     stride); positions int32 [M]; cos_cache, sin_cache fp32 [P, R / 2] (R rotary dims, dims R.. untouched)."""
+    _rope_neox_math(q, k, positions, cos_cache, sin_cache)
+
+
+def _rope_neox_math(q, k, positions, cos_cache, sin_cache):
     half = cos_cache.shape[1]
     pos = positions.long()
     c = cos_cache[pos].unsqueeze(1)  # [M, 1, R/2]
@@ -171,14 +178,17 @@ def rope_neox_(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_ca
 
 @rope_neox_.register_kernel("cuda")
 def _(q, k, positions, cos_cache, sin_cache):
-    lib = _lib.require()
+    lib = _lib.get("rope_neox_")
     m, hq, d = q.shape
     hk = k.shape[1]
     if q.stride(2) != 1 or q.stride(1) != d or k.stride(2) != 1 or k.stride(1) != d:
         raise ValueError("ktune_torch.rope_neox_: q and k need unit-stride heads ([M, H, D] with any token stride)")
-    _lib.check(lib.ktune_torch_rope_neox(_dtype(q), _ptr(q), _ptr(k), _ptr(positions), _ptr(cos_cache),
-                                         _ptr(sin_cache), m, hq, hk, d, 2 * cos_cache.shape[1], cos_cache.shape[0],
-                                         q.stride(0), k.stride(0), _stream()), "rope_neox_")
+    if lib is not None and _lib.launched(
+            lib.ktune_torch_rope_neox(_dtype(q), _ptr(q), _ptr(k), _ptr(positions.contiguous()), _ptr(cos_cache),
+                                      _ptr(sin_cache), m, hq, hk, d, 2 * cos_cache.shape[1], cos_cache.shape[0],
+                                      q.stride(0), k.stride(0), _stream()), "rope_neox_"):
+        return
+    _rope_neox_math(q, k, positions, cos_cache, sin_cache)
 
 
 @rope_neox_.register_fake
@@ -197,18 +207,24 @@ def rope_cache(inv_freq, max_positions, scaling=1.0):
 @torch.library.custom_op("ktune::swiglu", mutates_args=())
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """silu(gate) * up (fp32 math, one rounding)."""
+    return _swiglu_math(gate, up)
+
+
+def _swiglu_math(gate, up):
     g = _f(gate)
     return (g * torch.sigmoid(g) * _f(up)).to(gate.dtype)
 
 
 @swiglu.register_kernel("cuda")
 def _(gate, up):
-    lib = _lib.require()
-    g2, u2 = _rows(gate), _rows(up)
-    out = torch.empty_like(g2)
-    _lib.check(lib.ktune_torch_swiglu(_dtype(g2), _ptr(out), _ptr(g2), _ptr(u2), g2.shape[0], g2.shape[1], g2.shape[1],
-                                      g2.shape[1], _stream()), "swiglu")
-    return out.view(gate.shape)
+    lib = _lib.get("swiglu")
+    if lib is not None:
+        g2, u2 = _rows(gate), _rows(up)
+        out = torch.empty_like(g2)
+        if _lib.launched(lib.ktune_torch_swiglu(_dtype(g2), _ptr(out), _ptr(g2), _ptr(u2), g2.shape[0], g2.shape[1],
+                                                g2.shape[1], g2.shape[1], _stream()), "swiglu"):
+            return out.view(gate.shape)
+    return _swiglu_math(gate, up)
 
 
 @swiglu.register_fake
@@ -223,6 +239,10 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     """out [B, HQ, D] = softmax(q k^T / sqrt(D)) v over the first seq_lens[b] tokens of the caches [B, HK, L, D] (HF
     StaticCache's layout, read in place); grouped-query heads (head h reads kv head h / (HQ / HK)). scratch: fp32,
     scratch_elements() long, zero-filled once (the kernels leave it zeroed)."""
+    return _decode_attention_math(q, k_cache, v_cache, seq_lens)
+
+
+def _decode_attention_math(q, k_cache, v_cache, seq_lens):
     b, hq, d = q.shape
     hk, length = k_cache.shape[1], k_cache.shape[2]
     group = hq // hk
@@ -236,17 +256,19 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
 
 @decode_attention.register_kernel("cuda")
 def _(q, k_cache, v_cache, seq_lens, scratch):
-    lib = _lib.require()
+    lib = _lib.get("decode_attention")
     b, hq, d = q.shape
     hk, length = k_cache.shape[1], k_cache.shape[2]
     if not (k_cache.is_contiguous() and v_cache.is_contiguous()):
         raise ValueError("ktune_torch.decode_attention: the caches must be contiguous [B, HK, L, D]")
-    q = q.contiguous()
-    out = torch.empty_like(q)
-    _lib.check(lib.ktune_torch_decode_attention(_dtype(q), _ptr(out), _ptr(q), _ptr(k_cache), _ptr(v_cache),
-                                                _ptr(seq_lens), _ptr(scratch), b, length, hq, hk, d, _stream()),
-               "decode_attention")
-    return out
+    if lib is not None:
+        qc = q.contiguous()
+        out = torch.empty_like(qc)
+        if _lib.launched(lib.ktune_torch_decode_attention(_dtype(qc), _ptr(out), _ptr(qc), _ptr(k_cache),
+                                                          _ptr(v_cache), _ptr(seq_lens.contiguous()), _ptr(scratch),
+                                                          b, length, hq, hk, d, _stream()), "decode_attention"):
+            return out
+    return _decode_attention_math(q, k_cache, v_cache, seq_lens)
 
 
 @decode_attention.register_fake
@@ -268,6 +290,10 @@ def decode_attention_scratch_elements(dtype, max_batch, heads_q, heads_k, head_d
 def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, scratch: torch.Tensor,
                 n: int, k: int, group: int) -> torch.Tensor:
     """y = x W^T, W INT4 in the packed layout (packing.pack_int4): w = (q - zero) * scale per (group, row)."""
+    return _linear_int4_math(x, w, scales, zeros, n, k, group)
+
+
+def _linear_int4_math(x, w, scales, zeros, n, k, group):
     from . import packing
     wd = packing.dequantize_int4(w, scales, zeros, n, k, group)  # fp32 [N, K]
     return (_f(x) @ wd.t()).to(x.dtype)
@@ -275,12 +301,15 @@ def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: t
 
 @linear_int4.register_kernel("cuda")
 def _(x, w, scales, zeros, scratch, n, k, group):
-    lib = _lib.require()
-    x2 = _rows(x)
-    y = x2.new_empty(x2.shape[0], n)
-    _lib.check(lib.ktune_torch_linear_int4(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales), _ptr(zeros),
-                                           _ptr(scratch), x2.shape[0], n, k, group, _stream()), "linear_int4")
-    return y.view(*x.shape[:-1], n)
+    lib = _lib.get("linear_int4")
+    if lib is not None:
+        x2 = _rows(x)
+        y = x2.new_empty(x2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_linear_int4(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales),
+                                                     _ptr(zeros), _ptr(scratch), x2.shape[0], n, k, group, _stream()),
+                         "linear_int4"):
+            return y.view(*x.shape[:-1], n)
+    return _linear_int4_math(x, w, scales, zeros, n, k, group)
 
 
 @linear_int4.register_fake
@@ -292,6 +321,10 @@ def _(x, w, scales, zeros, scratch, n, k, group):
 def linear_int8(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, scratch: torch.Tensor, n: int,
                 k: int) -> torch.Tensor:
     """y = x W^T, W INT8 in the packed layout (packing.pack_int8): w = q * scale[row]."""
+    return _linear_int8_math(x, w, scales, n, k)
+
+
+def _linear_int8_math(x, w, scales, n, k):
     from . import packing
     wd = packing.dequantize_int8(w, scales, n, k)
     return (_f(x) @ wd.t()).to(x.dtype)
@@ -299,12 +332,14 @@ def linear_int8(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, scratch:
 
 @linear_int8.register_kernel("cuda")
 def _(x, w, scales, scratch, n, k):
-    lib = _lib.require()
-    x2 = _rows(x)
-    y = x2.new_empty(x2.shape[0], n)
-    _lib.check(lib.ktune_torch_linear_int8(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales), _ptr(scratch),
-                                           x2.shape[0], n, k, _stream()), "linear_int8")
-    return y.view(*x.shape[:-1], n)
+    lib = _lib.get("linear_int8")
+    if lib is not None:
+        x2 = _rows(x)
+        y = x2.new_empty(x2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_linear_int8(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales),
+                                                     _ptr(scratch), x2.shape[0], n, k, _stream()), "linear_int8"):
+            return y.view(*x.shape[:-1], n)
+    return _linear_int8_math(x, w, scales, n, k)
 
 
 @linear_int8.register_fake

@@ -247,3 +247,24 @@ def test_library_status_says_why_when_absent():
         assert "build_torch_ops.sh" in detail
     else:
         assert isinstance(detail, list)
+
+
+def test_torch_compile_traces_the_ops_through_their_fake_implementations():
+    """fullgraph: no graph break at any ktune op, the in-place RoPE functionalized; the same values as eager."""
+
+    def step(x, w, q, k, pos, cos, sin, kc, vc, lens):
+        h = ops.rms_norm(x, w, 1e-5)
+        y, r = ops.add_rms_norm(h, x, w, 1e-5)
+        q, k = q.clone(), k.clone()
+        ops.rope_neox_(q, k, pos, cos, sin)
+        a = ops.decode_attention(q, kc, vc, lens, torch.zeros(4))
+        return ops.swiglu(y, r), a
+
+    cos, sin = ops.rope_cache(torch.rand(8), 32)
+    args = (torch.randn(2, 32), torch.rand(32) + 0.5, torch.randn(2, 4, 16), torch.randn(2, 2, 16),
+            torch.tensor([3, 5], dtype=torch.int32), cos, sin, torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16),
+            torch.tensor([9, 6], dtype=torch.int32))
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    for got, want in zip(compiled(*args), step(*args)):
+        torch.testing.assert_close(got, want)
