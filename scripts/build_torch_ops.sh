@@ -49,12 +49,14 @@ if [ "$synthetic" = 1 ]; then
     "decode_attention|--shape B=1,L=1024,HQ=32,HK=8,D=128,U=1 --kernel mma_l2|HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16"
     "linear_int4|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1,GROUP_CHUNKS=1"
     "linear_int8|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1"
+    "python/ktune_torch/spaces/add_rmsnorm_eps|--problem M=4096,H=4096|BLOCK=128,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
   )
   : > "$out/synthetic_tune.log"
   for p in "${picks[@]}"; do
     IFS='|' read -r space filter config <<< "$p"
     # shellcheck disable=SC2086  # the filter is words
-    "$ktune" --db "$db" tune "$root/search_spaces/$space.yaml" --dtype bf16 $filter --config "$config" --quiet \
+    [[ $space == */* ]] || space=search_spaces/$space
+    "$ktune" --db "$db" tune "$root/$space.yaml" --dtype bf16 $filter --config "$config" --quiet \
       >> "$out/synthetic_tune.log" 2>&1 || { tail -5 "$out/synthetic_tune.log"; echo "build_torch_ops: $space failed" >&2; exit 1; }
   done
   python3 - "$db" <<'PY'
@@ -62,19 +64,23 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 9:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (9)")
+if n < 10:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (10)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
 
-# search space (the op's file under search_spaces/) for each op the package calls
-spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox glu_swiglu decode_attention linear_int4 linear_int8)
+# The search space of each op the package calls: files under search_spaces/, and ktune_torch's own op declared as
+# data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
+spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox glu_swiglu decode_attention linear_int4 linear_int8
+        python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
-  if ! KTUNE_ROOT=$root "$ktune" --db "$db" export-header --op "$root/search_spaces/$s.yaml" --out "$out/include" \
-      > "$out/export_$s.log" 2>&1; then
-    missing+=("$s")
+  [[ $s == */* ]] || s=search_spaces/$s
+  name=$(basename "$s")
+  if ! KTUNE_ROOT=$root "$ktune" --db "$db" export-header --op "$root/$s.yaml" --out "$out/include" \
+      > "$out/export_$name.log" 2>&1; then
+    missing+=("$name")
   fi
 done
 echo "build_torch_ops: exported $(ls "$out"/include/ktune_tuned_*.hpp | wc -l) headers from $db"

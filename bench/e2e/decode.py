@@ -98,13 +98,9 @@ def hf_step(d):
 
 
 def ktune_step(d):
-    """The patched model's step without LlamaModel.forward's mask building: the ktune layers ignore the mask in
-    decode (the kernel reads seq_lens = pos + 1 tokens)."""
-    inner = d.model.model
-    h = inner.embed_tokens(d.tok)
-    for layer in inner.layers:
-        h = layer(h, attention_mask=None, position_ids=d.pos, cache=d.cache)
-    return d.model.lm_head(inner.norm(h))
+    """The patched model's step: ktune_torch.llama.decode_step (residual adds fused with the norms, no mask)."""
+    from ktune_torch import llama
+    return llama.decode_step(d.model, d.tok, d.pos, d.cache)
 
 
 def run(model, mode, batch, args, device):

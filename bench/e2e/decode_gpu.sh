@@ -24,12 +24,19 @@ if [ -z "$db" ]; then
   # Llama-3.2-3B: hidden 3072, intermediate 8192, 24 q heads, 8 kv heads, head dim 128, RoPE cache 131072 rows.
   # Decode rows are the batch (1, 8); prefill rows prompt * batch (512, 4096).
   quick=(--dtype bf16 --strategy random --budget "${BUDGET:-8}" --min-samples 6 --max-samples 40 --quiet)
-  tune() { local space=$1; shift; "$k" --db "$db" tune "$root/search_spaces/$space.yaml" "${quick[@]}" "$@" \
-             > "$out/tune_$space.log" 2>&1 || { tail -5 "$out/tune_$space.log"; echo "decode_gpu: tuning $space failed" >&2; exit 1; }; }
+  # tune SPACE ARGS...: SPACE a file stem under search_spaces/, or a path (without .yaml) from the repository root
+  tune() {
+    local space=$1 name; shift; name=$(basename "$space"); [[ $space == */* ]] || space=search_spaces/$space
+    "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "$@" > "$out/tune_$name.log" 2>&1 ||
+      { tail -5 "$out/tune_$name.log"; echo "decode_gpu: tuning $name failed" >&2; exit 1; }
+  }
   echo "=== tune at the model's shapes ($(date -u +%H:%M:%S))"
   shapes() { local fmt=$1; for m in 1 8 512 4096; do printf -- "--shape %s " "${fmt//@/$m}"; done; }
   # shellcheck disable=SC2046  # the shapes are words
   tune rmsnorm $(shapes "M=@,H=3072,S=3072")
+  # the fused residual add + RMSNorm at Llama 3's eps (1e-5: EPS_E9=10000), ktune_torch's op declared as data
+  # shellcheck disable=SC2046
+  tune python/ktune_torch/spaces/add_rmsnorm_eps $(shapes "M=@,H=3072,S=3072,EPS_E9=10000")
   # shellcheck disable=SC2046
   tune glu_swiglu $(shapes "M=@,I=8192,S=8192,SO=8192")
   # shellcheck disable=SC2046

@@ -6,6 +6,8 @@ ktune_torch.library_status() says whether it loaded and which ops it holds."""
 
 from . import _lib, llama, ops, packing  # noqa: F401  (importing ops registers torch.ops.ktune.*)
 
+__all__ = ["llama", "ops", "packing", "library_status"]
+
 
 def library_status():
     """(loaded, ops built into the library, or the reason it did not load)."""

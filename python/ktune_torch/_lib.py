@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -22,6 +22,7 @@ OP_BITS = {
     "decode_attention": 6,
     "linear_int4": 7,
     "linear_int8": 8,
+    "add_rms_norm_eps": 9,
 }
 
 _c_ll = ctypes.c_longlong
@@ -37,6 +38,7 @@ _SIGNATURES = {
     "ktune_torch_rms_norm_bwd_scratch": ([_c_i, _c_ll, _c_ll], _c_ll),
     "ktune_torch_rms_norm_bwd": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_add_rms_norm": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_add_rms_norm_eps": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_add_rms_norm_inplace": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_rope_neox": (
         [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],

@@ -12,8 +12,11 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
     weights quantized and packed here (the bf16 weights are dropped). lm_head stays bf16.
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
 (static shapes) and torch.compile traces the custom ops through their fake implementations.
-Limits (phase 1): the residual add after the MLP stays a torch add (the fusion across layers needs LlamaModel's loop);
-positions must be below the cos/sin cache (max_positions, default config.max_position_embeddings).
+
+Through HF's own forward (prefill, generate()) each layer's MLP residual add stays a torch add: fusing it with the next
+layer's RMSNorm needs LlamaModel's loop. decode_step() below is that loop for one decode step (no mask building: the
+decode kernel reads seq_lens = position + 1 tokens), every residual add fused with the RMSNorm after it.
+Positions must be below the cos/sin cache (max_positions, default config.max_position_embeddings).
 """
 
 import types
@@ -204,3 +207,22 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
         sh.linear_scratch = torch.zeros(size, dtype=torch.float32, device=device)
     model._ktune = sh
     return model
+
+
+def decode_step(model, input_ids, position_ids, cache):
+    """Logits [B, 1, vocab] of one decode step of a patched model: input_ids and position_ids [B, 1] on the device,
+    cache the StaticCache the prefill filled. Each residual add is fused with the RMSNorm that follows it (the next
+    layer's input norm, the final norm). Capturable in a CUDA graph with static input tensors."""
+    inner = model.model
+    layers = inner.layers
+    x = inner.embed_tokens(input_ids)
+    first = layers[0].input_layernorm
+    h, residual = ops.rms_norm(x, first.weight, first.variance_epsilon), x
+    for i, layer in enumerate(layers):
+        a, _ = layer.self_attn(hidden_states=h, attention_mask=None, position_ids=position_ids, cache=cache)
+        post = layer.post_attention_layernorm
+        h, residual = ops.add_rms_norm(a, residual, post.weight, post.variance_epsilon)
+        m = layer.mlp(h)
+        norm = layers[i + 1].input_layernorm if i + 1 < len(layers) else inner.norm
+        h, residual = ops.add_rms_norm(m, residual, norm.weight, norm.variance_epsilon)
+    return model.lm_head(h)

@@ -136,15 +136,23 @@ def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, 
 @add_rms_norm.register_kernel("cuda")
 def _(x, residual, weight, eps):
     lib = _lib.get("add_rms_norm")
-    if lib is not None and eps == SPEC_EPS and _lib.has_op("add_rms_norm"):
+    eps_e9 = round(eps * 1e9)
+    if lib is not None and _lib.has_op("add_rms_norm_eps") and abs(eps_e9 - eps * 1e9) < 1e-6 * max(1.0, eps * 1e9):
+        x2, r2 = _rows(x), _rows(residual)
+        y, r_out = torch.empty_like(x2), torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_add_rms_norm_eps(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
+                                                          _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], eps_e9,
+                                                          _stream()), "add_rms_norm"):
+            return y.view(x.shape), r_out.view(x.shape)
+    elif lib is not None and eps == SPEC_EPS and _lib.has_op("add_rms_norm"):
         x2, r2 = _rows(x), _rows(residual)
         y, r_out = torch.empty_like(x2), torch.empty_like(x2)
         if _lib.launched(lib.ktune_torch_add_rms_norm(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
                                                       _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], _stream()),
                          "add_rms_norm"):
             return y.view(x.shape), r_out.view(x.shape)
-    # The fused header fixes eps at 1e-6 (its op spec): another eps takes the add (rounded to the dtype, as HF's
-    # residual add), then the rms_norm kernel, which takes eps.
+    # Without a fused kernel for this eps (add_rmsnorm/fwd's spec fixes 1e-6; ktune_torch_add_rmsnorm/fwd takes eps
+    # in units of 1e-9): the add (rounded to the dtype, as HF's residual add), then the rms_norm kernel.
     r_out = x + residual
     return rms_norm(r_out, weight, eps), r_out
 

@@ -2,7 +2,6 @@
 math, torch.library.opcheck, RMSNorm's autograd, the INT4/INT8 packing, and patch_model on a tiny random Llama on CPU
 (same logits as unpatched, prefill and StaticCache decode). Run by tests/python_torch/run.sh (CTest label python)."""
 
-import os
 import sys
 from pathlib import Path
 
@@ -268,3 +267,23 @@ def test_torch_compile_traces_the_ops_through_their_fake_implementations():
     compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
     for got, want in zip(compiled(*args), step(*args)):
         torch.testing.assert_close(got, want)
+
+
+def test_decode_step_matches_the_model_forward_on_cpu():
+    """llama.decode_step (residual adds fused across layers) against the unpatched model's decode step."""
+    from transformers import StaticCache
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched)
+    ids = torch.randint(0, 97, (2, 9))
+    pos = torch.arange(9)[None].expand(2, -1)
+    step_pos = torch.full((2, 1), 9)
+    outs = []
+    for model, fused in ((ref, False), (patched, True)):
+        cache = StaticCache(config=model.config, max_cache_len=16)
+        with torch.no_grad():
+            tok = model(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True).logits[:, -1:].argmax(-1)
+            if fused:
+                outs.append(ktune_torch.llama.decode_step(model, tok, step_pos, cache))
+            else:
+                outs.append(model(input_ids=tok, position_ids=step_pos, past_key_values=cache, use_cache=True).logits)
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)

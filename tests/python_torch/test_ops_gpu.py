@@ -1,6 +1,6 @@
 """ktune_torch on a GPU (label gpu): each op's CUDA kernel (from the library KTUNE_TORCH_LIB names, built from a
-tuned database) against its CPU implementation, in bf16, at Llama-3.2-3B's decode shapes; and a patched tiny Llama's
-decode step captured in a CUDA graph against the same step run eagerly. Ops missing from the library are skipped."""
+tuned database) against its CPU implementation, in bf16, at Llama-3.2-3B's decode shapes; and a patched Llama (2 layers of
+Llama-3.2-3B's shape) decode step (llama.decode_step) captured in a CUDA graph against the same step run eagerly. Ops missing from the library are skipped."""
 
 import sys
 from pathlib import Path
@@ -102,11 +102,7 @@ def test_patched_decode_step_captures_in_a_cuda_graph():
         pos = torch.full((1, 1), 16, dtype=torch.long, device=dev)
 
         def step():
-            inner = model.model
-            h = inner.embed_tokens(tok)
-            for layer in inner.layers:
-                h = layer(h, attention_mask=None, position_ids=pos, cache=cache)
-            return model.lm_head(inner.norm(h))
+            return ktune_torch.llama.decode_step(model, tok, pos, cache)
 
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

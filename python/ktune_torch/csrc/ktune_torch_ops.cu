@@ -26,6 +26,10 @@
 #include "ktune_tuned_add_rmsnorm_fwd_inplace.hpp"
 #define KT_HAS_ADD_RMSNORM_INPLACE 1
 #endif
+#if __has_include("ktune_tuned_ktune_torch_add_rmsnorm_fwd.hpp")
+#include "ktune_tuned_ktune_torch_add_rmsnorm_fwd.hpp"
+#define KT_HAS_ADD_RMSNORM_EPS 1
+#endif
 #if __has_include("ktune_tuned_rope_neox.hpp")
 #include "ktune_tuned_rope_neox.hpp"
 #define KT_HAS_ROPE 1
@@ -89,10 +93,11 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 1; }
+int ktune_torch_abi_version() { return 2; }
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
-// add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8.
+// add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
+// add_rms_norm_eps 9.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -121,6 +126,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_LINEAR_INT8
     m |= 1 << 8;
+#endif
+#ifdef KT_HAS_ADD_RMSNORM_EPS
+    m |= 1 << 9;
 #endif
     return m;
 }
@@ -199,6 +207,21 @@ int ktune_torch_add_rms_norm(int dtype, void* y, void* residual_out, const void*
                                                 hidden, stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)y, (void)residual_out, (void)x, (void)residual, (void)w, (void)rows, (void)hidden, (void)stream;
+    return k_not_built;
+#endif
+}
+
+// add_rms_norm with eps = eps_e9 * 1e-9 (ktune_torch's op python/ktune_torch/spaces/add_rmsnorm_eps.op.yaml).
+int ktune_torch_add_rms_norm_eps(int dtype, void* y, void* residual_out, const void* x, const void* residual,
+                                 const void* w, long long rows, long long hidden, long long eps_e9, void* stream) {
+#ifdef KT_HAS_ADD_RMSNORM_EPS
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(kt::ktune_torch_add_rmsnorm_fwd(*props, dtype_of(dtype), y, residual_out, x, residual, w,
+                                                            rows, hidden, hidden, eps_e9, stream_of(stream),
+                                                            &t_last_choice));
+#else
+    (void)dtype, (void)y, (void)residual_out, (void)x, (void)residual, (void)w, (void)rows, (void)hidden, (void)eps_e9,
+        (void)stream;
     return k_not_built;
 #endif
 }
