@@ -108,8 +108,11 @@ def run(model, mode, batch, args, device):
     d = Decoder(model, batch, args.prompt, args.steps, device, step_fn)
     tokens, times = [], []
     cuda = device.type == "cuda"
+    forward = model.forward
     with torch.no_grad():
-        d.prefill()
+        d.prefill()  # eager in every mode: only the decode step is compiled, as HF's generate() does
+        if mode == "compile":
+            model.forward = torch.compile(forward, mode="reduce-overhead", fullgraph=False)
         tokens.append(d.tok.clone())
         graph = None
         for i in range(args.steps):
@@ -145,6 +148,9 @@ def run(model, mode, batch, args, device):
         if cuda:
             torch.cuda.synchronize()
             times = [s.elapsed_time(e) for s, e in times]
+    if mode == "compile":
+        model.forward = forward
+        torch._dynamo.reset()
     steady = times[2:] if len(times) > 4 else times  # step 0 (warm-up / capture) and 1 are not steady state
     mean = sum(steady) / len(steady)
     return {
@@ -191,36 +197,33 @@ def main():
     print(f"ktune_torch library: {ktune_torch.library_status()}", flush=True)
     cfg = llama_3b_config(args.tiny)
     model = build_model(cfg, device, dtype)
-    results, notes = [], []
+    results, notes, refs = [], [], {}
     for batch in args.batch:
-        ref = None
         if "eager" in modes:
-            ref = run(model, "eager", batch, args, device)
-            results.append(dict(ref, weights="bf16"))
+            refs[batch] = run(model, "eager", batch, args, device)
+            results.append(dict(refs[batch], weights="bf16"))
         if "compile" in modes and device.type == "cuda":
-            forward = model.forward
-            model.forward = torch.compile(forward, mode="reduce-overhead", fullgraph=False)
             r = run(model, "compile", batch, args, device)
-            model.forward = forward
-            torch._dynamo.reset()
             results.append(dict(r, weights="bf16"))
-            if ref is not None:
-                notes.append(f"batch {batch} compile vs eager: {compare(ref, r, args.check)}")
+            if batch in refs:
+                notes.append(f"batch {batch} compile vs eager: {compare(refs[batch], r, args.check)}")
         print(f"batch {batch}: baselines done", flush=True)
-        for w in weights:
-            patched = build_model(cfg, device, dtype)  # the same seed: the same random weights as `model`
-            llama.patch_model(patched, weights=w, max_batch=max(args.batch))
+    for w in weights:
+        patched = build_model(cfg, device, dtype)  # the same seed: the same random weights as `model`
+        llama.patch_model(patched, weights=w, max_batch=max(args.batch))
+        for batch in args.batch:
             for mode in ("ktune", "ktune+graph"):
                 if mode not in modes or (mode == "ktune+graph" and device.type != "cuda"):
                     continue
                 r = run(patched, mode, batch, args, device)
                 results.append(dict(r, weights=w))
-                if ref is not None:
-                    notes.append(f"batch {batch} {mode} {w} vs eager bf16: {compare(ref, r, args.check)}")
-            del patched
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-            print(f"batch {batch}: ktune {w} done", flush=True)
+                if batch in refs:
+                    notes.append(f"batch {batch} {mode} {w} vs eager bf16: {compare(refs[batch], r, args.check)}")
+        del patched
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        print(f"ktune {w} done", flush=True)
+    results.sort(key=lambda r: (r["batch"], r["weights"] != "bf16"))
 
     dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     print(f"\n## Decode step, {'tiny model' if args.tiny else 'Llama-3.2-3B shape'}, prompt {args.prompt}, "

@@ -42,7 +42,11 @@ class _Shared:
 
 def _attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, **kwargs):
     sh = self._ktune
-    cache = kwargs.get("cache", kwargs.get("past_key_values"))
+    cache = None
+    for name in ("cache", "past_key_values", "past_key_value"):  # transformers 5.x renamed it, 4.x singular
+        if kwargs.get(name) is not None:
+            cache = kwargs[name]
+            break
     position_ids = kwargs.get("position_ids")
     b, s, _ = hidden_states.shape
     hq, hk, d = self.config.num_attention_heads, self.config.num_key_value_heads, self.head_dim
