@@ -161,6 +161,25 @@ def run(model, mode, batch, args, device):
     }
 
 
+def dispatch_steps(model, batch, args, device, weights):
+    """Prints what each ktune op launched in a prefill and two decode steps (kernel instance, fallback level, tuned or
+    nearest bucket, or the torch math): every shape the model hits must launch something valid."""
+    from ktune_torch import _lib
+    if _lib.load() is None:
+        print(f"dispatch: {_lib.load_error()}")
+        return
+    d = Decoder(model, batch, args.prompt, 2, device, ktune_step)
+    _lib.trace(True)
+    with torch.no_grad():
+        d.prefill()
+        d.step()
+        d.step()
+    recorded = _lib.trace(False)
+    print(f"\ndispatch, batch {batch}, {weights} weights (prefill + 2 decode steps):")
+    for (op, kernel, how), calls in sorted(recorded.items()):
+        print(f"  {op:18s} {calls:4d} calls  {how:45s} {kernel}")
+
+
 def compare(ref, other, check):
     a, b = ref["tokens"][:, :check + 1], other["tokens"][:, :check + 1]
     same = torch.equal(a, b)
@@ -212,6 +231,7 @@ def main():
         patched = build_model(cfg, device, dtype)  # the same seed: the same random weights as `model`
         llama.patch_model(patched, weights=w, max_batch=max(args.batch))
         for batch in args.batch:
+            dispatch_steps(patched, batch, args, device, w)
             for mode in ("ktune", "ktune+graph"):
                 if mode not in modes or (mode == "ktune+graph" and device.type != "cuda"):
                     continue

@@ -134,9 +134,37 @@ def check(status, what):
         raise RuntimeError(f"ktune_torch.{what}: {msg} (status {status})")
 
 
+LEVELS = ("exact device", "same chip", "same architecture", "default configuration", "none")
+# With tracing on (trace(True)), what each op launched: {(op, kernel instance or "torch math", how it was chosen)}.
+# Host-side bookkeeping after each call: meant for a diagnostic step, not for timed or captured ones.
+_trace = None
+
+
+def trace(on=True):
+    """Starts (clearing) or stops recording the dispatch of every call; returns what was recorded."""
+    global _trace
+    recorded = _trace
+    _trace = {} if on else None
+    return recorded
+
+
+def _record(what, status):
+    if _trace is None:
+        return
+    if status == 0:
+        level, exact = ctypes.c_int(), ctypes.c_int()
+        kernel = require().ktune_torch_last_choice(ctypes.byref(level), ctypes.byref(exact), None).decode()
+        how = f"{LEVELS[level.value] if 0 <= level.value < len(LEVELS) else level.value}, " + \
+              ("tuned bucket" if exact.value else "nearest bucket")
+    else:
+        kernel, how = "torch math", FALLBACK.get(status, str(status))
+    _trace[(what, kernel, how)] = _trace.get((what, kernel, how), 0) + 1
+
+
 def launched(status, what):
     """True when the kernel was launched; False when the caller must fall back to its torch math (warned once per op
     and reason); raises on any other failure (bad arguments, a failed launch)."""
+    _record(what, status)
     if status == 0:
         return True
     if status in FALLBACK:
