@@ -119,7 +119,8 @@ def run(model, mode, batch, args, device):
             if mode == "ktune+graph" and i == 1:
                 # step 0 ran eagerly on a side stream (warm-up: lazy initialisation); now capture one step
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
+                # thread_local: a kernel's one-time attribute calls (large shared memory) may run while capturing
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                     logits_static = d.step()
             if cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -135,15 +135,16 @@ class QuantLinear(torch.nn.Module):
             raise ValueError(f"bits must be 4 or 8, not {bits}")
         self.bias = linear.bias
 
-    def scratch_elements(self, m):
+    def scratch_elements(self, m, only_m=False):
+        """fp32 elements serving every M up to m (or M = m alone)."""
         return ops.quant_scratch_elements(self.bits, self.scales.dtype, m, self.out_features, self.in_features,
-                                          self.group)
+                                          self.group, min_m=m if only_m else 1)
 
     def forward(self, x):
         m = x.numel() // x.shape[-1]
         scratch = self._ktune.linear_scratch
         if m > self._ktune.max_batch:  # prefill: a scratch of its own (eager, outside any graph)
-            scratch = torch.zeros(self.scratch_elements(m), dtype=torch.float32, device=x.device)
+            scratch = torch.zeros(self.scratch_elements(m, only_m=True), dtype=torch.float32, device=x.device)
         if self.bits == 4:
             y = ops.linear_int4(x, self.qweight, self.scales, self.zeros, scratch, self.out_features,
                                 self.in_features, self.group)

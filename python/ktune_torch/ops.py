@@ -355,14 +355,15 @@ def _(x, w, scales, scratch, n, k):
     return x.new_empty(*x.shape[:-1], n)
 
 
-def quant_scratch_elements(bits, dtype, max_m, n, k, group=128):
-    """fp32 elements of a linear scratch serving every M up to max_m (1 without the library)."""
+def quant_scratch_elements(bits, dtype, max_m, n, k, group=128, min_m=1):
+    """fp32 elements of a linear scratch serving every M in [min_m, max_m] (1 without the library)."""
     lib = _lib.load()
     if lib is None or not _lib.has_op("linear_int4" if bits == 4 else "linear_int8"):
         return 1
     if bits == 4:
-        return max(lib.ktune_torch_linear_int4_scratch(_DTYPES[dtype], m, n, k, group) for m in range(1, max_m + 1))
-    return max(lib.ktune_torch_linear_int8_scratch(_DTYPES[dtype], m, n, k) for m in range(1, max_m + 1))
+        return max(lib.ktune_torch_linear_int4_scratch(_DTYPES[dtype], m, n, k, group)
+                   for m in range(min_m, max_m + 1))
+    return max(lib.ktune_torch_linear_int8_scratch(_DTYPES[dtype], m, n, k) for m in range(min_m, max_m + 1))
 
 
 # ------------------------------------------------------------------------------------------------------ dense linear

@@ -110,7 +110,7 @@ def test_patched_decode_step_captures_in_a_cuda_graph():
             eager = step().clone()  # writes position 16
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             out = step()
         graph.replay()  # the same token at position 16 again: the same attention, the same logits
         torch.cuda.synchronize()
