@@ -38,12 +38,13 @@ if [ -z "$db" ]; then
   # shellcheck disable=SC2046
   tune python/ktune_torch/spaces/add_rmsnorm_eps $(shapes "M=@,H=3072,S=3072,EPS_E9=10000")
   # shellcheck disable=SC2046
-  tune glu_swiglu $(shapes "M=@,I=8192,S=8192,SO=8192")
+  tune glu_swiglu $(shapes "M=@,I=8192,S=16384,SO=8192")  # the halves of the fused gate_up projection
   # shellcheck disable=SC2046
-  tune rope_neox $(shapes "M=@,HQ=24,HK=8,D=128,R=128,P=131072,SQ=3072,SK=1024")
+  tune rope_neox $(shapes "M=@,HQ=24,HK=8,D=128,R=128,P=131072,SQ=5120,SK=5120")  # q, k: rows of the qkv output
   tune decode_attention --shape "B=1,L=$len,HQ=24,HK=8,D=128,U=1" --shape "B=8,L=$len,HQ=24,HK=8,D=128,U=1"
   lin=()
-  for m in 1 8; do for nk in "3072 3072" "1024 3072" "8192 3072" "3072 8192"; do
+  # patch_model's fused projections: qkv (3072 + 2 x 1024 rows), o, gate_up (2 x 8192), down
+  for m in 1 8; do for nk in "5120 3072" "3072 3072" "16384 3072" "3072 8192"; do
     set -- $nk; lin+=(--shape "M=$m,N=$1,K=$2,G=128"); done; done
   tune linear_int4 "${lin[@]}"
   echo "tuned in $((SECONDS - start)) s: $db"

@@ -58,9 +58,15 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         position_ids = cache_position.view(1, s)
     position_ids = position_ids.expand(b, s)
 
-    q = self.q_proj(hidden_states).view(b * s, hq, d)
-    k = self.k_proj(hidden_states).view(b * s, hk, d)
-    v = self.v_proj(hidden_states).view(b, s, hk, d).transpose(1, 2)
+    if hasattr(self, "qkv_proj"):  # one projection; q, k, v are views of its rows (RoPE takes the token stride)
+        qkv = self.qkv_proj(hidden_states).view(b * s, -1)
+        q = qkv[:, :hq * d].view(b * s, hq, d)
+        k = qkv[:, hq * d:(hq + hk) * d].view(b * s, hk, d)
+        v = qkv[:, (hq + hk) * d:].view(b, s, hk, d).transpose(1, 2)
+    else:
+        q = self.q_proj(hidden_states).view(b * s, hq, d)
+        k = self.k_proj(hidden_states).view(b * s, hk, d)
+        v = self.v_proj(hidden_states).view(b, s, hk, d).transpose(1, 2)
     ops.rope_neox_(q, k, position_ids.reshape(-1).to(torch.int32), sh.cos, sh.sin)
     q = q.view(b, s, hq, d).transpose(1, 2)
     k = k.view(b, s, hk, d).transpose(1, 2)
@@ -100,7 +106,27 @@ def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None
 
 
 def _mlp_forward(self, x):
+    if hasattr(self, "gate_up_proj"):  # one projection; swiglu reads its two halves in place (row stride 2I)
+        gate_up = self.gate_up_proj(x)
+        i = gate_up.shape[-1] // 2
+        return self.down_proj(ops.swiglu(gate_up[..., :i], gate_up[..., i:]))
     return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+def _fuse_linears(owner, names, fused_name):
+    """Replaces owner's linears `names` by one whose output rows are theirs, concatenated in order."""
+    parts = [getattr(owner, n) for n in names]
+    weight = torch.cat([p.weight.detach() for p in parts], 0)
+    fused = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=any(p.bias is not None for p in parts),
+                            device="meta")
+    fused.weight = torch.nn.Parameter(weight, requires_grad=False)
+    if fused.bias is not None:
+        fused.bias = torch.nn.Parameter(torch.cat([
+            p.bias.detach() if p.bias is not None else weight.new_zeros(p.out_features) for p in parts]),
+            requires_grad=False)
+    for n in names:
+        delattr(owner, n)
+    setattr(owner, fused_name, fused)
 
 
 def _norm_forward(self, x):
@@ -163,11 +189,12 @@ def _decoder_layers(model):
     return inner
 
 
-def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128):
+def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128, fuse_projections=True):
     """Swaps the model's kernels for ktune's, in place (see the module's doc); returns the model.
 
     max_batch: the largest batch (tokens per decode step) the shared scratch buffers serve without allocating;
-    max_positions: rows of the RoPE caches (default config.max_position_embeddings)."""
+    max_positions: rows of the RoPE caches (default config.max_position_embeddings); fuse_projections: q, k, v as one
+    linear (qkv_proj) and gate, up as one (gate_up_proj): two launches fewer per layer, each reading more rows."""
     if weights not in ("bf16", "int4", "int8"):
         raise ValueError(f"weights must be bf16, int4 or int8, not {weights!r}")
     inner = _decoder_layers(model)
@@ -196,8 +223,12 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
         attn.forward = types.MethodType(_attention_forward, attn)
         mlp.forward = types.MethodType(_mlp_forward, mlp)
         layer.forward = types.MethodType(_decoder_forward, layer)
-        for owner, names in ((attn, ("q_proj", "k_proj", "v_proj", "o_proj")), (mlp, ("gate_proj", "up_proj",
-                                                                                      "down_proj"))):
+        attn_names, mlp_names = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
+        if fuse_projections:
+            _fuse_linears(attn, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+            _fuse_linears(mlp, ("gate_proj", "up_proj"), "gate_up_proj")
+            attn_names, mlp_names = ("qkv_proj", "o_proj"), ("gate_up_proj", "down_proj")
+        for owner, names in ((attn, attn_names), (mlp, mlp_names)):
             for name in names:
                 lin = getattr(owner, name)
                 if weights == "bf16":

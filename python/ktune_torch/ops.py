@@ -66,9 +66,10 @@ def _(x, weight, eps):
     return _rms_norm_math(x, weight, eps)
 
 
+# Fakes return contiguous tensors, as the CUDA implementations do (empty_like would keep a view's strides).
 @rms_norm.register_fake
 def _(x, weight, eps):
-    return torch.empty_like(x)
+    return x.new_empty(x.shape)
 
 
 @torch.library.custom_op("ktune::rms_norm_backward", mutates_args=())
@@ -105,7 +106,7 @@ def _rms_norm_backward_math(dy, x, weight, eps):
 
 @rms_norm_backward.register_fake
 def _(dy, x, weight, eps):
-    return torch.empty_like(x), x.new_empty(x.shape[-1], dtype=torch.float32)
+    return x.new_empty(x.shape), x.new_empty(x.shape[-1], dtype=torch.float32)
 
 
 def _rms_norm_setup(ctx, inputs, output):
@@ -159,7 +160,7 @@ def _(x, residual, weight, eps):
 
 @add_rms_norm.register_fake
 def _(x, residual, weight, eps):
-    return torch.empty_like(x), torch.empty_like(x)
+    return x.new_empty(x.shape), x.new_empty(x.shape)
 
 
 # -------------------------------------------------------------------------------------------------------------- rope
@@ -227,17 +228,21 @@ def _swiglu_math(gate, up):
 def _(gate, up):
     lib = _lib.get("swiglu")
     if lib is not None:
-        g2, u2 = _rows(gate), _rows(up)
-        out = torch.empty_like(g2)
-        if _lib.launched(lib.ktune_torch_swiglu(_dtype(g2), _ptr(out), _ptr(g2), _ptr(u2), g2.shape[0], g2.shape[1],
-                                                g2.shape[1], g2.shape[1], _stream()), "swiglu"):
+        # Strided rows are read in place (the halves of a fused gate_up projection: row stride 2I).
+        cols = gate.shape[-1]
+        g2, u2 = gate.reshape(-1, cols), up.reshape(-1, cols)
+        if g2.stride(-1) != 1 or u2.stride(-1) != 1 or g2.stride(0) != u2.stride(0) or g2.stride(0) < cols:
+            g2, u2 = g2.contiguous(), u2.contiguous()
+        out = g2.new_empty(g2.shape[0], cols)
+        if _lib.launched(lib.ktune_torch_swiglu(_dtype(g2), _ptr(out), _ptr(g2), _ptr(u2), g2.shape[0], cols,
+                                                g2.stride(0), cols, _stream()), "swiglu"):
             return out.view(gate.shape)
     return _swiglu_math(gate, up)
 
 
 @swiglu.register_fake
 def _(gate, up):
-    return torch.empty_like(gate)
+    return gate.new_empty(gate.shape)
 
 
 # -------------------------------------------------------------------------------------------------- decode attention
@@ -281,7 +286,7 @@ def _(q, k_cache, v_cache, seq_lens, scratch):
 
 @decode_attention.register_fake
 def _(q, k_cache, v_cache, seq_lens, scratch):
-    return torch.empty_like(q)
+    return q.new_empty(q.shape)
 
 
 def decode_attention_scratch_elements(dtype, max_batch, heads_q, heads_k, head_dim, max_len=1024):

@@ -40,6 +40,9 @@ def test_swiglu(m):
     g, u = torch.randn(2, m, 8192, device=dev, dtype=torch.bfloat16), torch.randn(2, m, 8192, device=dev,
                                                                                   dtype=torch.bfloat16)
     torch.testing.assert_close(ops.swiglu(g, u), ops.swiglu(g.cpu(), u.cpu()).to(dev), **BF16)
+    gu = torch.randn(m, 16384, device=dev, dtype=torch.bfloat16)  # a fused gate_up output: halves read in place
+    torch.testing.assert_close(ops.swiglu(gu[:, :8192], gu[:, 8192:]),
+                               ops.swiglu(gu[:, :8192].cpu(), gu[:, 8192:].cpu()).to(dev), **BF16)
 
 
 @pytest.mark.parametrize("m", [1, 8])
