@@ -261,6 +261,11 @@ def main():
         Path(args.json).write_text(json.dumps(
             {"device": dev, "results": [{k: v for k, v in r.items() if k not in ("tokens", "first_logits")}
                                         for r in results], "outputs": notes}, indent=1))
+    # bf16 ktune outputs must agree with eager's (INT4/INT8 change the weights: reported, not judged)
+    bad = [n for n in notes if " bf16 vs eager" in n and "OUTSIDE" in n]
+    if bad:
+        print(f"decode: FAILED: {len(bad)} bf16 ktune runs disagree with eager beyond bf16 tolerance", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

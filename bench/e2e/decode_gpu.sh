@@ -54,6 +54,14 @@ echo "=== build the op library ($(date -u +%H:%M:%S))"
 "$root/scripts/build_torch_ops.sh" --db "$db" --ktune "$k" --out "$out/lib" | tee "$out/build.log"
 export KTUNE_TORCH_LIB=$out/lib/libktune_torch_ops.so
 
+echo "=== GPU op tests ($(date -u +%H:%M:%S))"
+if python3 -c "import pytest" 2>/dev/null; then
+  KTUNE_TORCH_PYTHON=python3 "$root/tests/python_torch/run.sh" gpu 2>&1 | tee "$out/gpu_tests.txt" | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "decode_gpu: the ktune_torch GPU tests failed ($out/gpu_tests.txt)" >&2; exit 1; }
+else
+  echo "no pytest here: tests/python_torch/test_ops_gpu.py not run (decode.py still checks outputs against eager)"
+fi
+
 echo "=== decode ($(date -u +%H:%M:%S))"
 # shellcheck disable=SC2086  # BATCH is a list
 python3 "$root/bench/e2e/decode.py" --batch ${BATCH:-1 8} --prompt "$prompt" --steps "$steps" \

@@ -25,6 +25,6 @@ fi
 echo "ktune_torch tests with $py (torch $("$py" -c 'import torch; print(torch.__version__)')), library: ${KTUNE_TORCH_LIB:-default}"
 cd "$here"
 if [ "$which" = gpu ]; then
-  exec "$py" -m pytest -q -p no:cacheprovider test_ops_gpu.py
+  exec "$py" -m pytest -q -rs -p no:cacheprovider test_ops_gpu.py
 fi
 exec "$py" -m pytest -q -p no:cacheprovider test_ops_cpu.py

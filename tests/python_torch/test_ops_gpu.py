@@ -13,9 +13,9 @@ import ktune_torch  # noqa: E402
 from ktune_torch import _lib, ops, packing  # noqa: E402
 
 if not torch.cuda.is_available():
-    pytest.skip("ktune_torch GPU tests skipped: no CUDA device", allow_module_level=True)
+    pytest.skip("ktune_torch tests skipped: no CUDA device", allow_module_level=True)
 if _lib.load() is None:
-    pytest.skip(f"ktune_torch GPU tests skipped: {_lib.load_error()}", allow_module_level=True)
+    pytest.skip(f"ktune_torch tests skipped: {_lib.load_error()}", allow_module_level=True)
 
 BF16 = dict(rtol=1.6e-2, atol=1.6e-2)
 dev = torch.device("cuda")
