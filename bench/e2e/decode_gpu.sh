@@ -56,8 +56,10 @@ export KTUNE_TORCH_LIB=$out/lib/libktune_torch_ops.so
 
 echo "=== GPU op tests ($(date -u +%H:%M:%S))"
 if python3 -c "import pytest" 2>/dev/null; then
-  KTUNE_TORCH_PYTHON=python3 "$root/tests/python_torch/run.sh" gpu 2>&1 | tee "$out/gpu_tests.txt" | tail -15
-  [ "${PIPESTATUS[0]}" = 0 ] || { echo "decode_gpu: the ktune_torch GPU tests failed ($out/gpu_tests.txt)" >&2; exit 1; }
+  if ! KTUNE_TORCH_PYTHON=python3 "$root/tests/python_torch/run.sh" gpu > "$out/gpu_tests.txt" 2>&1; then
+    tail -40 "$out/gpu_tests.txt"; echo "decode_gpu: the ktune_torch GPU tests failed ($out/gpu_tests.txt)" >&2; exit 1
+  fi
+  tail -3 "$out/gpu_tests.txt"
 else
   echo "no pytest here: tests/python_torch/test_ops_gpu.py not run (decode.py still checks outputs against eager)"
 fi
