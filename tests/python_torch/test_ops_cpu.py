@@ -183,11 +183,11 @@ def test_opcheck():
                            torch.tensor([9, 4], dtype=torch.int32), torch.zeros(4)))
 
 
-def _tiny_llama(seed=0):
+def _tiny_llama(seed=0, bias=False):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                                    num_key_value_heads=2, vocab_size=97, max_position_embeddings=128,
-                                   rms_norm_eps=1e-5)
+                                   rms_norm_eps=1e-5, attention_bias=bias, mlp_bias=bias)
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(cfg).eval()
     model.config._attn_implementation = "sdpa"
@@ -197,9 +197,11 @@ def _tiny_llama(seed=0):
     return model
 
 
-def test_patch_model_gives_the_same_logits_on_cpu():
-    ref, patched = _tiny_llama(), _tiny_llama()
-    ktune_torch.llama.patch_model(patched)
+@pytest.mark.parametrize("bias,fuse", [(False, True), (True, True), (False, False)])
+def test_patch_model_gives_the_same_logits_on_cpu(bias, fuse):
+    ref, patched = _tiny_llama(bias=bias), _tiny_llama(bias=bias)
+    ktune_torch.llama.patch_model(patched, fuse_projections=fuse)
+    assert hasattr(patched.model.layers[0].self_attn, "qkv_proj") == fuse
     ids = torch.randint(0, 97, (2, 11))
     with torch.no_grad():
         a = ref(input_ids=ids).logits
