@@ -1,0 +1,264 @@
+"""Drop-in ktune kernels for Hugging Face Llama-family models (transformers 5.x).
+
+patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the forwards of the model's modules:
+  - each decoder layer: input RMSNorm (ktune::rms_norm), the post-attention residual add fused with its RMSNorm
+    (ktune::add_rms_norm), the MLP's SwiGLU (ktune::swiglu); the final norm (ktune::rms_norm);
+  - attention: NeoX RoPE in place on q and k (ktune::rope_neox_, fp32 cos/sin caches built once from the model's own
+    inv_freq and attention scaling); the cache update is the model's Cache.update; one-token steps (decode) run
+    ktune::decode_attention straight on the cache's tensors (HF StaticCache keeps [B, HKV, max_len, D], the kernel's
+    layout: no copy), longer ones (prefill) run torch's SDPA;
+  - the projections of attention and MLP: bf16 through ops.dense_linear (F.linear today; the slot for
+    kernels/linear_skinny), or INT4 (group 128) / INT8 weight-only through ktune::linear_int4 / linear_int8 with the
+    weights quantized and packed here (the bf16 weights are dropped). lm_head stays bf16.
+Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
+(static shapes) and torch.compile traces the custom ops through their fake implementations.
+
+Through HF's own forward (prefill, generate()) each layer's MLP residual add stays a torch add: fusing it with the next
+layer's RMSNorm needs LlamaModel's loop. decode_step() below is that loop for one decode step (no mask building: the
+decode kernel reads seq_lens = position + 1 tokens), every residual add fused with the RMSNorm after it.
+Positions must be below the cos/sin cache (max_positions, default config.max_position_embeddings).
+"""
+
+import types
+
+import torch
+import torch.nn.functional as F
+
+from . import ops, packing
+
+
+class _Shared:
+    """Per-model state the patched modules share: rope caches, scratch buffers (zeroed once; kernels leave them
+    zeroed; one stream runs the layers one after another, so one scratch serves them all)."""
+
+    def __init__(self):
+        self.cos = None
+        self.sin = None
+        self.attention_scratch = None
+        self.linear_scratch = None
+        self.max_batch = 1
+        self.group = 128
+
+
+def _attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None, **kwargs):
+    sh = self._ktune
+    cache = None
+    for name in ("cache", "past_key_values", "past_key_value"):  # transformers 5.x renamed it, 4.x singular
+        if kwargs.get(name) is not None:
+            cache = kwargs[name]
+            break
+    position_ids = kwargs.get("position_ids")
+    b, s, _ = hidden_states.shape
+    hq, hk, d = self.config.num_attention_heads, self.config.num_key_value_heads, self.head_dim
+    if position_ids is None:
+        cache_position = kwargs.get("cache_position")
+        if cache_position is None:
+            past = cache.get_seq_length() if cache is not None else 0
+            cache_position = torch.arange(past, past + s, device=hidden_states.device)
+        position_ids = cache_position.view(1, s)
+    position_ids = position_ids.expand(b, s)
+
+    if hasattr(self, "qkv_proj"):  # one projection; q, k, v are views of its rows (RoPE takes the token stride)
+        qkv = self.qkv_proj(hidden_states).view(b * s, -1)
+        q = qkv[:, :hq * d].view(b * s, hq, d)
+        k = qkv[:, hq * d:(hq + hk) * d].view(b * s, hk, d)
+        v = qkv[:, (hq + hk) * d:].view(b, s, hk, d).transpose(1, 2)
+    else:
+        q = self.q_proj(hidden_states).view(b * s, hq, d)
+        k = self.k_proj(hidden_states).view(b * s, hk, d)
+        v = self.v_proj(hidden_states).view(b, s, hk, d).transpose(1, 2)
+    ops.rope_neox_(q, k, position_ids.reshape(-1).to(torch.int32), sh.cos, sh.sin)
+    q = q.view(b, s, hq, d).transpose(1, 2)
+    k = k.view(b, s, hk, d).transpose(1, 2)
+    if cache is not None:
+        # transformers 5.x takes (k, v, layer_idx[, cache_kwargs]); older StaticCache layers read cache_position.
+        k_all, v_all = cache.update(k, v, self.layer_idx, {"cache_position": position_ids[0]})
+    else:
+        k_all, v_all = k, v
+
+    if s == 1 and k_all.is_contiguous() and v_all.is_contiguous():
+        # Decode: the kernel reads the first seq_lens[b] tokens of the cache in place.
+        seq_lens = (position_ids[:, -1] + 1).to(torch.int32)
+        out = ops.decode_attention(q.reshape(b, hq, d), k_all, v_all, seq_lens, sh.attention_scratch)
+        out = out.reshape(b, 1, hq * d)
+    else:
+        kv_len = k_all.shape[2]
+        mask = None
+        if isinstance(attention_mask, torch.Tensor) and attention_mask.dim() == 4:
+            mask = attention_mask[:, :, :, :kv_len]
+        else:  # causal over absolute positions (no padding): token t is visible to the query at position p if t <= p
+            mask = (torch.arange(kv_len, device=q.device)[None, None, :] <= position_ids[:, :, None])[:, None]
+        out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, scale=self.scaling,
+                                             enable_gqa=hq != hk)
+        out = out.transpose(1, 2).reshape(b, s, hq * d)
+    return self.o_proj(out), None
+
+
+def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None, **kwargs):
+    eps = self.input_layernorm.variance_epsilon
+    residual = hidden_states
+    h = ops.rms_norm(hidden_states, self.input_layernorm.weight, eps)
+    h, _ = self.self_attn(hidden_states=h, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
+    h, residual = ops.add_rms_norm(h, residual, self.post_attention_layernorm.weight,
+                                   self.post_attention_layernorm.variance_epsilon)
+    h = self.mlp(h)
+    return residual + h
+
+
+def _mlp_forward(self, x):
+    if hasattr(self, "gate_up_proj"):  # one projection; swiglu reads its two halves in place (row stride 2I)
+        gate_up = self.gate_up_proj(x)
+        i = gate_up.shape[-1] // 2
+        return self.down_proj(ops.swiglu(gate_up[..., :i], gate_up[..., i:]))
+    return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+def _fuse_linears(owner, names, fused_name):
+    """Replaces owner's linears `names` by one whose output rows are theirs, concatenated in order."""
+    parts = [getattr(owner, n) for n in names]
+    weight = torch.cat([p.weight.detach() for p in parts], 0)
+    fused = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=any(p.bias is not None for p in parts),
+                            device="meta")
+    fused.weight = torch.nn.Parameter(weight, requires_grad=False)
+    if fused.bias is not None:
+        fused.bias = torch.nn.Parameter(torch.cat([
+            p.bias.detach() if p.bias is not None else weight.new_zeros(p.out_features) for p in parts]),
+            requires_grad=False)
+    for n in names:
+        delattr(owner, n)
+    setattr(owner, fused_name, fused)
+
+
+def _norm_forward(self, x):
+    return ops.rms_norm(x, self.weight, self.variance_epsilon)
+
+
+def _dense_forward(self, x):
+    return ops.dense_linear(x, self.weight, self.bias)
+
+
+class QuantLinear(torch.nn.Module):
+    """Weight-only INT4 (group-wise, asymmetric) or INT8 (per-row, symmetric) linear in ktune's packed layout."""
+
+    def __init__(self, linear, bits, shared):
+        super().__init__()
+        self.bits = bits
+        self.out_features, self.in_features = linear.weight.shape
+        self.group = shared.group
+        self._ktune = shared
+        w = linear.weight.detach()
+        if bits == 4:
+            q, scales, zeros = packing.quantize_int4(w, self.group)
+            pw, ps, pz = packing.pack_int4(q, self.group, scales, zeros)
+            self.register_buffer("qweight", pw)
+            self.register_buffer("scales", ps)
+            self.register_buffer("zeros", pz)
+        elif bits == 8:
+            q, scales = packing.quantize_int8(w)
+            self.register_buffer("qweight", packing.pack_int8(q))
+            self.register_buffer("scales", scales)
+        else:
+            raise ValueError(f"bits must be 4 or 8, not {bits}")
+        self.bias = linear.bias
+
+    def scratch_elements(self, m, only_m=False):
+        """fp32 elements serving every M up to m (or M = m alone)."""
+        return ops.quant_scratch_elements(self.bits, self.scales.dtype, m, self.out_features, self.in_features,
+                                          self.group, min_m=m if only_m else 1)
+
+    def forward(self, x):
+        m = x.numel() // x.shape[-1]
+        scratch = self._ktune.linear_scratch
+        if m > self._ktune.max_batch:  # prefill: a scratch of its own (eager, outside any graph)
+            scratch = torch.zeros(self.scratch_elements(m, only_m=True), dtype=torch.float32, device=x.device)
+        if self.bits == 4:
+            y = ops.linear_int4(x, self.qweight, self.scales, self.zeros, scratch, self.out_features,
+                                self.in_features, self.group)
+        else:
+            y = ops.linear_int8(x, self.qweight, self.scales, scratch, self.out_features, self.in_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, int{self.bits}"
+
+
+def _decoder_layers(model):
+    inner = getattr(model, "model", model)
+    if not hasattr(inner, "layers"):
+        raise TypeError("patch_model: expected a Llama-family model (model.model.layers)")
+    return inner
+
+
+def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128, fuse_projections=True):
+    """Swaps the model's kernels for ktune's, in place (see the module's doc); returns the model.
+
+    max_batch: the largest batch (tokens per decode step) the shared scratch buffers serve without allocating;
+    max_positions: rows of the RoPE caches (default config.max_position_embeddings); fuse_projections: q, k, v as one
+    linear (qkv_proj) and gate, up as one (gate_up_proj): two launches fewer per layer, each reading more rows."""
+    if weights not in ("bf16", "int4", "int8"):
+        raise ValueError(f"weights must be bf16, int4 or int8, not {weights!r}")
+    inner = _decoder_layers(model)
+    cfg = model.config
+    if getattr(cfg, "hidden_act", "silu") not in ("silu", "swish"):
+        raise ValueError(f"patch_model: the MLP activation is {cfg.hidden_act}, ktune::swiglu computes silu")
+    param = next(model.parameters())
+    device, dtype = param.device, param.dtype
+    sh = _Shared()
+    sh.max_batch = max_batch
+    sh.group = group
+
+    rotary = inner.rotary_emb
+    positions = max_positions or cfg.max_position_embeddings
+    sh.cos, sh.sin = ops.rope_cache(rotary.inv_freq.to(device), positions, float(rotary.attention_scaling))
+
+    hq, hk = cfg.num_attention_heads, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // hq
+    sh.attention_scratch = torch.zeros(ops.decode_attention_scratch_elements(dtype, max_batch, hq, hk, head_dim),
+                                       dtype=torch.float32, device=device)
+
+    quantized = []
+    for layer in inner.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        attn._ktune = sh
+        attn.forward = types.MethodType(_attention_forward, attn)
+        mlp.forward = types.MethodType(_mlp_forward, mlp)
+        layer.forward = types.MethodType(_decoder_forward, layer)
+        attn_names, mlp_names = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
+        if fuse_projections:
+            _fuse_linears(attn, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+            _fuse_linears(mlp, ("gate_proj", "up_proj"), "gate_up_proj")
+            attn_names, mlp_names = ("qkv_proj", "o_proj"), ("gate_up_proj", "down_proj")
+        for owner, names in ((attn, attn_names), (mlp, mlp_names)):
+            for name in names:
+                lin = getattr(owner, name)
+                if weights == "bf16":
+                    lin.forward = types.MethodType(_dense_forward, lin)
+                else:
+                    ql = QuantLinear(lin, 4 if weights == "int4" else 8, sh)
+                    setattr(owner, name, ql)
+                    quantized.append(ql)
+    inner.norm.forward = types.MethodType(_norm_forward, inner.norm)
+    if quantized:
+        size = max(ql.scratch_elements(max_batch) for ql in quantized)
+        sh.linear_scratch = torch.zeros(size, dtype=torch.float32, device=device)
+    model._ktune = sh
+    return model
+
+
+def decode_step(model, input_ids, position_ids, cache):
+    """Logits [B, 1, vocab] of one decode step of a patched model: input_ids and position_ids [B, 1] on the device,
+    cache the StaticCache the prefill filled. Each residual add is fused with the RMSNorm that follows it (the next
+    layer's input norm, the final norm). Capturable in a CUDA graph with static input tensors."""
+    inner = model.model
+    layers = inner.layers
+    x = inner.embed_tokens(input_ids)
+    first = layers[0].input_layernorm
+    h, residual = ops.rms_norm(x, first.weight, first.variance_epsilon), x
+    for i, layer in enumerate(layers):
+        a, _ = layer.self_attn(hidden_states=h, attention_mask=None, position_ids=position_ids, cache=cache)
+        post = layer.post_attention_layernorm
+        h, residual = ops.add_rms_norm(a, residual, post.weight, post.variance_epsilon)
+        m = layer.mlp(h)
+        norm = layers[i + 1].input_layernorm if i + 1 < len(layers) else inner.norm
+        h, residual = ops.add_rms_norm(m, residual, norm.weight, norm.variance_epsilon)
+    return model.lm_head(h)

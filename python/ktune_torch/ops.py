@@ -1,0 +1,377 @@
+"""ktune's kernels as torch.library custom ops (namespace `ktune`).
+
+Each op has a CPU implementation in plain torch math (the reference semantics, and what CPU tests run), a CUDA
+implementation that calls the op library (_lib.py) on torch.cuda.current_stream(), and a fake implementation so that
+torch.compile and CUDA graphs take it. CUDA calls allocate nothing but their outputs and never synchronize.
+"""
+
+import ctypes
+
+import torch
+
+from . import _lib
+
+_DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+# The eps that rmsnorm/bwd and add_rmsnorm/fwd's op specs fix (their exported dispatchers take no eps).
+SPEC_EPS = 1e-6
+
+
+def _ptr(t):
+    return ctypes.c_void_p(t.data_ptr())
+
+
+def _stream():
+    return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+
+def _dtype(t):
+    if t.dtype not in _DTYPES:
+        raise TypeError(f"ktune_torch: dtype {t.dtype} is not one of fp32, fp16, bf16")
+    return _DTYPES[t.dtype]
+
+
+def _f(t):
+    """t in the CPU implementations' compute type: fp32, or fp64 for fp64 inputs (gradcheck)."""
+    return t if t.dtype == torch.float64 else t.float()
+
+
+def _rows(x):
+    """x as a [M, H] contiguous view (the kernels take unit-stride rows)."""
+    x = x.contiguous()
+    return x.view(-1, x.shape[-1])
+
+
+# ---------------------------------------------------------------------------------------------------------- rms_norm
+def _rms_norm_math(x, weight, eps):
+    xf = _f(x)
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * _f(weight)).to(x.dtype)
+
+
+@torch.library.custom_op("ktune::rms_norm", mutates_args=())
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """y = x * rsqrt(mean(x^2) + eps) * weight over the last dimension (fp32 math, one rounding)."""
+    return _rms_norm_math(x, weight, eps)
+
+
+@rms_norm.register_kernel("cuda")
+def _(x, weight, eps):
+    lib = _lib.get("rms_norm")
+    if lib is not None:
+        x2 = _rows(x)
+        y = torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_rms_norm(_dtype(x2), _ptr(y), _ptr(x2), _ptr(weight.contiguous()),
+                                                  x2.shape[0], x2.shape[1], x2.shape[1], x2.shape[1], eps,
+                                                  _stream()), "rms_norm"):
+            return y.view(x.shape)
+    return _rms_norm_math(x, weight, eps)
+
+
+# Fakes return contiguous tensors, as the CUDA implementations do (empty_like would keep a view's strides).
+@rms_norm.register_fake
+def _(x, weight, eps):
+    return x.new_empty(x.shape)
+
+
+@torch.library.custom_op("ktune::rms_norm_backward", mutates_args=())
+def rms_norm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor,
+                                                                                                    torch.Tensor]:
+    """dx (x's dtype) and dw (fp32) of rms_norm, rstd recomputed (the CUDA kernel's eps is the spec's 1e-6; another
+    eps runs this math on the GPU)."""
+    return _rms_norm_backward_math(dy, x, weight, eps)
+
+
+@rms_norm_backward.register_kernel("cuda")
+def _(dy, x, weight, eps):
+    if eps != SPEC_EPS or not _lib.has_op("rms_norm_bwd"):
+        return _rms_norm_backward_math(dy, x, weight, eps)
+    x2, dy2 = _rows(x), _rows(dy)
+    lib = _lib.get("rms_norm_backward")
+    m, h = x2.shape
+    scratch = torch.zeros(lib.ktune_torch_rms_norm_bwd_scratch(_dtype(x2), m, h), dtype=torch.float32, device=x.device)
+    dx = torch.empty_like(x2)
+    dw = torch.empty(h, dtype=torch.float32, device=x.device)
+    if _lib.launched(lib.ktune_torch_rms_norm_bwd(_dtype(x2), _ptr(dx), _ptr(dw), _ptr(scratch), _ptr(x2), _ptr(dy2),
+                                                  _ptr(weight.contiguous()), m, h, _stream()), "rms_norm_backward"):
+        return dx.view(x.shape), dw
+    return _rms_norm_backward_math(dy, x, weight, eps)
+
+
+def _rms_norm_backward_math(dy, x, weight, eps):
+    xf, dyf, wf = _f(x), _f(dy), _f(weight)
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    g = dyf * wf
+    dx = rstd * g - rstd.pow(3) * (g * xf).mean(-1, keepdim=True) * xf
+    return dx.to(x.dtype), (dyf * xf * rstd).reshape(-1, x.shape[-1]).sum(0)
+
+
+@rms_norm_backward.register_fake
+def _(dy, x, weight, eps):
+    return x.new_empty(x.shape), x.new_empty(x.shape[-1], dtype=torch.float32)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.eps = eps
+
+
+def _rms_norm_bwd(ctx, dy):
+    x, weight = ctx.saved_tensors
+    dx, dw = rms_norm_backward(dy, x, weight, ctx.eps)
+    return dx, dw.to(weight.dtype), None
+
+
+rms_norm.register_autograd(_rms_norm_bwd, setup_context=_rms_norm_setup)
+
+
+# ------------------------------------------------------------------------------------------------------ add_rms_norm
+@torch.library.custom_op("ktune::add_rms_norm", mutates_args=())
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor,
+                                                                                                    torch.Tensor]:
+    """(y, residual_out): s = x + residual in fp32, residual_out = s rounded, y = rms_norm of the fp32 s."""
+    s = _f(x) + _f(residual)
+    y = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * _f(weight)).to(x.dtype)
+    return y, s.to(x.dtype)
+
+
+@add_rms_norm.register_kernel("cuda")
+def _(x, residual, weight, eps):
+    lib = _lib.get("add_rms_norm")
+    eps_e9 = round(eps * 1e9)
+    if lib is not None and _lib.has_op("add_rms_norm_eps") and abs(eps_e9 - eps * 1e9) < 1e-6 * max(1.0, eps * 1e9):
+        x2, r2 = _rows(x), _rows(residual)
+        y, r_out = torch.empty_like(x2), torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_add_rms_norm_eps(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
+                                                          _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], eps_e9,
+                                                          _stream()), "add_rms_norm"):
+            return y.view(x.shape), r_out.view(x.shape)
+    elif lib is not None and eps == SPEC_EPS and _lib.has_op("add_rms_norm"):
+        x2, r2 = _rows(x), _rows(residual)
+        y, r_out = torch.empty_like(x2), torch.empty_like(x2)
+        if _lib.launched(lib.ktune_torch_add_rms_norm(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
+                                                      _ptr(weight.contiguous()), x2.shape[0], x2.shape[1], _stream()),
+                         "add_rms_norm"):
+            return y.view(x.shape), r_out.view(x.shape)
+    # Without a fused kernel for this eps (add_rmsnorm/fwd's spec fixes 1e-6; ktune_torch_add_rmsnorm/fwd takes eps
+    # in units of 1e-9): the add (rounded to the dtype, as HF's residual add), then the rms_norm kernel.
+    r_out = x + residual
+    return rms_norm(r_out, weight, eps), r_out
+
+
+@add_rms_norm.register_fake
+def _(x, residual, weight, eps):
+    return x.new_empty(x.shape), x.new_empty(x.shape)
+
+
+# -------------------------------------------------------------------------------------------------------------- rope
+@torch.library.custom_op("ktune::rope_neox_", mutates_args=("q", "k"))
+def rope_neox_(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_cache: torch.Tensor,
+               sin_cache: torch.Tensor) -> None:
+    """NeoX (rotate-half, HF Llama) RoPE in place on q [M, HQ, D] and k [M, HK, D] (unit-stride heads, any token
+    stride); positions int32 [M]; cos_cache, sin_cache fp32 [P, R / 2] (R rotary dims, dims R.. untouched)."""
+    _rope_neox_math(q, k, positions, cos_cache, sin_cache)
+
+
+def _rope_neox_math(q, k, positions, cos_cache, sin_cache):
+    half = cos_cache.shape[1]
+    pos = positions.long()
+    c = cos_cache[pos].unsqueeze(1)  # [M, 1, R/2]
+    s = sin_cache[pos].unsqueeze(1)
+    for t in (q, k):
+        a = _f(t[..., :half])
+        b = _f(t[..., half:2 * half])
+        ra, rb = a * c - b * s, b * c + a * s
+        t[..., :half] = ra.to(t.dtype)
+        t[..., half:2 * half] = rb.to(t.dtype)
+
+
+@rope_neox_.register_kernel("cuda")
+def _(q, k, positions, cos_cache, sin_cache):
+    lib = _lib.get("rope_neox_")
+    m, hq, d = q.shape
+    hk = k.shape[1]
+    if q.stride(2) != 1 or q.stride(1) != d or k.stride(2) != 1 or k.stride(1) != d:
+        raise ValueError("ktune_torch.rope_neox_: q and k need unit-stride heads ([M, H, D] with any token stride)")
+    if lib is not None and _lib.launched(
+            lib.ktune_torch_rope_neox(_dtype(q), _ptr(q), _ptr(k), _ptr(positions.contiguous()), _ptr(cos_cache),
+                                      _ptr(sin_cache), m, hq, hk, d, 2 * cos_cache.shape[1], cos_cache.shape[0],
+                                      q.stride(0), k.stride(0), _stream()), "rope_neox_"):
+        return
+    _rope_neox_math(q, k, positions, cos_cache, sin_cache)
+
+
+@rope_neox_.register_fake
+def _(q, k, positions, cos_cache, sin_cache):
+    return None
+
+
+def rope_cache(inv_freq, max_positions, scaling=1.0):
+    """fp32 cos and sin caches [max_positions, len(inv_freq)] as HF's rotary embedding computes them."""
+    t = torch.arange(max_positions, dtype=torch.float32, device=inv_freq.device)
+    freqs = torch.outer(t, inv_freq.float())
+    return (freqs.cos() * scaling).contiguous(), (freqs.sin() * scaling).contiguous()
+
+
+# ------------------------------------------------------------------------------------------------------------ swiglu
+@torch.library.custom_op("ktune::swiglu", mutates_args=())
+def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """silu(gate) * up (fp32 math, one rounding)."""
+    return _swiglu_math(gate, up)
+
+
+def _swiglu_math(gate, up):
+    g = _f(gate)
+    return (g * torch.sigmoid(g) * _f(up)).to(gate.dtype)
+
+
+@swiglu.register_kernel("cuda")
+def _(gate, up):
+    lib = _lib.get("swiglu")
+    if lib is not None:
+        # Strided rows are read in place (the halves of a fused gate_up projection: row stride 2I).
+        cols = gate.shape[-1]
+        g2, u2 = gate.reshape(-1, cols), up.reshape(-1, cols)
+        if g2.stride(-1) != 1 or u2.stride(-1) != 1 or g2.stride(0) != u2.stride(0) or g2.stride(0) < cols:
+            g2, u2 = g2.contiguous(), u2.contiguous()
+        out = g2.new_empty(g2.shape[0], cols)
+        if _lib.launched(lib.ktune_torch_swiglu(_dtype(g2), _ptr(out), _ptr(g2), _ptr(u2), g2.shape[0], cols,
+                                                g2.stride(0), cols, _stream()), "swiglu"):
+            return out.view(gate.shape)
+    return _swiglu_math(gate, up)
+
+
+@swiglu.register_fake
+def _(gate, up):
+    return gate.new_empty(gate.shape)
+
+
+# -------------------------------------------------------------------------------------------------- decode attention
+@torch.library.custom_op("ktune::decode_attention", mutates_args=("scratch",))
+def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+                     scratch: torch.Tensor) -> torch.Tensor:
+    """out [B, HQ, D] = softmax(q k^T / sqrt(D)) v over the first seq_lens[b] tokens of the caches [B, HK, L, D] (HF
+    StaticCache's layout, read in place); grouped-query heads (head h reads kv head h / (HQ / HK)). scratch: fp32,
+    scratch_elements() long, zero-filled once (the kernels leave it zeroed)."""
+    return _decode_attention_math(q, k_cache, v_cache, seq_lens)
+
+
+def _decode_attention_math(q, k_cache, v_cache, seq_lens):
+    b, hq, d = q.shape
+    hk, length = k_cache.shape[1], k_cache.shape[2]
+    group = hq // hk
+    kf = _f(k_cache).repeat_interleave(group, dim=1)  # [B, HQ, L, D]
+    vf = _f(v_cache).repeat_interleave(group, dim=1)
+    scores = torch.einsum("bhd,bhld->bhl", _f(q), kf) / d ** 0.5
+    mask = torch.arange(length, device=q.device)[None, :] >= seq_lens.long()[:, None]  # [B, L]
+    scores = scores.masked_fill(mask[:, None, :], float("-inf"))
+    return torch.einsum("bhl,bhld->bhd", scores.softmax(-1), vf).to(q.dtype)
+
+
+@decode_attention.register_kernel("cuda")
+def _(q, k_cache, v_cache, seq_lens, scratch):
+    lib = _lib.get("decode_attention")
+    b, hq, d = q.shape
+    hk, length = k_cache.shape[1], k_cache.shape[2]
+    if not (k_cache.is_contiguous() and v_cache.is_contiguous()):
+        raise ValueError("ktune_torch.decode_attention: the caches must be contiguous [B, HK, L, D]")
+    if lib is not None:
+        qc = q.contiguous()
+        out = torch.empty_like(qc)
+        if _lib.launched(lib.ktune_torch_decode_attention(_dtype(qc), _ptr(out), _ptr(qc), _ptr(k_cache),
+                                                          _ptr(v_cache), _ptr(seq_lens.contiguous()), _ptr(scratch),
+                                                          b, length, hq, hk, d, _stream()), "decode_attention"):
+            return out
+    return _decode_attention_math(q, k_cache, v_cache, seq_lens)
+
+
+@decode_attention.register_fake
+def _(q, k_cache, v_cache, seq_lens, scratch):
+    return q.new_empty(q.shape)
+
+
+def decode_attention_scratch_elements(dtype, max_batch, heads_q, heads_k, head_dim, max_len=1024):
+    """fp32 elements of a scratch that serves every batch size up to max_batch (1 without the library)."""
+    lib = _lib.load()
+    if lib is None or not _lib.has_op("decode_attention"):
+        return 1
+    return max(lib.ktune_torch_decode_attention_scratch(_DTYPES[dtype], b, max_len, heads_q, heads_k, head_dim)
+               for b in range(1, max_batch + 1))
+
+
+# ----------------------------------------------------------------------------------------------- weight-only linears
+@torch.library.custom_op("ktune::linear_int4", mutates_args=("scratch",))
+def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, scratch: torch.Tensor,
+                n: int, k: int, group: int) -> torch.Tensor:
+    """y = x W^T, W INT4 in the packed layout (packing.pack_int4): w = (q - zero) * scale per (group, row)."""
+    return _linear_int4_math(x, w, scales, zeros, n, k, group)
+
+
+def _linear_int4_math(x, w, scales, zeros, n, k, group):
+    from . import packing
+    wd = packing.dequantize_int4(w, scales, zeros, n, k, group)  # fp32 [N, K]
+    return (_f(x) @ wd.t()).to(x.dtype)
+
+
+@linear_int4.register_kernel("cuda")
+def _(x, w, scales, zeros, scratch, n, k, group):
+    lib = _lib.get("linear_int4")
+    if lib is not None:
+        x2 = _rows(x)
+        y = x2.new_empty(x2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_linear_int4(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales),
+                                                     _ptr(zeros), _ptr(scratch), x2.shape[0], n, k, group, _stream()),
+                         "linear_int4"):
+            return y.view(*x.shape[:-1], n)
+    return _linear_int4_math(x, w, scales, zeros, n, k, group)
+
+
+@linear_int4.register_fake
+def _(x, w, scales, zeros, scratch, n, k, group):
+    return x.new_empty(*x.shape[:-1], n)
+
+
+@torch.library.custom_op("ktune::linear_int8", mutates_args=("scratch",))
+def linear_int8(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, scratch: torch.Tensor, n: int,
+                k: int) -> torch.Tensor:
+    """y = x W^T, W INT8 in the packed layout (packing.pack_int8): w = q * scale[row]."""
+    return _linear_int8_math(x, w, scales, n, k)
+
+
+def _linear_int8_math(x, w, scales, n, k):
+    from . import packing
+    wd = packing.dequantize_int8(w, scales, n, k)
+    return (_f(x) @ wd.t()).to(x.dtype)
+
+
+@linear_int8.register_kernel("cuda")
+def _(x, w, scales, scratch, n, k):
+    lib = _lib.get("linear_int8")
+    if lib is not None:
+        x2 = _rows(x)
+        y = x2.new_empty(x2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_linear_int8(_dtype(x2), _ptr(y), _ptr(x2), _ptr(w), _ptr(scales),
+                                                     _ptr(scratch), x2.shape[0], n, k, _stream()), "linear_int8"):
+            return y.view(*x.shape[:-1], n)
+    return _linear_int8_math(x, w, scales, n, k)
+
+
+@linear_int8.register_fake
+def _(x, w, scales, scratch, n, k):
+    return x.new_empty(*x.shape[:-1], n)
+
+
+def quant_scratch_elements(bits, dtype, max_m, n, k, group=128, min_m=1):
+    """fp32 elements of a linear scratch serving every M in [min_m, max_m] (1 without the library)."""
+    lib = _lib.load()
+    if lib is None or not _lib.has_op("linear_int4" if bits == 4 else "linear_int8"):
+        return 1
+    if bits == 4:
+        return max(lib.ktune_torch_linear_int4_scratch(_DTYPES[dtype], m, n, k, group)
+                   for m in range(min_m, max_m + 1))
+    return max(lib.ktune_torch_linear_int8_scratch(_DTYPES[dtype], m, n, k) for m in range(min_m, max_m + 1))
+
+
+# ------------------------------------------------------------------------------------------------------ dense linear
+def dense_linear(x, weight, bias=None):
+    """The bf16 dense linear: F.linear for now; kernels/linear_skinny will take this slot (same signature)."""
+    return torch.nn.functional.linear(x, weight, bias)

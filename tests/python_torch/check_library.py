@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Loads the op library built from the synthetic database (scripts/build_torch_ops.sh --synthetic) with ctypes, no
+torch: the ABI version, the ops exported into it (all nine), the status of a launch here (no device) and the message
+of an op left out, the scratch sizes from the exported tables, and the packing functions on a small matrix.
+  check_library.py LIBRARY"""
+
+import ctypes
+import importlib.util
+import sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location(
+    "ktune_torch_lib", Path(__file__).resolve().parents[2] / "python" / "ktune_torch" / "_lib.py")
+_lib = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(_lib)
+
+import os  # noqa: E402
+
+os.environ["KTUNE_TORCH_LIB"] = sys.argv[1]
+lib = _lib.require()
+built = [name for name in _lib.OP_BITS if _lib.has_op(name)]
+assert built == list(_lib.OP_BITS), built
+# Without a GPU a launcher answers "no device" (101) and says so, touching none of its pointers; with one, null pointers.
+status = lib.ktune_torch_swiglu(2, None, None, None, 0, 8, 8, 8, None)
+assert status in (101, 1, 2), status  # no device; null pointer or bad size
+assert lib.ktune_torch_status_message(status), status
+assert b"not exported" in lib.ktune_torch_status_message(_lib.NOT_BUILT)
+# decode_attention's scratch from the exported table: align_up(B*HK, 4) + B*HK*MAX_SPLITS*GROUP*(D+4) (op spec lets)
+b, hq, hk, d = 1, 24, 8, 128
+max_splits = min(128, max(1, 8192 // (b * hk)))
+want = (b * hk + 3) // 4 * 4 + b * hk * max_splits * (hq // hk) * (d + 4)
+got = lib.ktune_torch_decode_attention_scratch(2, b, 1024, hq, hk, d)
+assert got == want, (got, want)
+# Packing: sizes, and an INT8 matrix whose bytes all land somewhere distinct.
+n, k = 16, 32
+assert lib.ktune_torch_int8_weight_bytes(n, k) == 512
+plain = (ctypes.c_int8 * (n * k))(*[(i % 251) - 125 for i in range(n * k)])
+packed = (ctypes.c_int8 * 512)()
+assert lib.ktune_torch_pack_int8(plain, n, k, packed) == 1
+assert sorted(packed) == sorted(plain)
+print(f"ktune_torch library ok: {sys.argv[1]} holds {built}")

@@ -1,0 +1,291 @@
+"""ktune_torch without a GPU: the ops are registered, their fake (meta) shapes, the CPU implementations against plain
+math, torch.library.opcheck, RMSNorm's autograd, the INT4/INT8 packing, and patch_model on a tiny random Llama on CPU
+(same logits as unpatched, prefill and StaticCache decode). Run by tests/python_torch/run.sh (CTest label python)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import ktune_torch  # noqa: E402
+from ktune_torch import ops, packing  # noqa: E402
+
+torch.manual_seed(0)
+
+
+def test_ops_are_registered():
+    for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "swiglu", "decode_attention",
+                 "linear_int4", "linear_int8"):
+        assert hasattr(torch.ops.ktune, name), name
+
+
+def test_fake_shapes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(3, 5, 64, dtype=torch.bfloat16)
+        w = torch.empty(64, dtype=torch.bfloat16)
+        assert ops.rms_norm(x, w, 1e-5).shape == x.shape
+        y, r = ops.add_rms_norm(x, x, w, 1e-5)
+        assert y.shape == x.shape and r.shape == x.shape
+        assert ops.swiglu(x, x).shape == x.shape
+        q = torch.empty(2, 8, 32, dtype=torch.bfloat16)
+        kc = torch.empty(2, 2, 100, 32, dtype=torch.bfloat16)
+        out = ops.decode_attention(q, kc, kc, torch.empty(2, dtype=torch.int32), torch.empty(4))
+        assert out.shape == q.shape
+        x2 = torch.empty(4, 128, dtype=torch.bfloat16)
+        y4 = ops.linear_int4(x2, torch.empty(10, dtype=torch.uint8), torch.empty(10, dtype=torch.bfloat16),
+                             torch.empty(10, dtype=torch.uint8), torch.empty(4), 48, 128, 64)
+        assert y4.shape == (4, 48)
+        y8 = ops.linear_int8(x2, torch.empty(10, dtype=torch.int8), torch.empty(48, dtype=torch.bfloat16),
+                             torch.empty(4), 48, 128)
+        assert y8.shape == (4, 48)
+
+
+def test_rms_norm_matches_math_and_hf_form():
+    x = torch.randn(7, 96, dtype=torch.float64)
+    w = torch.rand(96, dtype=torch.float64) + 0.5
+    want = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+    torch.testing.assert_close(ops.rms_norm(x, w, 1e-5), want.to(x.dtype), rtol=1e-6, atol=1e-6)
+
+
+def test_rms_norm_autograd():
+    x = torch.randn(5, 32, dtype=torch.float64, requires_grad=True)
+    w = (torch.rand(32, dtype=torch.float64) + 0.5).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: ops.rms_norm(a, b, 1e-6), (x, w))
+    # and against autograd of the plain math
+    y = ops.rms_norm(x, w, 1e-6)
+    g = torch.randn_like(y)
+    dx, dw = torch.autograd.grad(y, (x, w), g)
+    x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    y2 = x2 * torch.rsqrt(x2.pow(2).mean(-1, keepdim=True) + 1e-6) * w2
+    dx2, dw2 = torch.autograd.grad(y2, (x2, w2), g)
+    torch.testing.assert_close(dx, dx2)
+    torch.testing.assert_close(dw, dw2)
+
+
+def test_add_rms_norm():
+    x, r = torch.randn(4, 64), torch.randn(4, 64)
+    w = torch.rand(64) + 0.5
+    y, r_out = ops.add_rms_norm(x, r, w, 1e-6)
+    s = x + r
+    torch.testing.assert_close(r_out, s)
+    torch.testing.assert_close(y, s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-6) * w)
+
+
+def _rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def test_rope_neox_matches_hf_formula():
+    m, hq, hk, d = 6, 4, 2, 16
+    q, k = torch.randn(m, hq, d, dtype=torch.float64), torch.randn(m, hk, d, dtype=torch.float64)
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    cos, sin = ops.rope_cache(inv_freq, 64)
+    pos = torch.tensor([0, 3, 5, 63, 1, 2], dtype=torch.int32)
+    emb = torch.cat([pos.double()[:, None] * inv_freq[None]] * 2, dim=-1)  # HF: cat(freqs, freqs)
+    c, s = emb.cos()[:, None], emb.sin()[:, None]
+    want_q, want_k = q * c + _rotate_half(q) * s, k * c + _rotate_half(k) * s
+    ops.rope_neox_(q, k, pos, cos.double(), sin.double())
+    torch.testing.assert_close(q, want_q, rtol=1e-5, atol=1e-5)  # the caches are fp32
+    torch.testing.assert_close(k, want_k, rtol=1e-5, atol=1e-5)
+
+
+def test_swiglu():
+    g, u = torch.randn(3, 40), torch.randn(3, 40)
+    torch.testing.assert_close(ops.swiglu(g, u), torch.nn.functional.silu(g) * u)
+
+
+def test_decode_attention_matches_sdpa():
+    b, hq, hk, length, d = 3, 8, 2, 20, 16
+    q = torch.randn(b, hq, d)
+    kc, vc = torch.randn(b, hk, length, d), torch.randn(b, hk, length, d)
+    lens = torch.tensor([20, 7, 1], dtype=torch.int32)
+    out = ops.decode_attention(q, kc, vc, lens, torch.zeros(4))
+    for i in range(b):
+        n = int(lens[i])
+        kk = kc[i, :, :n].repeat_interleave(hq // hk, 0)
+        vv = vc[i, :, :n].repeat_interleave(hq // hk, 0)
+        want = torch.nn.functional.scaled_dot_product_attention(q[i][:, None], kk, vv)[:, 0]
+        torch.testing.assert_close(out[i], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,k,group", [(48, 256, 128), (35, 200, 64), (16, 64, 64)])
+def test_int4_pack_roundtrip_and_linear(n, k, group):
+    w = torch.randn(n, k)
+    q, scales, zeros = packing.quantize_int4(w, group)
+    assert q.max() <= 15 and zeros.max() <= 15
+    pw, ps, pz = packing.pack_int4(q, group, scales, zeros)
+    assert pw.numel() == packing.int4_weight_bytes(n, k) and ps.numel() == packing.int4_params(n, k, group)
+    torch.testing.assert_close(packing.unpack_int4(pw, n, k), q.to(torch.int32))
+    deq = packing.dequantize_int4(pw, ps, pz, n, k, group)
+    g_idx = torch.arange(k) // group
+    want = (q.float() - zeros.float()[g_idx].t()) * scales.float()[g_idx].t()
+    torch.testing.assert_close(deq, want)
+    assert (deq - w).abs().max() <= scales.float().max() * 0.51 + 1e-6  # half a quantization step
+    x = torch.randn(3, k)
+    torch.testing.assert_close(ops.linear_int4(x, pw, ps, pz, torch.zeros(1), n, k, group), x @ want.t(),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n,k", [(48, 256), (35, 100)])
+def test_int8_pack_roundtrip_and_linear(n, k):
+    w = torch.randn(n, k)
+    q, scales = packing.quantize_int8(w)
+    pw = packing.pack_int8(q)
+    assert pw.numel() == packing.int8_weight_bytes(n, k)
+    deq = packing.dequantize_int8(pw, scales, n, k)
+    torch.testing.assert_close(deq, q.float() * scales[:, None])
+    x = torch.randn(2, k)
+    torch.testing.assert_close(ops.linear_int8(x, pw, scales, torch.zeros(1), n, k), x @ deq.t(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_packing_matches_the_cpp_packers():
+    """The torch port against quant_linear_packing.hpp, byte for byte, through the op library (when built)."""
+    from ktune_torch import _lib
+    lib = _lib.load()
+    if lib is None:
+        pytest.skip(_lib.load_error())
+    import ctypes
+    n, k, group = 40, 320, 128
+    q, scales, zeros = packing.quantize_int4(torch.randn(n, k, dtype=torch.bfloat16), group)
+    pw, ps, pz = packing.pack_int4(q, group, scales, zeros)
+    plain = (q[:, 0::2] | (q[:, 1::2] << 4)).contiguous()  # [N, K/2], low nibble even k
+    cw = torch.empty(lib.ktune_torch_int4_weight_bytes(n, k), dtype=torch.uint8)
+    cs = torch.empty(lib.ktune_torch_int4_params(n, k, group), dtype=torch.bfloat16)
+    cz = torch.empty(cs.numel(), dtype=torch.uint8)
+    p = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    assert lib.ktune_torch_pack_int4(p(plain), n, k, p(cw)) == 1
+    assert lib.ktune_torch_pack_int4_scales(p(scales.contiguous()), n, k, group, p(cs)) == 1
+    assert lib.ktune_torch_pack_int4_zeros(p(zeros.contiguous()), n, k, group, p(cz)) == 1
+    assert torch.equal(cw, pw) and torch.equal(cs.view(torch.int16), ps.view(torch.int16)) and torch.equal(cz, pz)
+    q8, _ = packing.quantize_int8(torch.randn(n, k))
+    c8 = torch.empty(lib.ktune_torch_int8_weight_bytes(n, k), dtype=torch.int8)
+    assert lib.ktune_torch_pack_int8(p(q8.contiguous()), n, k, p(c8)) == 1
+    assert torch.equal(c8, packing.pack_int8(q8))
+
+
+def test_opcheck():
+    x, w = torch.randn(4, 32), torch.rand(32) + 0.5
+    torch.library.opcheck(torch.ops.ktune.rms_norm.default, (x, w, 1e-5))
+    torch.library.opcheck(torch.ops.ktune.add_rms_norm.default, (x, torch.randn(4, 32), w, 1e-5))
+    torch.library.opcheck(torch.ops.ktune.swiglu.default, (x, torch.randn(4, 32)))
+    cos, sin = ops.rope_cache(torch.rand(8), 16)
+    torch.library.opcheck(torch.ops.ktune.rope_neox_.default,
+                          (torch.randn(3, 4, 16), torch.randn(3, 2, 16), torch.tensor([1, 2, 3], dtype=torch.int32),
+                           cos, sin))
+    torch.library.opcheck(torch.ops.ktune.decode_attention.default,
+                          (torch.randn(2, 4, 16), torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16),
+                           torch.tensor([9, 4], dtype=torch.int32), torch.zeros(4)))
+
+
+def _tiny_llama(seed=0, bias=False):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=97, max_position_embeddings=128,
+                                   rms_norm_eps=1e-5, attention_bias=bias, mlp_bias=bias)
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.config._attn_implementation = "sdpa"
+    with torch.no_grad():  # weights large enough that the logits differ visibly between tokens
+        for p in model.parameters():
+            p.normal_(0, 0.2)
+    return model
+
+
+@pytest.mark.parametrize("bias,fuse", [(False, True), (True, True), (False, False)])
+def test_patch_model_gives_the_same_logits_on_cpu(bias, fuse):
+    ref, patched = _tiny_llama(bias=bias), _tiny_llama(bias=bias)
+    ktune_torch.llama.patch_model(patched, fuse_projections=fuse)
+    assert hasattr(patched.model.layers[0].self_attn, "qkv_proj") == fuse
+    ids = torch.randint(0, 97, (2, 11))
+    with torch.no_grad():
+        a = ref(input_ids=ids).logits
+        b = patched(input_ids=ids).logits
+    torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
+
+
+def test_patch_model_static_cache_decode_on_cpu():
+    from transformers import StaticCache
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched)
+    ids = torch.randint(0, 97, (2, 9))
+    outs = []
+    for model in (ref, patched):
+        cache = StaticCache(config=model.config, max_cache_len=20)
+        tok, logits = ids, []
+        with torch.no_grad():
+            for step in range(5):
+                start = 0 if step == 0 else ids.shape[1] + step - 1
+                pos = torch.arange(start, start + tok.shape[1])[None].expand(2, -1)
+                out = model(input_ids=tok, position_ids=pos, past_key_values=cache, use_cache=True).logits
+                logits.append(out[:, -1])
+                tok = out[:, -1].argmax(-1, keepdim=True)
+        outs.append(torch.stack(logits))
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("weights", ["int4", "int8"])
+def test_patch_model_quantized_on_cpu(weights):
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched, weights=weights)
+    assert isinstance(patched.model.layers[0].mlp.down_proj, ktune_torch.llama.QuantLinear)
+    ids = torch.randint(0, 97, (1, 7))
+    with torch.no_grad():
+        a, b = ref(input_ids=ids).logits, patched(input_ids=ids).logits
+    rel = (a - b).norm() / a.norm()
+    # 4 bits over N(0, 0.2) weights err ~10% per layer; a wrong layout or scale gives ~140% (uncorrelated logits)
+    assert rel < (0.35 if weights == "int4" else 0.03), float(rel)
+
+
+def test_library_status_says_why_when_absent():
+    loaded, detail = ktune_torch.library_status()
+    if not loaded:
+        assert "build_torch_ops.sh" in detail
+    else:
+        assert isinstance(detail, list)
+
+
+def test_torch_compile_traces_the_ops_through_their_fake_implementations():
+    """fullgraph: no graph break at any ktune op, the in-place RoPE functionalized; the same values as eager."""
+
+    def step(x, w, q, k, pos, cos, sin, kc, vc, lens):
+        h = ops.rms_norm(x, w, 1e-5)
+        y, r = ops.add_rms_norm(h, x, w, 1e-5)
+        q, k = q.clone(), k.clone()
+        ops.rope_neox_(q, k, pos, cos, sin)
+        a = ops.decode_attention(q, kc, vc, lens, torch.zeros(4))
+        return ops.swiglu(y, r), a
+
+    cos, sin = ops.rope_cache(torch.rand(8), 32)
+    args = (torch.randn(2, 32), torch.rand(32) + 0.5, torch.randn(2, 4, 16), torch.randn(2, 2, 16),
+            torch.tensor([3, 5], dtype=torch.int32), cos, sin, torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16),
+            torch.tensor([9, 6], dtype=torch.int32))
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    for got, want in zip(compiled(*args), step(*args)):
+        torch.testing.assert_close(got, want)
+
+
+def test_decode_step_matches_the_model_forward_on_cpu():
+    """llama.decode_step (residual adds fused across layers) against the unpatched model's decode step."""
+    from transformers import StaticCache
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched)
+    ids = torch.randint(0, 97, (2, 9))
+    pos = torch.arange(9)[None].expand(2, -1)
+    step_pos = torch.full((2, 1), 9)
+    outs = []
+    for model, fused in ((ref, False), (patched, True)):
+        cache = StaticCache(config=model.config, max_cache_len=16)
+        with torch.no_grad():
+            tok = model(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True).logits[:, -1:].argmax(-1)
+            if fused:
+                outs.append(ktune_torch.llama.decode_step(model, tok, step_pos, cache))
+            else:
+                outs.append(model(input_ids=tok, position_ids=step_pos, past_key_values=cache, use_cache=True).logits)
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)

@@ -1,0 +1,120 @@
+"""ktune_torch on a GPU (label gpu): each op's CUDA kernel (from the library KTUNE_TORCH_LIB names, built from a
+tuned database) against its CPU implementation, in bf16, at Llama-3.2-3B's decode shapes; and a patched Llama (2 layers of
+Llama-3.2-3B's shape) decode step (llama.decode_step) captured in a CUDA graph against the same step run eagerly. Ops missing from the library are skipped."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+import ktune_torch  # noqa: E402
+from ktune_torch import _lib, ops, packing  # noqa: E402
+
+if not torch.cuda.is_available():
+    pytest.skip("ktune_torch tests skipped: no CUDA device", allow_module_level=True)
+if _lib.load() is None:
+    pytest.skip(f"ktune_torch tests skipped: {_lib.load_error()}", allow_module_level=True)
+
+BF16 = dict(rtol=1.6e-2, atol=1.6e-2)
+dev = torch.device("cuda")
+
+
+def need(op):
+    if not _lib.has_op(op):
+        pytest.skip(f"{op} is not in the library")
+
+
+@pytest.mark.parametrize("m", [1, 8, 512])
+def test_rms_norm(m):
+    need("rms_norm")
+    x = torch.randn(m, 3072, device=dev, dtype=torch.bfloat16)
+    w = torch.rand(3072, device=dev, dtype=torch.bfloat16) + 0.5
+    torch.testing.assert_close(ops.rms_norm(x, w, 1e-5), ops.rms_norm(x.cpu(), w.cpu(), 1e-5).to(dev), **BF16)
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_swiglu(m):
+    need("swiglu")
+    g, u = torch.randn(2, m, 8192, device=dev, dtype=torch.bfloat16), torch.randn(2, m, 8192, device=dev,
+                                                                                  dtype=torch.bfloat16)
+    torch.testing.assert_close(ops.swiglu(g, u), ops.swiglu(g.cpu(), u.cpu()).to(dev), **BF16)
+    gu = torch.randn(m, 16384, device=dev, dtype=torch.bfloat16)  # a fused gate_up output: halves read in place
+    torch.testing.assert_close(ops.swiglu(gu[:, :8192], gu[:, 8192:]),
+                               ops.swiglu(gu[:, :8192].cpu(), gu[:, 8192:].cpu()).to(dev), **BF16)
+
+
+@pytest.mark.parametrize("m", [1, 8])
+def test_rope(m):
+    need("rope_neox")
+    q = torch.randn(m, 24, 128, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(m, 8, 128, device=dev, dtype=torch.bfloat16)
+    inv_freq = 1.0 / (500000 ** (torch.arange(0, 128, 2, dtype=torch.float32, device=dev) / 128))
+    cos, sin = ops.rope_cache(inv_freq, 131072)
+    pos = torch.randint(0, 4096, (m,), device=dev, dtype=torch.int32)
+    qc, kc = q.cpu(), k.cpu()
+    ops.rope_neox_(q, k, pos, cos, sin)
+    ops.rope_neox_(qc, kc, pos.cpu(), cos.cpu(), sin.cpu())
+    torch.testing.assert_close(q.cpu(), qc, **BF16)
+    torch.testing.assert_close(k.cpu(), kc, **BF16)
+
+
+@pytest.mark.parametrize("b", [1, 8])
+def test_decode_attention_on_a_static_cache(b):
+    need("decode_attention")
+    length = 641
+    q = torch.randn(b, 24, 128, device=dev, dtype=torch.bfloat16)
+    kc = torch.randn(b, 8, length, 128, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    lens = torch.randint(1, length + 1, (b,), device=dev, dtype=torch.int32)
+    scratch = torch.zeros(ops.decode_attention_scratch_elements(torch.bfloat16, 8, 24, 8, 128), device=dev)
+    got = ops.decode_attention(q, kc, vc, lens, scratch)
+    want = ops.decode_attention(q.cpu(), kc.cpu(), vc.cpu(), lens.cpu(), scratch.cpu())
+    torch.testing.assert_close(got.cpu(), want, **BF16)
+    assert int(scratch[: (b * 8 + 3) // 4 * 4].abs().sum()) == 0  # the arrival counters are left at zero
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 3072, 3072), (8, 8192, 3072), (1, 3072, 8192)])
+def test_linear_int4(m, n, k):
+    need("linear_int4")
+    w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.02
+    q, s, z = packing.quantize_int4(w, 128)
+    pw, ps, pz = packing.pack_int4(q, 128, s, z)
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    scratch = torch.zeros(ops.quant_scratch_elements(4, torch.bfloat16, m, n, k), device=dev)
+    got = ops.linear_int4(x, pw, ps, pz, scratch, n, k, 128)
+    want = (x.float() @ packing.dequantize_int4(pw, ps, pz, n, k, 128).t())
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_patched_decode_step_captures_in_a_cuda_graph():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=3072, intermediate_size=8192, num_hidden_layers=2,
+                                   num_attention_heads=24, num_key_value_heads=8, head_dim=128, vocab_size=1000,
+                                   max_position_embeddings=4096, rms_norm_eps=1e-5)
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    ktune_torch.llama.patch_model(model)
+    cache = transformers.StaticCache(config=cfg, max_cache_len=64)
+    ids = torch.randint(0, 1000, (1, 16), device=dev)
+    with torch.no_grad():
+        model(input_ids=ids, position_ids=torch.arange(16, device=dev)[None], past_key_values=cache, use_cache=True)
+        tok = torch.zeros(1, 1, dtype=torch.long, device=dev)
+        pos = torch.full((1, 1), 16, dtype=torch.long, device=dev)
+
+        def step():
+            return ktune_torch.llama.decode_step(model, tok, pos, cache)
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            eager = step().clone()  # writes position 16
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            out = step()
+        graph.replay()  # the same token at position 16 again: the same attention, the same logits
+        torch.cuda.synchronize()
+    torch.testing.assert_close(out, eager, **BF16)
