@@ -110,6 +110,21 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
     }
 }
 
+// The configuration's static limits, checked by every compile pass: the body below is compiled only where wgmma
+// exists (sm_90a), and a configuration the YAML forbids must fail to compile wherever it is compiled.
+template <bool GATED, int WG, int MT, int BN, int STAGES>
+__host__ __device__ constexpr bool gemm_wgmma_config_ok() {
+    constexpr int BM = 64 * WG * MT;
+    constexpr int B_ROWS = GATED ? 2 * BN : BN;
+    constexpr int STAGE_BYTES = (BM + B_ROWS) * kRowBytes;
+    constexpr int ACC = BN / 2;
+    static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
+    static_assert(STAGES >= 3, "tiles are prefetched STAGES - 2 ahead");
+    static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the register budget");
+    static_assert(STAGES * STAGE_BYTES + 1024 <= 232448, "more than 227 KiB of shared memory");
+    return true;
+}
+
 template <typename T, Act ACT, bool GATED, int WG, int MT, int BN, int STAGES, int GROUP_M>
 __device__ __forceinline__ void gemm_wgmma_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                                 const T* __restrict__ b, int M, int N, int K) {
@@ -119,10 +134,6 @@ __device__ __forceinline__ void gemm_wgmma_body(T* __restrict__ y, const T* __re
     constexpr int A_BYTES = BM * kRowBytes;
     constexpr int STAGE_BYTES = (BM + B_ROWS) * kRowBytes;
     constexpr int ACC = BN / 2;  // fp32 accumulators per thread of one m64 x BN slab
-    static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
-    static_assert(STAGES >= 3, "tiles are prefetched STAGES - 2 ahead");
-    static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the register budget");
-    static_assert(STAGES * STAGE_BYTES + 1024 <= 232448, "more than 227 KiB of shared memory");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -261,6 +272,7 @@ template <typename T, ktune::dev::gemm::Act ACT, int WG, int MT, int BN, int STA
 __global__ void __launch_bounds__(128 * WG, 1)
     gemm_act_wgmma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b, int M,
                    int N, int K) {
+    static_assert(ktune::dev::gemm::gemm_wgmma_config_ok<false, WG, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::gemm::gemm_wgmma_body<T, ACT, false, WG, MT, BN, STAGES, GROUP_M>(y, x, w, b, M, N, K);
 #elif defined(__CUDA_ARCH__)
@@ -271,6 +283,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
 template <typename T, ktune::dev::gemm::Act ACT, int WG, int MT, int BN, int STAGES, int GROUP_M>
 __global__ void __launch_bounds__(128 * WG, 1)
     ffn_gated_wgmma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K) {
+    static_assert(ktune::dev::gemm::gemm_wgmma_config_ok<true, WG, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::gemm::gemm_wgmma_body<T, ACT, true, WG, MT, BN, STAGES, GROUP_M>(y, x, w, nullptr, M, I, K);
 #elif defined(__CUDA_ARCH__)
