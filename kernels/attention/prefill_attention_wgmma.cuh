@@ -101,12 +101,6 @@ template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int S
 __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                                            const T* __restrict__ v, const int* __restrict__ seq_lens, int batch,
                                            int q_heads, int kv_heads, int head_dim, int max_len, float scale) {
-    static_assert(sizeof(T) == 2, "prefill_attention_wgmma: T is __half or __nv_bfloat16");
-    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "prefill_attention_wgmma: HEAD_DIM a multiple of 64, <= 256");
-    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "prefill_attention_wgmma: one or two warpgroups of 64 rows");
-    static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "prefill_attention_wgmma: BLOCK_N a multiple of 16, <= 256");
-    static_assert(STAGES >= 2 && STAGES <= 4, "prefill_attention_wgmma: STAGES in [2, 4]");
-    static_assert(!OVERLAP || STAGES >= 3, "prefill_attention_wgmma: OVERLAP keeps two tiles in use: STAGES >= 3");
 
     constexpr int WG = BLOCK_M / 64;
     constexpr int THREADS = 128 * WG;
@@ -118,7 +112,6 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
     constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
     constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
     constexpr int SMEM = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
-    static_assert(SMEM <= 232448, "prefill_attention_wgmma: shared memory <= 227 KiB");
     extern __shared__ unsigned char smem_raw[];
 
     if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
@@ -377,6 +370,15 @@ __global__ void __launch_bounds__(BLOCK_M * 2, 1)
     prefill_attention_wgmma(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                             const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
                             int kv_heads, int head_dim, int max_len, float scale) {
+    // Checked in every compilation pass (the plain sm_90 one too, whose body is only a trap).
+    static_assert(sizeof(T) == 2, "prefill_attention_wgmma: T is __half or __nv_bfloat16");
+    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "prefill_attention_wgmma: HEAD_DIM a multiple of 64, <= 256");
+    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "prefill_attention_wgmma: one or two warpgroups of 64 rows");
+    static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "prefill_attention_wgmma: BLOCK_N a multiple of 16, <= 256");
+    static_assert(STAGES >= 2 && STAGES <= 4, "prefill_attention_wgmma: STAGES in [2, 4]");
+    static_assert(!OVERLAP || STAGES >= 3, "prefill_attention_wgmma: OVERLAP keeps two tiles in use: STAGES >= 3");
+    static_assert(ktune::dev::prefill_attention::wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
+                  "prefill_attention_wgmma: shared memory <= 227 KiB");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::prefill_attention::wgmma_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP>(
         out, q, k, v, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale);
