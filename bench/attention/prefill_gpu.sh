@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# On an H100: tunes prefill attention (kernels/attention/prefill_attention_fa2.cuh), causal and full, bf16, at a few
+# On an H100: tunes prefill attention, causal and full, bf16, both alternatives (fa2: mma.sync,
+# kernels/attention/prefill_attention_fa2.cuh; wgmma: Hopper warpgroup MMA, prefill_attention_wgmma.cuh), at a few
 # problems of 32 q / 8 kv heads, D 128, and times torch SDPA's backends (cuDNN, flash, memory-efficient) at the same
-# problems with ktune's method (bench/attention/prefill_sdpa.py: cold L2, events, p50), then prints them side by side.
+# problems with ktune's method (bench/attention/prefill_sdpa.py: cold L2, events, p50), then prints them side by side,
+# with each alternative's best time per problem (which kernel won).
 #   OUT=/tmp/o bench/attention/prefill_gpu.sh
 # Env: PROBLEMS (default "B=1,L=2048 B=4,L=2048 B=1,L=8192", any B and L: --shape; every sequence L tokens, U=1),
 # BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 80), KTUNE (default
@@ -21,6 +23,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
 # The CPU emulations of the kernel's fragment plumbing and tile loop (seconds; they fail on a wrong index).
 python3 "$root/bench/attention/prefill_fragments_check.py" | tail -1
 python3 "$root/bench/attention/prefill_algorithm_check.py" | tail -1
+python3 "$root/bench/attention/prefill_wgmma_fragments_check.py" | tail -1
 k() { "$ktune" --root "$root" --db "$dir/ktune.db" --cache-dir "$dir/cache" "$@"; }
 
 filters=()
@@ -60,21 +63,29 @@ def bl(problem):
 
 # Every invalid result (wrong output, launch error) from the database: shown in full, and the run fails.
 db = sqlite3.connect(f"{d}/ktune.db")
-bad = db.execute("""SELECT k.variant, p.key, c.key, m.status, m.mismatches, m.max_abs_error, substr(m.message, 1, 300)
+bad = db.execute("""SELECT k.variant, k.source_path, p.key, c.key, m.status, m.mismatches, m.max_abs_error, substr(m.message, 1, 300)
                     FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
                     JOIN configurations c ON c.id = m.configuration_id
                     WHERE m.status NOT IN ('ok', 'compiled') ORDER BY k.variant, p.key, c.key""").fetchall()
-counts = db.execute("""SELECT k.variant, m.status, count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id
-                       GROUP BY k.variant, m.status""").fetchall()
-print("statuses:", ", ".join(f"{v} {s} {n}" for v, s, n in counts))
-for row in bad[:30]:  # variant | problem | config | status | mismatches | max abs error | message
+counts = db.execute("""SELECT k.variant, k.source_path, m.status, count(*) FROM measurements m
+                       JOIN kernels k ON k.id = m.kernel_id GROUP BY k.variant, k.source_path, m.status""").fetchall()
+alt = lambda path: path.rsplit("prefill_attention_", 1)[-1].removesuffix(".cuh")  # fa2, wgmma
+print("statuses:", ", ".join(f"{v}/{alt(a)} {s} {n}" for v, a, s, n in counts))
+for row in bad[:30]:  # variant | kernel | problem | config | status | mismatches | max abs error | message
     print("INVALID:", " | ".join(str(x) for x in row))
 if len(bad) > 30:
     print(f"... and {len(bad) - 30} more invalid results (the database holds them all)")
 
+# Each alternative's best p50 per problem (which kernel won, and by how much).
+per_alt = {}
+for v, path, prob, us in db.execute("""SELECT k.variant, k.source_path, p.key, min(m.p50_us) FROM measurements m
+                                        JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
+                                        WHERE m.status = 'ok' GROUP BY k.variant, k.source_path, p.key"""):
+    per_alt[(v, prob, alt(path))] = us
+
 sdpa = json.load(open(f"{d}/sdpa.json"))["rows"]
-lines = ["| variant | problem | ktune us | TFLOP/s | % peak | config | cudnn us | flash us | efficient us "
-         "| best SDPA / ktune |", "|---|---|---|---|---|---|---|---|---|---|"]
+lines = ["| variant | problem | kernel | ktune us | TFLOP/s | % peak | config | fa2 us | wgmma us | cudnn us | flash us "
+         "| efficient us | best SDPA / ktune |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for variant in ("causal", "full"):
     space = "prefill_attention" if variant == "causal" else "prefill_attention_full"
     for e in json.load(open(f"{d}/best-{space}.json")):
@@ -91,11 +102,13 @@ for variant in ("causal", "full"):
             ts = [t(n) for n in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")]
             best = min([x for x in ts if x is not None], default=None)
             cell = lambda x: "-" if x is None else f"{x:.1f}"
-            lines.append(f"| {variant} | {r['problem']} | {us:.1f} | {tf:.0f} | {100 * tf * 1e12 / PEAK:.0f} | "
-                         f"{r['config']} | {' | '.join(cell(x) for x in ts)} | "
+            alts = [per_alt.get((variant, r["problem"], a)) for a in ("fa2", "wgmma")]
+            lines.append(f"| {variant} | {r['problem']} | {r.get('kernel') or '?'} | {us:.1f} | {tf:.0f} | "
+                         f"{100 * tf * 1e12 / PEAK:.0f} | {r['config']} | {' | '.join(cell(x) for x in alts)} | "
+                         f"{' | '.join(cell(x) for x in ts)} | "
                          f"{'-' if best is None else f'{best / us:.2f}x'} |")
 lines.append("TFLOP/s: 4 B HQ L^2 D (causal: half) over the ranked time; U=2 rows (uneven lengths) validate only. "
-             "best SDPA / ktune > 1: ktune faster.")
+             "fa2 / wgmma us: each alternative's best p50. best SDPA / ktune > 1: ktune faster.")
 for x in sdpa:
     if "error" in x:
         lines.append(f"SDPA {x['impl']} causal={x['causal']} {x['problem']}: {x['error']}")

@@ -1,0 +1,388 @@
+#pragma once
+// Prefill attention on Hopper (FlashAttention-3 style, warpgroup MMA): the same op as prefill_attention_fa2.cuh,
+//
+//   o[b, i, hq, :] = softmax_j(scale * q[b, i, hq, :] . k[b, j, hk, :] [+ causal mask j <= i]) @ v[b, j, hk, :]
+//
+// for i, j < seq_lens[b], hk = hq / (HQ / HK), layouts [B, L, H, D], rows i >= seq_lens[b] of o not written. Needs the
+// arch-specific target sm_90a (the spaces set kernel.arch_specific); any other device pass compiles to a trap.
+//
+// A block owns BLOCK_M = 64 * WG query rows of one (sequence, q head): WG consumer warpgroups of 128 threads, 64 rows
+// each. The q tile sits in shared memory for the whole loop; K and V tiles of BLOCK_N tokens stream through STAGES
+// shared-memory stages filled by cp.async (every thread loads; tokens past the sequence are zero-filled). Per tile and
+// warpgroup:
+//   S = Q K^T   wgmma m64n{BLOCK_N}k16, SS: A = the warpgroup's 64 q rows, B = the K tile, both K-major (k = d);
+//   softmax     online, in log2 units, on S's accumulator fragments (a row's values sit in the 4 lanes of a quad);
+//   O += P V    wgmma m64n64k16, RS: A = P rounded to T in registers, B = the V tile as stored ([token][d]: MN-major,
+//               imm-trans-b = 1), one instruction per 64-column panel of the head dimension.
+// Causal: tiles entirely above a warpgroup's rows are skipped, only tiles crossing the diagonal (or the sequence's end)
+// are masked, and the query blocks run longest first.
+//
+// Shared memory: every tile (q: BLOCK_M rows, K and V: BLOCK_N rows) is stored as HEAD_DIM / 64 panels of 64 columns;
+// a panel holds its rows at 128 bytes each, 16-byte chunk c of row r at chunk c ^ (r % 8): the 128-byte swizzle of
+// kernels/gemm/gemm_wgmma.cuh (8-row atoms of 1024 bytes; every panel starts 1024-byte aligned).
+//   K-major (q as A, K as B of S): gemm::smem_desc, stride 1024 between 8-row groups; k-step ks (16 of d) starts in
+//     panel ks / 4 at byte 32 (ks % 4), exactly as the GEMM steps K inside one 64-wide tile.
+//   MN-major (V as B of O, n = d, k = token): one panel is 64 n-columns (128 bytes, one swizzle row) by the tile's
+//     tokens, 8 tokens per 1024-byte atom: the canonical MN-major 128-byte-swizzle atom (64 x 8). A k-step of 16
+//     tokens starts 2048 bytes further and spans two atoms; the PTX ISA names the stride between 8-token groups the
+//     stride byte offset (MN-major) and the one between 64-column blocks the leading byte offset, which an n64
+//     instruction never uses: both are set to 1024 so that either reading of the fields gives the same layout.
+//
+// Fragments (PTX ISA, wgmma m64nNk16), warp w = (thread / 32) % 4 of the warpgroup, g = lane / 4, c = lane % 4:
+//   accumulator: d[4 j + e], j < N / 8: row 16 w + g + 8 (e / 2), column 8 j + 2 c + e % 2
+//   A registers: a[0] (row 16 w + g, k 2c, 2c+1), a[1] (row + 8, k 2c..), a[2] (row, k 2c+8..), a[3] (row + 8, k 2c+8..)
+// so P's A fragment for keys 16 kt..16 kt + 15 is S's columns blocks 2 kt (a[0], a[1]) and 2 kt + 1 (a[2], a[3]):
+// the same plumbing as mma.sync m16n8k16 (bench/attention/prefill_fragments_check.py emulates both).
+//
+// Tunables (template parameters, named as the YAML keys):
+//   HEAD_DIM  the problem's D (64 or 128; a multiple of 64, <= 256).
+//   CAUSAL    the variant.
+//   BLOCK_M   query rows per block: 64 or 128 (one or two warpgroups).
+//   BLOCK_N   K/V tokens per tile: the wgmma n of S (64, 96, 128, 176 or 192: the generated wrappers).
+//   STAGES    K/V tiles in shared memory (2 or 3): STAGES - 1 loaded ahead while one is computed (OVERLAP: STAGES - 2
+//             while two are in use).
+//   OVERLAP   false: per tile S, softmax, P V in turn (each wgmma waited for at once; other warpgroups fill the gaps);
+//             true: the previous tile's P V is issued behind this tile's S and runs during its softmax (FA3's
+//             intra-warpgroup overlap; needs STAGES >= 3, and S and the previous P in registers at once).
+//
+// Launch: grid (HQ, ceil(L / BLOCK_M), B), 128 * BLOCK_M / 64 threads, (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM *
+// sizeof(T) + 1024 bytes of dynamic shared memory (1024 for aligning the base). q, k, v and out 16-byte aligned; a
+// launch that does not match the configuration writes nothing, so the validation fails.
+#include "kernels/attention/decode_attention_mma_walk.cuh"
+#include "kernels/attention/wgmma_attention_ops.cuh"
+#include "kernels/gemm/gemm_wgmma.cuh"
+
+namespace ktune::dev::prefill_attention {
+
+// Shared memory in bytes (the YAML's shared_bytes repeats it).
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES>
+inline constexpr int wgmma_smem_bytes = (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM * int(sizeof(T)) + 1024;
+
+// Copies ROWS rows of HEAD_DIM elements (global row r at src + r * stride) into HEAD_DIM / 64 swizzled panels at dst
+// (panel p at dst + p * ROWS * 128); rows >= valid are zero-filled (the source address stays in bounds).
+template <typename T, int HEAD_DIM, int ROWS, int THREADS>
+__device__ __forceinline__ void copy_panels(unsigned dst, const T* src, long long stride, int valid, int tid) {
+    constexpr int CPR = HEAD_DIM / 8;  // 16-byte chunks per row, 8 per panel
+    constexpr int CHUNKS = ROWS * CPR;
+#pragma unroll
+    for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; ++i) {
+        const int lin = tid + i * THREADS;
+        if (CHUNKS % THREADS == 0 || lin < CHUNKS) {
+            const int row = lin / CPR, ch = lin % CPR;
+            const bool ok = row < valid;
+            const T* s = src + (ok ? row * stride + ch * 8 : 0);
+            const unsigned d = dst + (ch >> 3) * (ROWS * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4);
+            gemm::cp_async_16(d, s, ok);
+        }
+    }
+}
+
+// An MN-major operand with the 128-byte swizzle (see the header): 8-row (k) groups 1024 bytes apart; the leading byte
+// offset (next 64-wide block of n, absent in an n64 instruction) is 1024 as well.
+__device__ __forceinline__ unsigned long long mn_major_desc(unsigned addr) {
+    unsigned long long d = 0;
+    d |= static_cast<unsigned long long>((addr & 0x3FFFF) >> 4);
+    d |= static_cast<unsigned long long>(1024 >> 4) << 16;
+    d |= static_cast<unsigned long long>(1024 >> 4) << 32;
+    d |= static_cast<unsigned long long>(1) << 62;
+    return d;
+}
+
+// Keeps P's registers (an RS wgmma's A operand) in place until the wgmma that reads them has been waited for.
+template <int N, int M>
+__device__ __forceinline__ void fence_words(unsigned (&a)[N][M]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int j = 0; j < M; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP>
+__device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
+                                           const T* __restrict__ v, const int* __restrict__ seq_lens, int batch,
+                                           int q_heads, int kv_heads, int head_dim, int max_len, float scale) {
+
+    constexpr int WG = BLOCK_M / 64;
+    constexpr int THREADS = 128 * WG;
+    constexpr int PANELS = HEAD_DIM / 64;  // 64-column panels of the head dimension
+    constexpr int SACC = BLOCK_N / 2;      // S accumulators per thread
+    constexpr int KT = BLOCK_N / 16;       // k-steps of O += P V
+    // Tiles loaded ahead: every stage but the one computed (OVERLAP: but the two in use, tile j's K and j - 1's V).
+    constexpr int AHEAD = OVERLAP ? STAGES - 2 : STAGES - 1;
+    constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
+    constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
+    constexpr int SMEM = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
+    extern __shared__ unsigned char smem_raw[];
+
+    if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
+        gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
+        gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 ||
+        head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+        return;
+
+    const int hq = blockIdx.x, b = blockIdx.z;
+    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
+    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+    const int hk = hq / (q_heads / kv_heads);
+    int len = seq_lens[b];
+    len = len < 0 ? 0 : (len > max_len ? max_len : len);
+    const int m0 = mblock * BLOCK_M;
+    if (m0 >= len) return;  // the whole block lies past the sequence (uniform)
+
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int g = lane >> 2, c = lane & 3;
+    const long long q_stride = static_cast<long long>(q_heads) * HEAD_DIM;   // between tokens of q and out
+    const long long kv_stride = static_cast<long long>(kv_heads) * HEAD_DIM;  // between tokens of k and v
+    const T* qb = q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
+    const T* kb = k + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
+    const T* vb = v + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
+
+    // Keys this block sees: all of the sequence, or (causal) up to its last row.
+    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
+    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+
+    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
+    auto issue = [&](int tile, int stage) {
+        const int n0 = tile * BLOCK_N;
+        const unsigned kd = kv_smem + stage * 2 * TILE_BYTES;
+        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd, kb + n0 * kv_stride, kv_stride, len - n0, tid);
+        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd + TILE_BYTES, vb + n0 * kv_stride, kv_stride, len - n0, tid);
+    };
+
+    // Group 0: the q tile (rows past the sequence zero-filled); then AHEAD tiles, one group each (empty groups past
+    // the last tile keep the count: at step j, group j + 1 holds tile j).
+    copy_panels<T, HEAD_DIM, BLOCK_M, THREADS>(q_smem, qb, q_stride, len - m0, tid);
+    gemm::cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < AHEAD; ++s) {
+        if (s < tiles) issue(s, s);
+        gemm::cp_async_commit();
+    }
+
+    const float qscale = scale * 1.4426950408889634f;  // scores in log2 units
+    float o[PANELS][32];                               // O, one n64 accumulator per panel of d
+    float m_run[2], l_run[2];                          // rows g and g + 8 of this warp's 16
+#pragma unroll
+    for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[p][i] = 0.0f;
+    m_run[0] = m_run[1] = decode_attention::neg_inf();
+    l_run[0] = l_run[1] = 0.0f;
+    const int wg_first = m0 + 64 * wg, wg_last = wg_first + 63;  // this warpgroup's query rows
+    const int row_lo = wg_first + 16 * warp + g;                  // this thread's rows: row_lo, row_lo + 8
+    const unsigned q_wg = q_smem + wg * 64 * 128;                 // its 64 rows in panel 0 (8 atoms)
+
+    // S = Q K^T of one tile: HEAD_DIM / 16 k-steps; the first overwrites the accumulators (scale-d 0). Not committed.
+    auto issue_s = [&](float (&s)[SACC], unsigned k_base) {
+#pragma unroll
+        for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
+            const unsigned long long da = gemm::smem_desc(q_wg + (ks >> 2) * (BLOCK_M * 128) + (ks & 3) * 32);
+            const unsigned long long db = gemm::smem_desc(k_base + (ks >> 2) * (BLOCK_N * 128) + (ks & 3) * 32);
+            WgmmaSS<T, BLOCK_N>::mma(s, da, db, ks > 0 ? 1 : 0);
+        }
+    };
+    // O += P V of one tile: per k-step of 16 tokens (2048 bytes of every V panel), one n64 instruction per panel of d.
+    auto issue_pv = [&](unsigned (&pf)[KT][4], unsigned v_base) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int p = 0; p < PANELS; ++p)
+                WgmmaRS<T, 64>::mma(o[p], pf[kt], mn_major_desc(v_base + p * (BLOCK_N * 128) + kt * 2048));
+    };
+    // Masks S (keys past the sequence, and causal keys after the row; only tiles that cross either), turns it into P
+    // = exp2(s * qscale - m) in place, updates m and l, and gives the factors O must be scaled by (alpha).
+    auto softmax = [&](float (&s)[SACC], int n0, float (&alpha)[2]) {
+        const bool tail = n0 + BLOCK_N > len;
+        const bool diagonal = CAUSAL && n0 + BLOCK_N - 1 > wg_first;
+        if (tail || diagonal) {
+#pragma unroll
+            for (int jn = 0; jn < BLOCK_N / 8; ++jn)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int key = n0 + 8 * jn + 2 * c + (e & 1);
+                    const int row = row_lo + 8 * (e >> 1);
+                    if (key >= len || (CAUSAL && key > row)) s[4 * jn + e] = decode_attention::neg_inf();
+                }
+        }
+        // Per row (row_lo: e 0, 1; row_lo + 8: e 2, 3); a quad (lanes 4g..4g+3) shares a row.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = decode_attention::neg_inf();
+#pragma unroll
+            for (int jn = 0; jn < BLOCK_N / 8; ++jn) mx = fmaxf(mx, fmaxf(s[4 * jn + 2 * h], s[4 * jn + 2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m_run[h], mx * qscale);  // qscale > 0 keeps the order
+            // Nothing seen yet (m_new = -inf): 0 as the reference gives p = 0 and alpha = 0.
+            const float ref = m_new == decode_attention::neg_inf() ? 0.0f : m_new;
+            alpha[h] = decode_attention::fast_exp2(m_run[h] - ref);
+            m_run[h] = m_new;
+            float sum = 0.0f;
+#pragma unroll
+            for (int jn = 0; jn < BLOCK_N / 8; ++jn) {
+                s[4 * jn + 2 * h] = decode_attention::fast_exp2(fmaf(s[4 * jn + 2 * h], qscale, -ref));
+                s[4 * jn + 2 * h + 1] = decode_attention::fast_exp2(fmaf(s[4 * jn + 2 * h + 1], qscale, -ref));
+                sum += s[4 * jn + 2 * h] + s[4 * jn + 2 * h + 1];
+            }
+            l_run[h] = l_run[h] * alpha[h] + sum;  // this thread's columns; the quad sums at the end
+        }
+    };
+    auto rescale = [&](const float (&alpha)[2]) {
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+            for (int jd = 0; jd < 8; ++jd)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) o[p][4 * jd + e] *= alpha[e >> 1];
+    };
+    // P's A fragment for keys 16 kt..16 kt + 15: S's column blocks 2 kt (a[0], a[1]) and 2 kt + 1 (a[2], a[3]).
+    auto pack_p = [&](const float (&s)[SACC], unsigned (&pf)[KT][4]) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) {
+            pf[kt][0] = decode_attention::pack2<T>(s[8 * kt + 0], s[8 * kt + 1]);
+            pf[kt][1] = decode_attention::pack2<T>(s[8 * kt + 2], s[8 * kt + 3]);
+            pf[kt][2] = decode_attention::pack2<T>(s[8 * kt + 4], s[8 * kt + 5]);
+            pf[kt][3] = decode_attention::pack2<T>(s[8 * kt + 6], s[8 * kt + 7]);
+        }
+    };
+    auto fence_o = [&]() {
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p) gemm::fence_operands(o[p]);
+    };
+
+    // OVERLAP: P V of tile j - 1 is issued right after S of tile j and runs while tile j's softmax does; its P and its
+    // V stage stay in use until the wait before O is rescaled.
+    unsigned pf[KT][4];
+    [[maybe_unused]] bool pending = false;  // OVERLAP: P V of the previous tile not issued yet (pf, pending_v)
+    [[maybe_unused]] unsigned pending_v = 0;
+    for (int j = 0; j < tiles; ++j) {
+        gemm::cp_async_wait<AHEAD - 1>();  // tile j has landed (this thread's copies)
+        gemm::fence_proxy_async();         // ... visible to wgmma (async proxy)
+        // Everyone's copies of tile j have landed; every warpgroup is done with the stage refilled next (tile
+        // j - 1's without OVERLAP, j - 2's with it: tile j - 1's V is still to be read).
+        __syncthreads();
+        {
+            const int next = j + AHEAD;
+            if (next < tiles) issue(next, next % STAGES);
+            gemm::cp_async_commit();
+        }
+        const unsigned k_base = kv_smem + (j % STAGES) * 2 * TILE_BYTES, v_base = k_base + TILE_BYTES;
+        const int n0 = j * BLOCK_N;
+        // Causal: a tile whose first key is past this warpgroup's last row adds nothing to it (uniform per warpgroup;
+        // every later tile is skipped too). OVERLAP: the previous tile's P V is finished now, before its V stage is
+        // refilled at the next step.
+        if (CAUSAL && n0 > wg_last) {
+            if constexpr (OVERLAP) {
+                if (pending) {
+                    fence_o();
+                    gemm::wgmma_fence();
+                    issue_pv(pf, pending_v);
+                    gemm::wgmma_commit();
+                    gemm::wgmma_wait<0>();
+                    fence_o();
+                    fence_words(pf);
+                    pending = false;
+                }
+            }
+            continue;
+        }
+
+        float s[SACC];
+        float alpha[2];
+        if constexpr (OVERLAP) {
+            fence_o();
+            gemm::wgmma_fence();
+            issue_s(s, k_base);
+            gemm::wgmma_commit();
+            if (pending) {
+                issue_pv(pf, pending_v);
+                gemm::wgmma_commit();
+                gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
+            } else {
+                gemm::wgmma_wait<0>();
+            }
+            gemm::fence_operands(s);
+            softmax(s, n0, alpha);
+            gemm::wgmma_wait<0>();  // P V of tile j - 1: O and pf are free again
+            fence_o();
+            fence_words(pf);
+            rescale(alpha);
+            pack_p(s, pf);
+            pending = true;
+            pending_v = v_base;
+        } else {
+            gemm::wgmma_fence();
+            issue_s(s, k_base);
+            gemm::wgmma_commit();
+            gemm::wgmma_wait<0>();
+            gemm::fence_operands(s);
+            softmax(s, n0, alpha);
+            rescale(alpha);
+            pack_p(s, pf);
+            fence_o();
+            gemm::wgmma_fence();
+            issue_pv(pf, v_base);
+            gemm::wgmma_commit();
+            gemm::wgmma_wait<0>();  // before the next barrier (its stage is refilled) and before o and pf are touched
+            fence_o();
+            fence_words(pf);
+        }
+    }
+    if constexpr (OVERLAP) {
+        if (pending) {  // the last tile's P V (no stage is refilled any more)
+            fence_o();
+            gemm::wgmma_fence();
+            issue_pv(pf, pending_v);
+            gemm::wgmma_commit();
+            gemm::wgmma_wait<0>();
+            fence_o();
+        }
+    }
+    gemm::cp_async_wait<0>();  // no copy may land after the block exits (only empty groups are left)
+
+    // Epilogue: O / l, two adjacent columns per 4-byte store, rows inside the sequence only.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float sum = l_run[h];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        const int row = row_lo + 8 * h;
+        if (row < len) {
+            T* orow = out + (static_cast<long long>(b) * max_len + row) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
+#pragma unroll
+            for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+                for (int jd = 0; jd < 8; ++jd) {
+                    const unsigned w =
+                        decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv, o[p][4 * jd + 2 * h + 1] * inv);
+                    *reinterpret_cast<unsigned*>(orow + 64 * p + 8 * jd + 2 * c) = w;
+                }
+        }
+    }
+}
+
+}  // namespace ktune::dev::prefill_attention
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP>
+__global__ void __launch_bounds__(BLOCK_M * 2, 1)
+    prefill_attention_wgmma(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
+                            const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
+                            int kv_heads, int head_dim, int max_len, float scale) {
+    // Checked in every compilation pass (the plain sm_90 one too, whose body is only a trap).
+    static_assert(sizeof(T) == 2, "prefill_attention_wgmma: T is __half or __nv_bfloat16");
+    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "prefill_attention_wgmma: HEAD_DIM a multiple of 64, <= 256");
+    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "prefill_attention_wgmma: one or two warpgroups of 64 rows");
+    static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "prefill_attention_wgmma: BLOCK_N a multiple of 16, <= 256");
+    static_assert(STAGES >= 2 && STAGES <= 4, "prefill_attention_wgmma: STAGES in [2, 4]");
+    static_assert(!OVERLAP || STAGES >= 3, "prefill_attention_wgmma: OVERLAP keeps two tiles in use: STAGES >= 3");
+    static_assert(ktune::dev::prefill_attention::wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
+                  "prefill_attention_wgmma: shared memory <= 227 KiB");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::prefill_attention::wgmma_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP>(
+        out, q, k, v, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
