@@ -23,9 +23,12 @@ m_values=${M_VALUES:-256 2048 8192}
 nk_pairs=${NK_PAIRS:-14336x4096 4096x4096}
 ffn_ik=${FFN_IK:-14336x4096}
 time_limit=${TIME:-60}
-# Tile shapes of the recipe (128 x 256, 256 x 128, 128 x 128, 128 x 192), every stage count that fits, GROUP_M 8.
-ws_configs=${WS_CONFIGS:-"MT=1,BN=256,GROUP_M=8 MT=2,BN=128,GROUP_M=8 MT=1,BN=128,GROUP_M=8 MT=1,BN=192,GROUP_M=8"}
-ffn_ws_configs=${FFN_WS_CONFIGS:-"MT=1,BN=128,GROUP_M=8 MT=2,BN=64,GROUP_M=8 MT=1,BN=64,GROUP_M=8"}
+# Tile shapes of the recipe (128 x 256, 256 x 128, 128 x 128, 128 x 192), every stage count that fits, GROUP_M 8
+# (16 too for the two largest tiles), 128 x 64 for the small M: 17 configurations (gelu), 11 (ffn); ~0.3 s a
+# measurement.
+ws_configs=${WS_CONFIGS:-"MT=1,BN=256,GROUP_M=8 MT=2,BN=128,GROUP_M=8 MT=1,BN=128,GROUP_M=8 MT=1,BN=192,GROUP_M=8
+  MT=1,BN=256,GROUP_M=16 MT=2,BN=128,GROUP_M=16 MT=1,BN=64,STAGES=4,GROUP_M=8"}
+ffn_ws_configs=${FFN_WS_CONFIGS:-"MT=1,BN=128,GROUP_M=8 MT=2,BN=64,GROUP_M=8 MT=1,BN=64,GROUP_M=8 MT=1,BN=128,GROUP_M=16"}
 old_gemm=${OLD_GEMM_CONFIG:-"WG=2,MT=1,BN=128,STAGES=6,GROUP_M=8"}
 old_ffn=${OLD_FFN_CONFIG:-"WG=2,MT=1,BN=128,STAGES=3,GROUP_M=16"}
 export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-$out/cache}
@@ -102,12 +105,13 @@ for op_variant, kernel_ok in [("gemm_act_gelu", False), ("ffn_gated_swiglu", Fal
             continue
         failures.append(f"{op_variant} {key} {cfg}: {status}: {(msg or '')[:300]}")
 
-def row(label, tag, mnk, flops, cublas_us):
+def row(label, tag, mnk, flops, cublas_us, n="N"):
+    problem = f"M={mnk[0]},{n}={mnk[1]},K={mnk[2]}"
     if (tag, mnk) not in best:
-        return f"| {label} | {mnk} | - | - | - | - |"
+        return f"| {label} | {problem} | - | - | - | (not measured) |"
     us, cfg = best[(tag, mnk)]
     ratio = f"{cublas_us / us:.3f}" if cublas_us else "-"
-    return f"| {label} | M={mnk[0]},N={mnk[1]},K={mnk[2]} | {us:.1f} | {flops / us / 1e6:.0f} | {ratio} | {cfg} |"
+    return f"| {label} | {problem} | {us:.1f} | {flops / us / 1e6:.0f} | {ratio} | {cfg} |"
 
 print("\n| kernel | problem | best us | TFLOP/s | cuBLAS us / ktune us | config |")
 print("|---|---|---|---|---|---|")
@@ -122,8 +126,8 @@ for mnk in sorted({k[1] for k in best if k[0] in ("ffn_ws", "ffn_old")}):
     cb = best.get(("cublas", mnk))
     cb2 = 2 * cb[0] if cb else None  # [Wg; Wu] as one GEMM of 2I columns costs about two of I
     print(f"| cuBLAS 2 x GEMM(N=I) | M={M},I={I},K={K} | {cb2 or float('nan'):.1f} | - | 1 | (no SwiGLU) |")
-    print(row("swiglu wgmma_ws", "ffn_ws", mnk, 4 * M * I * K, cb2))
-    print(row("swiglu wgmma (old)", "ffn_old", mnk, 4 * M * I * K, cb2))
+    print(row("swiglu wgmma_ws", "ffn_ws", mnk, 4 * M * I * K, cb2, "I"))
+    print(row("swiglu wgmma (old)", "ffn_old", mnk, 4 * M * I * K, cb2, "I"))
 if failures:
     print(f"\nFAILED: {len(failures)} measurements did not validate, compile or run:")
     for f in failures[:40]:
