@@ -200,7 +200,8 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             load_tile<T, BM>(base, x, m0, M, k0, K, tid);
             load_tile<T, BN>(base + A_BYTES, w, n0, N, k0, K, tid);
             // Up rows I + n: the same columns of the second half of w, valid while n < I (= N).
-            if constexpr (GATED) load_tile<T, BN>(base + A_BYTES + BN * kRowBytes, w + (long long)N * K, n0, N, k0, K, tid);
+            if constexpr (GATED)
+                load_tile<T, BN>(base + A_BYTES + BN * kRowBytes, w + (long long)N * K, n0, N, k0, K, tid);
             cp_async_arrive_noinc(full_bar(s));
         }
         // The consumers wait for every tile; waiting here too keeps no copy outliving its issuing thread.
