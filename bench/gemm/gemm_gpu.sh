@@ -5,7 +5,9 @@
 #   1. cuBLAS alone (search_spaces/linear_cublas_gemm.yaml, exhaustive: cublasGemmEx and cuBLASLt's ranks 1..8);
 #   2. gemm_act_gelu, alternative wgmma_ws, the configurations of WS_CONFIGS (exhaustive within them);
 #   3. gemm_act_gelu, alternative wgmma (the validated kernel), its best configuration of the first H100 run;
-#   4. ffn_gated_swiglu, wgmma_ws at M {256, 2048, 8192}, I 14336, K 4096 (FFN_WS_CONFIGS), and wgmma's best.
+#   4. ffn_gated_swiglu, wgmma_ws at M {256, 2048, 8192}, I 14336, K 4096 (FFN_WS_CONFIGS), and wgmma's best;
+#   5. gemm_act_gelu, alternative skinny (linear_skinny's decode kernel, M <= 64) at M {16, 64} (SKINNY_M; cuBLAS
+#      there too), a random sample of SKINNY_BUDGET configurations per problem.
 # Prints per problem the best of each and the ratio cuBLAS time / ktune time (>= 1: ktune faster; for the gated FFN
 # against two cuBLAS GEMMs of N = I, i.e. cuBLAS on [Wg; Wu] without the SwiGLU). Fails (exit 1) if any ktune
 # configuration is invalid_result or failed to compile / launch, listing each with ktune's message.
@@ -35,7 +37,11 @@ export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-$out/cache}
 start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
 
-gemm_filters=() ffn_filters=()
+skinny_m=${SKINNY_M-16 64}
+gemm_filters=() ffn_filters=() skinny_filters=()
+for m in $skinny_m; do
+  for nk in $nk_pairs; do skinny_filters+=(--problem "M=$m,N=${nk%x*},K=${nk#*x}"); done
+done
 for m in $m_values; do
   for nk in $nk_pairs; do gemm_filters+=(--problem "M=$m,N=${nk%x*},K=${nk#*x}"); done
   for ik in $ffn_ik; do ffn_filters+=(--problem "M=$m,I=${ik%x*},K=${ik#*x}"); done
@@ -56,7 +62,7 @@ run() {  # run TAG SPACE [ktune tune flags...]
   fi
 }
 
-run cublas linear_cublas_gemm "${gemm_filters[@]}" --strategy exhaustive
+run cublas linear_cublas_gemm "${gemm_filters[@]}" "${skinny_filters[@]}" --strategy exhaustive
 mapfile -t ws_flags < <(cfg_flags "$ws_configs")
 run gelu_ws gemm_act_gelu --kernel wgmma_ws "${gemm_filters[@]}" "${ws_flags[@]}" --strategy exhaustive --time "$time_limit"
 mapfile -t ffn_flags < <(cfg_flags "$ffn_ws_configs")
@@ -65,6 +71,10 @@ run ffn_ws ffn_gated_swiglu --kernel wgmma_ws "${ffn_filters[@]}" "${ffn_flags[@
 if [ "${SPACES_OLD:-1}" = 1 ]; then
   run gelu_old gemm_act_gelu --kernel wgmma "${gemm_filters[@]}" --config "$old_gemm" --strategy exhaustive
   run ffn_old ffn_gated_swiglu --kernel wgmma "${ffn_filters[@]}" --config "$old_ffn" --strategy exhaustive
+fi
+if [ -n "$skinny_m" ]; then
+  run gelu_skinny gemm_act_gelu --kernel skinny "${skinny_filters[@]}" --strategy random --budget "${SKINNY_BUDGET:-16}" \
+    --time "$time_limit"
 fi
 echo "tuning: $((SECONDS - start)) s"
 
@@ -85,7 +95,7 @@ def shape(key):
     return int(kv["M"]), int(kv.get("N", kv.get("I", 0))), int(kv["K"])
 
 best = {}  # (tag, (M, N, K)) -> (us, config)
-for tag in ["cublas", "gelu_ws", "ffn_ws", "gelu_old", "ffn_old"]:
+for tag in ["cublas", "gelu_ws", "ffn_ws", "gelu_old", "ffn_old", "gelu_skinny"]:
     for s in load(tag):
         for p in s.get("problems", []):
             b = p.get("best")
@@ -119,6 +129,9 @@ for mnk in sorted({k[1] for k in best if k[0] == "cublas"}, key=lambda t: (t[1],
     M, N, K = mnk
     cb = best[("cublas", mnk)][0]
     print(f"| cuBLAS GEMM | M={M},N={N},K={K} | {cb:.1f} | {2 * M * N * K / cb / 1e6:.0f} | 1 | {best[('cublas', mnk)][1]} |")
+    if M <= 64:
+        print(row("gelu skinny", "gelu_skinny", mnk, 2 * M * N * K, cb))
+        continue
     print(row("gelu wgmma_ws", "gelu_ws", mnk, 2 * M * N * K, cb))
     print(row("gelu wgmma (old)", "gelu_old", mnk, 2 * M * N * K, cb))
 for mnk in sorted({k[1] for k in best if k[0] in ("ffn_ws", "ffn_old")}):
