@@ -1,103 +1,152 @@
 #!/usr/bin/env bash
-# On an H100: tunes the Hopper wgmma GEMMs (kernels/gemm/gemm_wgmma.cuh) in bf16 with a random sample of their
-# spaces, checks that no configuration failed validation, and prints per problem the best time, TFLOP/s, the
-# validation counts and (torch present) cuBLAS's time for the plain GEMM (torch.nn.functional.linear, CUDA events,
-# warm L2: an indication, not ktune's method).
-#   bench/gemm/gemm_gpu.sh                        # ktune in build-gpu/, everything under ${OUT:-/tmp/out}/gemm_gpu/
-#   BUDGET=24 TIME=120 bench/gemm/gemm_gpu.sh     # more configurations per problem, seconds per space
-#   PROBLEMS="M=2048,N=4096,K=4096" FFN_PROBLEMS="M=2048,I=14336,K=4096" SPACES="gemm_act_gelu ffn_gated_swiglu" ...
-# Fails (exit 1) if any measured configuration is invalid_result (the kernel's output differs from the reference),
-# listing each with ktune's message: that is where the indexing is wrong.
+# On an H100: the warp-specialized Hopper GEMMs (alternative wgmma_ws, kernels/gemm/gemm_wgmma_ws.cuh) against
+# ktune's cuBLAS baseline, all in one database with ktune's method. bf16 at M {256, 2048, 8192} x (N, K)
+# {(14336, 4096), (4096, 4096)}:
+#   1. cuBLAS alone (search_spaces/linear_cublas_gemm.yaml, exhaustive: cublasGemmEx and cuBLASLt's ranks 1..8);
+#   2. gemm_act_gelu, alternative wgmma_ws, the configurations of WS_CONFIGS (exhaustive within them);
+#   3. gemm_act_gelu, alternative wgmma (the validated kernel), its best configuration of the first H100 run;
+#   4. ffn_gated_swiglu, wgmma_ws at M {256, 2048, 8192}, I 14336, K 4096 (FFN_WS_CONFIGS), and wgmma's best;
+#   5. gemm_act_gelu, alternative skinny (linear_skinny's decode kernel, M <= 64) at M {16, 64} (SKINNY_M; cuBLAS
+#      there too), a random sample of SKINNY_BUDGET configurations per problem.
+# Prints per problem the best of each and the ratio cuBLAS time / ktune time (>= 1: ktune faster; for the gated FFN
+# against two cuBLAS GEMMs of N = I, i.e. cuBLAS on [Wg; Wu] without the SwiGLU). Fails (exit 1) if any ktune
+# configuration is invalid_result or failed to compile / launch, listing each with ktune's message.
+#   bench/gemm/gemm_gpu.sh                      # ktune in build-gpu/, everything under ${OUT:-/tmp/out}/gemm_gpu/
+#   M_VALUES="2048" WS_CONFIGS="MT=1,BN=256" bench/gemm/gemm_gpu.sh
+#   SPACES_OLD=0 ...                            # skip the old wgmma kernel's reference points
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ktune=${KTUNE:-$root/build-gpu/ktune}
+[ -x "$ktune" ] || { echo "gemm_gpu: $ktune not found: build ktune in build-gpu/ first" >&2; exit 1; }
 out=${OUT:-/tmp/out}/gemm_gpu
 mkdir -p "$out"
 db=$out/ktune.db
-budget=${BUDGET:-10}
-time_limit=${TIME:-40}
-spaces=${SPACES:-"gemm_act_gelu ffn_gated_swiglu gemm_act_none gemm_act_silu"}
-gemm_problems=${PROBLEMS:-"M=256,N=14336,K=4096 M=2048,N=14336,K=4096 M=8192,N=14336,K=4096 M=256,N=4096,K=4096 M=2048,N=4096,K=4096 M=8192,N=4096,K=4096"}
-# none and silu share the kernel with gelu (only the epilogue differs): two problems each keep the run short.
-small_problems=${SMALL_PROBLEMS:-"M=2048,N=14336,K=4096 M=8192,N=4096,K=4096"}
-ffn_problems=${FFN_PROBLEMS:-"M=256,I=14336,K=4096 M=2048,I=14336,K=4096 M=8192,I=14336,K=4096 M=2048,I=8192,K=3072"}
-
+m_values=${M_VALUES:-256 2048 8192}
+nk_pairs=${NK_PAIRS:-14336x4096 4096x4096}
+ffn_ik=${FFN_IK:-14336x4096}
+time_limit=${TIME:-60}
+# Tile shapes of the recipe (128 x 256, 256 x 128, 128 x 128, 128 x 192), every stage count that fits, GROUP_M 8
+# (16 too for the two largest tiles), 128 x 64 for the small M: 17 configurations (gelu), 11 (ffn); ~0.3 s a
+# measurement.
+ws_configs=${WS_CONFIGS:-"MT=1,BN=256,GROUP_M=8 MT=2,BN=128,GROUP_M=8 MT=1,BN=128,GROUP_M=8 MT=1,BN=192,GROUP_M=8
+  MT=1,BN=256,GROUP_M=16 MT=2,BN=128,GROUP_M=16 MT=1,BN=64,STAGES=4,GROUP_M=8"}
+ffn_ws_configs=${FFN_WS_CONFIGS:-"MT=1,BN=128,GROUP_M=8 MT=2,BN=64,GROUP_M=8 MT=1,BN=64,GROUP_M=8 MT=1,BN=128,GROUP_M=16"}
+old_gemm=${OLD_GEMM_CONFIG:-"WG=2,MT=1,BN=128,STAGES=6,GROUP_M=8"}
+old_ffn=${OLD_FFN_CONFIG:-"WG=2,MT=1,BN=128,STAGES=3,GROUP_M=16"}
+export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-$out/cache}
+start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
-for space in $spaces; do
-  case $space in
-    ffn_gated_*) problems=$ffn_problems ;;
-    gemm_act_gelu) problems=$gemm_problems ;;
-    *) problems=$small_problems ;;
-  esac
-  filters=()
-  for p in $problems; do filters+=(--problem "$p"); done
-  t0=$SECONDS
-  rc=0
-  "$ktune" --root "$root" --db "$db" --cache-dir "$out/cache" tune "$space" --dtype bf16 "${filters[@]}" \
-    --strategy random --budget "$budget" --time "$time_limit" --quiet --json > "$out/tune-$space.json" \
-    2> "$out/tune-$space.log" || rc=$?
-  echo "$space: $((SECONDS - t0)) s, rc $rc"
-  [ "$rc" = 0 ] || { tail -20 "$out/tune-$space.log"; }
+
+skinny_m=${SKINNY_M-16 64}
+gemm_filters=() ffn_filters=() skinny_filters=()
+for m in $skinny_m; do
+  for nk in $nk_pairs; do skinny_filters+=(--problem "M=$m,N=${nk%x*},K=${nk#*x}"); done
 done
+for m in $m_values; do
+  for nk in $nk_pairs; do gemm_filters+=(--problem "M=$m,N=${nk%x*},K=${nk#*x}"); done
+  for ik in $ffn_ik; do ffn_filters+=(--problem "M=$m,I=${ik%x*},K=${ik#*x}"); done
+done
+cfg_flags() { for c in $1; do printf -- '--config\n%s\n' "$c"; done; }
 
-python3 - "$out" "$db" $spaces <<'PY'
-import json, sqlite3, sys
-out, db, spaces = sys.argv[1], sys.argv[2], sys.argv[3:]
+failed=0
+run() {  # run TAG SPACE [ktune tune flags...]
+  local tag=$1 space=$2
+  shift 2
+  local t0=$SECONDS rc=0
+  "$ktune" --root "$root" --db "$db" tune "$root/search_spaces/$space.yaml" --dtype bf16 --json --quiet "$@" \
+    > "$out/tune-$tag.json" 2> "$out/tune-$tag.log" || rc=$?
+  echo "$tag: $((SECONDS - t0)) s, rc $rc"
+  if [ "$rc" != 0 ]; then
+    tail -20 "$out/tune-$tag.log"
+    failed=1
+  fi
+}
+
+run cublas linear_cublas_gemm "${gemm_filters[@]}" "${skinny_filters[@]}" --strategy exhaustive
+mapfile -t ws_flags < <(cfg_flags "$ws_configs")
+run gelu_ws gemm_act_gelu --kernel wgmma_ws "${gemm_filters[@]}" "${ws_flags[@]}" --strategy exhaustive --time "$time_limit"
+mapfile -t ffn_flags < <(cfg_flags "$ffn_ws_configs")
+run ffn_ws ffn_gated_swiglu --kernel wgmma_ws "${ffn_filters[@]}" "${ffn_flags[@]}" --strategy exhaustive \
+  --time "$time_limit"
+if [ "${SPACES_OLD:-1}" = 1 ]; then
+  run gelu_old gemm_act_gelu --kernel wgmma "${gemm_filters[@]}" --config "$old_gemm" --strategy exhaustive
+  run ffn_old ffn_gated_swiglu --kernel wgmma "${ffn_filters[@]}" --config "$old_ffn" --strategy exhaustive
+fi
+if [ -n "$skinny_m" ]; then
+  run gelu_skinny gemm_act_gelu --kernel skinny "${skinny_filters[@]}" --strategy random --budget "${SKINNY_BUDGET:-16}" \
+    --time "$time_limit"
+fi
+echo "tuning: $((SECONDS - start)) s"
+
+python3 - "$out" "$db" <<'PY' || failed=1
+import json, os, sqlite3, sys
+out, db = sys.argv[1], sys.argv[2]
 con = sqlite3.connect(db)
-rows, failures = [], []
-for space in spaces:
-    try:
-        summary = json.load(open(f"{out}/tune-{space}.json"))
-    except Exception as e:  # the tune failed before printing its summary
-        failures.append(f"{space}: no summary ({e}); see {out}/tune-{space}.log")
+
+def load(tag):
+    path = f"{out}/tune-{tag}.json"
+    if not os.path.exists(path) or not open(path).read().strip():
+        return []
+    s = json.load(open(path))
+    return s if isinstance(s, list) else [s]
+
+def shape(key):
+    kv = dict(p.split("=") for p in key.split(":")[-1].split(",") if "=" in p)
+    return int(kv["M"]), int(kv.get("N", kv.get("I", 0))), int(kv["K"])
+
+best = {}  # (tag, (M, N, K)) -> (us, config)
+for tag in ["cublas", "gelu_ws", "ffn_ws", "gelu_old", "ffn_old", "gelu_skinny"]:
+    for s in load(tag):
+        for p in s.get("problems", []):
+            b = p.get("best")
+            if b:
+                us = b.get("rank_us", b.get("p50_us"))
+                best[(tag, shape(p["problem"]))] = (us, b["config"])
+
+# Every ktune kernel measurement that is not ok; for cuBLAS only wrong results (a rank past cuBLASLt's offer is a
+# launch error by design).
+failures = []
+for op_variant, kernel_ok in [("gemm_act_gelu", False), ("ffn_gated_swiglu", False), ("linear_fwd", True)]:
+    query = ("SELECT pr.key, c.key, m.status, m.message FROM measurements m JOIN problems pr ON pr.id = m.problem_id "
+             "JOIN configurations c ON c.id = m.configuration_id JOIN kernels k ON k.id = m.kernel_id "
+             "WHERE k.op || '_' || k.variant = ? AND m.status NOT IN ('ok', 'compiled')")
+    for key, cfg, status, msg in con.execute(query, (op_variant,)):
+        if kernel_ok and status != "invalid_result":
+            continue
+        failures.append(f"{op_variant} {key} {cfg}: {status}: {(msg or '')[:300]}")
+
+def row(label, tag, mnk, flops, cublas_us, n="N"):
+    problem = f"M={mnk[0]},{n}={mnk[1]},K={mnk[2]}"
+    if (tag, mnk) not in best:
+        return f"| {label} | {problem} | - | - | - | (not measured) |"
+    us, cfg = best[(tag, mnk)]
+    ratio = f"{cublas_us / us:.3f}" if cublas_us else "-"
+    return f"| {label} | {problem} | {us:.1f} | {flops / us / 1e6:.0f} | {ratio} | {cfg} |"
+
+print("\n| kernel | problem | best us | TFLOP/s | cuBLAS us / ktune us | config |")
+print("|---|---|---|---|---|---|")
+for mnk in sorted({k[1] for k in best if k[0] == "cublas"}, key=lambda t: (t[1], t[0])):
+    M, N, K = mnk
+    cb = best[("cublas", mnk)][0]
+    print(f"| cuBLAS GEMM | M={M},N={N},K={K} | {cb:.1f} | {2 * M * N * K / cb / 1e6:.0f} | 1 | {best[('cublas', mnk)][1]} |")
+    if M <= 64:
+        print(row("gelu skinny", "gelu_skinny", mnk, 2 * M * N * K, cb))
         continue
-    for p in summary.get("problems", []):
-        key = p["problem"]
-        counts = dict(con.execute(
-            "SELECT m.status, COUNT(*) FROM measurements m JOIN problems pr ON pr.id = m.problem_id "
-            "JOIN kernels k ON k.id = m.kernel_id WHERE pr.key = ? AND k.op || '_' || k.variant = ? GROUP BY m.status",
-            (key, space)).fetchall())
-        for cfg, msg in con.execute(
-                "SELECT c.key, m.message FROM measurements m JOIN problems pr ON pr.id = m.problem_id "
-                "JOIN configurations c ON c.id = m.configuration_id JOIN kernels k ON k.id = m.kernel_id "
-                "WHERE pr.key = ? AND k.op || '_' || k.variant = ? AND m.status NOT IN ('ok', 'compiled')",
-                (key, space)):
-            failures.append(f"{space} {key} {cfg}: {msg[:300]}")
-        best = p.get("best")
-        shape = dict(kv.split("=") for kv in key.split(":")[-1].split(",") if "=" in kv)
-        M, K = int(shape.get("M", 0)), int(shape.get("K", 0))
-        N = int(shape.get("N", shape.get("I", 0)))
-        flops = 2 * M * N * K * (2 if space.startswith("ffn_gated") else 1)
-        us = best.get("rank_us", best.get("p50_us")) if best else None
-        rows.append((space, key, us, flops / us / 1e6 if us else None, best["config"] if best else "-",
-                     " ".join(f"{k} {v}" for k, v in sorted(counts.items())), (M, N, K)))
-
-cublas = {}
-try:
-    import torch
-    for (M, N, K) in sorted({r[6] for r in rows}):
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16) * 0.05
-        for _ in range(5): torch.nn.functional.linear(x, w)
-        ts = []
-        for _ in range(30):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(); torch.nn.functional.linear(x, w); b.record(); b.synchronize()
-            ts.append(a.elapsed_time(b) * 1e3)
-        cublas[(M, N, K)] = sorted(ts)[len(ts) // 2]
-except Exception as e:
-    print(f"(no cuBLAS comparison: {e})")
-
-print("\n| space | problem | best us | TFLOP/s | cuBLAS GEMM us (x W^T, N cols) | statuses | config |")
-print("|---|---|---|---|---|---|---|")
-for space, key, us, tf, cfg, counts, mnk in rows:
-    cb = cublas.get(mnk)
-    cb_text = "-" if cb is None else (f"{cb:.1f} (x2 for ffn: {2 * cb:.1f})" if space.startswith("ffn") else f"{cb:.1f}")
-    print(f"| {space} | {key} | {us:.1f} | {tf:.0f} | {cb_text} | {counts} | {cfg} |" if us else
-          f"| {space} | {key} | - | - | {cb_text} | {counts} | - |")
+    print(row("gelu wgmma_ws", "gelu_ws", mnk, 2 * M * N * K, cb))
+    print(row("gelu wgmma (old)", "gelu_old", mnk, 2 * M * N * K, cb))
+for mnk in sorted({k[1] for k in best if k[0] in ("ffn_ws", "ffn_old")}):
+    M, I, K = mnk
+    cb = best.get(("cublas", mnk))
+    cb2 = 2 * cb[0] if cb else None  # [Wg; Wu] as one GEMM of 2I columns costs about two of I
+    print(f"| cuBLAS 2 x GEMM(N=I) | M={M},I={I},K={K} | {cb2 or float('nan'):.1f} | - | 1 | (no SwiGLU) |")
+    print(row("swiglu wgmma_ws", "ffn_ws", mnk, 4 * M * I * K, cb2, "I"))
+    print(row("swiglu wgmma (old)", "ffn_old", mnk, 4 * M * I * K, cb2, "I"))
 if failures:
-    print(f"\nFAILED: {len(failures)} configurations did not validate or run:")
-    for f in failures[:40]: print("  " + f)
+    print(f"\nFAILED: {len(failures)} measurements did not validate, compile or run:")
+    for f in failures[:40]:
+        print("  " + f)
     sys.exit(1)
-print("\nall measured configurations validated")
+print("\nall ktune measurements validated")
 PY
+echo "gemm_gpu: $((SECONDS - start)) s, results in $out"
+[ "$failed" = 0 ] || { echo "gemm_gpu: FAILED (see above)" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #pragma once
-// Template arguments of the tuned gemm kernels (kernels/gemm/gemm_wgmma.cuh) and their epilogue activations, in fp32
-// from the same formulas as the references (kernels/gemm/gemm_reference.cuh: ACT 0 none, 1 gelu, 2 silu).
+// Template arguments of the tuned gemm kernels (kernels/gemm/gemm_wgmma.cuh, gemm_wgmma_ws.cuh) and their epilogue
+// activations, in fp32 from the same formulas as the references (kernels/gemm/gemm_reference.cuh: ACT 0 none, 1 gelu,
+// 2 silu).
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 namespace ktune::dev::gemm {
 

@@ -1,0 +1,363 @@
+#pragma once
+// Hopper GEMM with a fused epilogue, warp-specialized: one producer warpgroup streams K tiles into shared memory with
+// cp.async while two consumer warpgroups run wgmma on them; mbarriers hand the stages back and forth. The same
+// operations, operand layout (128-byte swizzle), descriptors and fragment layout as kernels/gemm/gemm_wgmma.cuh (the
+// validated kernel, kept as its own alternative); needs sm_90a (the spaces set kernel.arch_specific).
+//
+//   gemm_act_wgmma_ws:  y[m, n] = act(sum_k x[m, k] w[n, k] + b[n])     x [M, K], w [N, K] (F.linear), b [N] or null
+//   ffn_gated_wgmma_ws: y[m, i] = act(sum_k x[m, k] w[i, k]) * sum_k x[m, k] w[I + i, k]      w [2I, K]: gate, up
+//
+// Row-major everything, fp32 accumulation, one rounding to T (__nv_bfloat16 or __half). Any M, N (I); K % 8 == 0,
+// pointers 16-byte aligned (the op specs check K).
+//
+// Block: 384 threads, warpgroup 0 the producer, warpgroups 1 and 2 the consumers. setmaxnreg moves registers from the
+// producer (56 each) to the consumers (224 each): 56 * 128 + 224 * 256 = 64512 of the SM's 65536. The block tile is
+// BM x BN with BM = 2 * 64 * MT: consumer c owns rows c * 64 * MT.. (MT slabs of 64 rows, one wgmma m64nBNk16 per
+// slab per 16 of K; ffn_gated: two, gate and up, into two accumulators).
+//
+// Pipeline: STAGES stages of one 64-wide K tile (A: BM rows, B: BN rows, ffn_gated 2 BN: gate rows then up rows; each
+// row 128 bytes, swizzled as in gemm_wgmma.cuh). Per stage two mbarriers:
+//   full[s]:  128 arrivals, one per producer thread, made by cp.async.mbarrier.arrive.noinc when all of that thread's
+//             earlier copies have landed: the phase completes when the whole tile is in shared memory.
+//   empty[s]: 8 arrivals, lane 0 of each consumer warp once its wgmma reading the stage have completed.
+// Fill j (j = kt / STAGES) of stage s completes phase j of full[s]; its consumers wait on parity j & 1. Fill j >= 1
+// waits for release j - 1 (phase j - 1 of empty[s], parity (j - 1) & 1). Neither side can run a whole phase ahead of
+// the other, so one parity bit names the phase unambiguously.
+// Consumers keep one wgmma group in flight: tile kt's wgmma are issued before waiting for tile kt - 1's
+// (wgmma.wait_group 1), whose stage is then released.
+//
+// Epilogue: after both consumers have finished their MMAs (named barrier), each writes its rows, activated and rounded
+// to T, into shared memory (the pipeline's, now idle; rows padded by 16 bytes against bank conflicts), then stores
+// them as coalesced 16-byte rows (element stores where N % 8 != 0 or at the right edge).
+//
+// Launch: block 384, grid ceil_div(M, BM) * ceil_div(N, BN) (1D, rastered in groups of GROUP_M row tiles as
+// gemm_wgmma.cuh), dynamic shared memory STAGES * (BM + B_ROWS) * 128 + 1024 (alignment) + 1024 (barriers).
+#include "kernels/common/ktune_device.cuh"
+#include "kernels/gemm/gemm_types.cuh"
+#include "kernels/gemm/wgmma_ops.cuh"
+
+namespace ktune::dev::gemm_ws {
+
+using ktune::dev::gemm::Act;
+using ktune::dev::gemm::activate;
+using ktune::dev::gemm::Wgmma;
+
+constexpr int kBK = 64;          // K per tile: 64 elements of 2 bytes, one 128-byte swizzle row
+constexpr int kRowBytes = 128;   // bytes of one tile row in shared memory
+constexpr int kAtomBytes = 1024; // 8 rows: one swizzle atom, the descriptors' stride between 8-row groups
+constexpr int kProducerRegs = 56;
+constexpr int kConsumerRegs = 224;
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// K-major operand, 128-byte swizzle (as gemm_wgmma.cuh): start, leading byte offset 1 (unused), stride 1024, mode 1.
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr) {
+    unsigned long long d = 0;
+    d |= static_cast<unsigned long long>((addr & 0x3FFFF) >> 4);
+    d |= static_cast<unsigned long long>(1) << 16;
+    d |= static_cast<unsigned long long>(kAtomBytes >> 4) << 32;
+    d |= static_cast<unsigned long long>(1) << 62;
+    return d;
+}
+
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
+    // src-size 0 zero-fills the 16 bytes without reading: rows past M / N and K past the end.
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Arrives on `bar` once all of this thread's earlier cp.async have completed; noinc: the arrival is one of the
+// barrier's expected count (no pending count is added for it).
+__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// Blocks until the phase of parity `parity` of `bar` has completed (acquire at CTA scope, the default).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+// cp.async writes through the generic proxy; wgmma reads through the async proxy: order them (after the wait).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+// Named barrier `id` over `threads` threads (id 0 is __syncthreads').
+__device__ __forceinline__ void named_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_operands(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned pack2(float a, float b);
+template <>
+__device__ __forceinline__ unsigned pack2<__nv_bfloat16>(float a, float b) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+template <>
+__device__ __forceinline__ unsigned pack2<__half>(float a, float b) {
+    __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<unsigned*>(&v);
+}
+
+// The producer warpgroup's share of one tile: ROWS rows x 64 K-elements from global row row0 (rows >= row_end and
+// K past the end zero-filled), column k0, into the swizzled tile at dst. Thread tid copies chunk tid % 8 of rows
+// tid / 8 + 16 i: its swizzled chunk (the row's low 3 bits are fixed) and source step stay the same for every i, so
+// the loop is a pointer walk (the producer runs on 56 registers).
+template <typename T, int ROWS>
+__device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ src, long long row0, long long row_end,
+                                          int k0, int K, int tid) {
+    static_assert(ROWS % 16 == 0, "whole steps of 16 rows (128 threads x 16 bytes)");
+    const int r = tid >> 3, c = tid & 7;
+    const int k = k0 + c * 8;
+    const unsigned d = dst + r * kRowBytes + ((c ^ (r & 7)) << 4);
+    const long long rows_left = row_end - row0 - r;  // this thread's rows i with 16 i < rows_left exist
+    const T* p = src + (row0 + r) * K + k;
+    const long long step = 16LL * K;
+#pragma unroll
+    for (int i = 0; i < ROWS / 16; ++i) {
+        const bool valid = 16 * i < rows_left && k < K;
+        cp_async_16(d + i * 16 * kRowBytes, valid ? p : src, valid);
+        p += step;
+    }
+}
+
+template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M>
+__device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                                             const T* __restrict__ b, int M, int N, int K) {
+    constexpr int CONSUMERS = 2;
+    constexpr int BM = 64 * CONSUMERS * MT;
+    constexpr int B_ROWS = GATED ? 2 * BN : BN;
+    constexpr int A_BYTES = BM * kRowBytes;
+    constexpr int STAGE_BYTES = (BM + B_ROWS) * kRowBytes;
+    constexpr int PIPE_BYTES = STAGES * STAGE_BYTES;
+    constexpr int ACC = BN / 2;  // fp32 accumulators per thread of one m64 x BN slab
+    constexpr int OUT_ROW_BYTES = BN * 2 + 16;  // epilogue staging row: 16 bytes of padding shift the banks
+    static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
+    static_assert(STAGES >= 2, "a stage loading while another is computed");
+    static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
+    static_assert(PIPE_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
+    static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned bars = smem + PIPE_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    auto full_bar = [&](int s) { return bars + 8u * s; };
+    auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
+
+    // Broadcast from lane 0 so the compiler sees the role warp-uniform (the setmaxnreg branches must be).
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bar(s), 128);
+            mbar_init(empty_bar(s), CONSUMERS * 4);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    // Block order: GROUP_M row tiles walk one column tile after another, so their blocks reuse its weight tile in L2.
+    const int tiles_m = (M + BM - 1) / BM;
+    const int tiles_n = (N + BN - 1) / BN;
+    const int pid = blockIdx.x;
+    const int per_group = GROUP_M * tiles_n;
+    const int first_m = (pid / per_group) * GROUP_M;
+    const int group_rows = min(tiles_m - first_m, GROUP_M);
+    const int tile_m = first_m + (pid % per_group) % group_rows;
+    const int tile_n = (pid % per_group) / group_rows;
+    const long long m0 = (long long)tile_m * BM;
+    const long long n0 = (long long)tile_n * BN;
+    const int k_tiles = (K + kBK - 1) / kBK;
+
+    if (wg == 0) {
+        // Producer.
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            const int s = kt % STAGES;
+            if (kt >= STAGES) mbar_wait(empty_bar(s), ((kt / STAGES) - 1) & 1);
+            const unsigned base = smem + s * STAGE_BYTES;
+            const int k0 = kt * kBK;
+            load_tile<T, BM>(base, x, m0, M, k0, K, tid);
+            load_tile<T, BN>(base + A_BYTES, w, n0, N, k0, K, tid);
+            // Up rows I + n: the same columns of the second half of w, valid while n < I (= N).
+            if constexpr (GATED)
+                load_tile<T, BN>(base + A_BYTES + BN * kRowBytes, w + (long long)N * K, n0, N, k0, K, tid);
+            cp_async_arrive_noinc(full_bar(s));
+        }
+        // The consumers wait for every tile; waiting here too keeps no copy outliving its issuing thread.
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        return;
+    }
+
+    // Consumers.
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int cw = wg - 1;  // consumer index
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+
+    float acc[MT][ACC];
+    float acc_up[GATED ? MT : 1][GATED ? ACC : 1];
+#pragma unroll
+    for (int t = 0; t < MT; ++t)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[t][i] = 0.0f;
+    if constexpr (GATED) {
+#pragma unroll
+        for (int t = 0; t < MT; ++t)
+#pragma unroll
+            for (int i = 0; i < ACC; ++i) acc_up[t][i] = 0.0f;
+    }
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(full_bar(s), (kt / STAGES) & 1);
+        fence_proxy_async();
+        const unsigned a_base = smem + s * STAGE_BYTES + cw * MT * 64 * kRowBytes;
+        const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
+#pragma unroll
+        for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+        if constexpr (GATED) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kBK / 16; ++ks) {
+            const unsigned long long db = smem_desc(b_base + ks * 32);
+#pragma unroll
+            for (int t = 0; t < MT; ++t) {
+                const unsigned long long da = smem_desc(a_base + t * 64 * kRowBytes + ks * 32);
+                Wgmma<T, BN>::mma(acc[t], da, db);
+                if constexpr (GATED) Wgmma<T, BN>::mma(acc_up[t], da, smem_desc(b_base + BN * kRowBytes + ks * 32));
+            }
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
+#pragma unroll
+        for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+        if constexpr (GATED) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
+        }
+        if (kt > 0 && lane == 0) mbar_arrive(empty_bar((kt - 1) % STAGES));
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+    if constexpr (GATED) {
+#pragma unroll
+        for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
+    }
+
+    // Both consumers' MMAs are done with every stage (and every fill has landed: each was waited for) before the
+    // pipeline's shared memory holds the output.
+    named_sync(1, 128 * CONSUMERS);
+
+    // Fragments to shared memory. Thread l of warp v holds, per 8-column group j of its m64 slab, rows v * 16 + l / 4
+    // (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 0..1] the first row, [4 j + 2..3] the second.
+    const unsigned out_base = smem + cw * MT * 64 * OUT_ROW_BYTES;
+#pragma unroll
+    for (int t = 0; t < MT; ++t) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int col = j * 8 + 2 * (lane % 4);
+            float bias0 = 0.0f, bias1 = 0.0f;
+            if constexpr (!GATED) {
+                if (b != nullptr) {
+                    if (n0 + col < N) bias0 = to_float(b[n0 + col]);
+                    if (n0 + col + 1 < N) bias1 = to_float(b[n0 + col + 1]);
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = t * 64 + warp * 16 + lane / 4 + 8 * h;
+                float v0, v1;
+                if constexpr (GATED) {
+                    v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
+                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
+                } else {
+                    v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
+                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
+                }
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(out_base + row * OUT_ROW_BYTES + col * 2),
+                             "r"(pack2<T>(v0, v1))
+                             : "memory");
+            }
+        }
+    }
+    named_sync(2 + cw, 128);  // this consumer's rows are staged
+
+    // Coalesced stores of this consumer's MT * 64 rows: 16 bytes (8 outputs) per thread per step.
+    constexpr int CHUNKS_PER_ROW = BN / 8;
+    constexpr int CHUNKS = MT * 64 * CHUNKS_PER_ROW;
+    static_assert(CHUNKS % 128 == 0, "whole steps of 128 threads");
+    const bool vec_ok = (N % 8) == 0;
+#pragma unroll 4
+    for (int i = 0; i < CHUNKS / 128; ++i) {
+        const int idx = tid + i * 128;
+        const int r = idx / CHUNKS_PER_ROW, c = idx % CHUNKS_PER_ROW;
+        const long long row = m0 + cw * MT * 64 + r;
+        const long long col = n0 + c * 8;
+        if (row >= M || col >= N) continue;
+        unsigned v0, v1, v2, v3;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                     : "r"(out_base + r * OUT_ROW_BYTES + c * 16)
+                     : "memory");
+        T* out = y + row * N + col;
+        if (vec_ok && col + 8 <= N) {
+            *reinterpret_cast<uint4*>(out) = make_uint4(v0, v1, v2, v3);
+        } else {
+            const unsigned words[4] = {v0, v1, v2, v3};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                if (col + e < N) {
+                    const unsigned short bits = static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2)));
+                    out[e] = *reinterpret_cast<const T*>(&bits);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace ktune::dev::gemm_ws
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+__global__ void __launch_bounds__(384, 1)
+    gemm_act_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                      int M, int N, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M>(y, x, w, b, M, N, K);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+__global__ void __launch_bounds__(384, 1)
+    ffn_gated_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M>(y, x, w, nullptr, M, I, K);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
