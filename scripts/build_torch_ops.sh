@@ -86,7 +86,8 @@ for s in "${spaces[@]}"; do
 done
 echo "build_torch_ops: exported $(ls "$out"/include/ktune_tuned_*.hpp | wc -l) headers from $db"
 start=$SECONDS
-nvcc -std=c++17 -O3 -arch="$arch" -Xcompiler=-fPIC,-Wall -shared -I"$root" -I"$out/include" \
+# --split-compile=0: the device code's optimisation on every core (one translation unit holds every kernel instance)
+nvcc -std=c++17 -O3 -arch="$arch" --split-compile=0 -Xcompiler=-fPIC,-Wall -shared -I"$root" -I"$out/include" \
   -o "$out/libktune_torch_ops.so.tmp" "$root/python/ktune_torch/csrc/ktune_torch_ops.cu" > "$out/nvcc.log" 2>&1 ||
   { tail -30 "$out/nvcc.log"; echo "build_torch_ops: nvcc failed ($out/nvcc.log)" >&2; exit 1; }
 mv "$out/libktune_torch_ops.so.tmp" "$out/libktune_torch_ops.so"
