@@ -150,6 +150,9 @@ def run_steps(model, mode, batch, args, device, prefill_forward=None):
                 if cuda:
                     torch.cuda.synchronize()
                 yield
+                # Another run_steps may have run meanwhile and left its no_grad block, re-enabling grad mode: a
+                # compiled step would then miss its guards and recompile inside the timed steps.
+                torch.set_grad_enabled(False)
             if mode == "ktune+graph" and i == 1:
                 # step 0 ran eagerly on a side stream (warm-up: lazy initialisation); now capture one step
                 graph = torch.cuda.CUDAGraph()
@@ -269,6 +272,7 @@ def compile_baseline(args, device, dtype, dev):
     compilation is CPU time: minutes for the whole model), timed only once --gate exists; eager runs again after it as
     the reference of the token comparison. Writes --json (compile rows) and prints its table."""
     t0 = time.perf_counter()
+    torch.set_grad_enabled(False)  # inference only (the generators below suspend inside no_grad blocks)
     torch._dynamo.config.automatic_dynamic_shapes = False  # each batch size its own static graph, as run() compiles
     model = build_model(llama_3b_config(args.tiny), device, dtype)
     forward = model.forward

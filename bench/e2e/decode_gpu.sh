@@ -113,6 +113,8 @@ if [ -z "$db" ]; then
     done
   done
   tune linear_skinny "${dense[@]}"
+  # RMSNorm's backward at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
+  tune rmsnorm_bwd "M=4096,H=3072"
   [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   echo "tuned in $((SECONDS - start)) s: $db"
 fi

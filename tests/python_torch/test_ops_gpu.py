@@ -88,6 +88,17 @@ def test_linear_int4(m, n, k):
     torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
 
 
+def test_rms_norm_backward():
+    need("rms_norm_bwd")
+    x = torch.randn(4096, 3072, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(3072, device=dev, dtype=torch.bfloat16)
+    dy = torch.randn_like(x)
+    dx, dw = ops.rms_norm_backward(dy, x, w, ops.SPEC_EPS)  # the kernel's eps
+    want_dx, want_dw = ops._rms_norm_backward_math(dy.cpu().double(), x.cpu().double(), w.cpu().double(), ops.SPEC_EPS)
+    torch.testing.assert_close(dx.cpu().double(), want_dx, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dw.cpu().double(), want_dw, rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 5120, 3072), (8, 3072, 8192), (1, 128256, 3072), (16, 3072, 3072)])
 def test_linear_skinny(m, n, k):
     need("linear_skinny")
