@@ -128,7 +128,11 @@ def main():
     cfg = config(args.layers, args.tiny)
     rows, notes, ref_grad = [], [], None
     signal.signal(signal.SIGALRM, _alarm)
-    for v in args.variants.split(","):
+    variants = args.variants.split(",")
+    # Liger patches transformers' module globals (LlamaRMSNorm, LlamaMLP, apply_rotary_pos_emb): every model built
+    # after it would carry its kernels, so it runs last.
+    variants = [v for v in variants if v != "liger"] + (["liger"] if "liger" in variants else [])
+    for v in variants:
         if v == "compile" and device.type != "cuda":
             continue
         model = build(cfg, device, dtype)
