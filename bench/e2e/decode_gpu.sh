@@ -5,7 +5,7 @@
 # Knobs: BUDGET (configurations per problem when tuning, default 8), TUNE_TIME (seconds per tuning call, 60),
 # BATCH ("1 8"), STEPS (128), PROMPT (512), MODES (eager,compile,ktune,ktune+graph), WEIGHTS (bf16,int4),
 # COMPILE_TIMEOUT (seconds to compile the baseline at one batch size, 240), DEADLINE (seconds for the whole script,
-# 480).
+# 480), DECODE_EXTRA (more decode.py arguments: "--tiny --device cpu" smoke-tests this script's flow).
 # Assumes ktune built in build-gpu/ (the lead's command in docs/). Stages: tune (a failed op is reported and left out,
 # the run goes on), build the op library (scripts/build_torch_ops.sh), the GPU op tests (a failure is reported, the
 # run goes on, the script exits 1 at the end), decode.py (results rewritten to decode.json after every run; cut at
@@ -35,7 +35,7 @@ if [[ ,$modes, == *,compile,* ]]; then
   # shellcheck disable=SC2086  # BATCH is a list
   python3 "$root/bench/e2e/decode.py" --batch ${BATCH:-1 8} --prompt "$prompt" --steps "$steps" \
     --compile-timeout "${COMPILE_TIMEOUT:-240}" --ready "$out/compile.ready" --gate "$out/compile.gate" \
-    --json "$out/decode_compile.json" > "$out/decode_compile.txt" 2>&1 &
+    --json "$out/decode_compile.json" ${DECODE_EXTRA:-} > "$out/decode_compile.txt" 2>&1 &
   bg=$!
   trap '[ -n "$bg" ] && kill "$bg" 2>/dev/null; true' EXIT
 fi
@@ -142,13 +142,17 @@ fi
 
 stage "decode"
 if [ -n "$bg" ]; then
-  # Timed runs must not share the CPU with a compilation: wait for the baseline to be compiled, at most until the ktune
-  # runs (~2 min) and the baseline's timed steps (~1 min) would no longer fit the deadline; then drop it.
-  until [ -f "$out/compile.ready" ] || ! kill -0 "$bg" 2>/dev/null || ((SECONDS - start > deadline - 200)); do sleep 1; done
-  if [ ! -f "$out/compile.ready" ]; then
-    kill "$bg" 2>/dev/null || true; bg=""
-    problems+=("torch.compile baseline dropped: not compiled by $((SECONDS - start)) s ($out/decode_compile.txt)")
+  # Timed runs should not share the CPU with a compilation: wait for the baseline to be compiled, at most until the
+  # ktune runs (~2 min) would no longer fit the deadline; past that they run beside it, and the table says so.
+  until [ -f "$out/compile.ready" ] || ! kill -0 "$bg" 2>/dev/null || ((SECONDS - start > deadline - 170)); do sleep 1; done
+  if ! kill -0 "$bg" 2>/dev/null; then
+    bg=""
+    problems+=("torch.compile baseline failed ($out/decode_compile.txt)")
     tail -5 "$out/decode_compile.txt"
+  elif [ ! -f "$out/compile.ready" ]; then
+    problems+=("NOTE: the eager and ktune runs were timed while torch.compile was still compiling (CPU shared; eager
+    and ktune without graphs are CPU-bound, so their times are pessimistic): rerun with MODES=eager,ktune,ktune+graph")
+    echo "${problems[-1]}"
   else
     echo "torch.compile baseline compiled ($(grep -c "compiled and warmed" "$out/decode_compile.txt") batch sizes) at $((SECONDS - start)) s"
   fi
@@ -159,14 +163,14 @@ ktmodes=$(echo ",$modes," | sed 's/,compile,/,/; s/^,//; s/,$//')
 # shellcheck disable=SC2086  # BATCH is a list
 if ! timeout --signal=INT --kill-after=15 "$left" python3 "$root/bench/e2e/decode.py" --batch ${BATCH:-1 8} \
     --prompt "$prompt" --steps "$steps" --modes "$ktmodes" --weights "${WEIGHTS:-bf16,int4}" \
-    --json "$out/decode.json" > "$out/decode.txt" 2>&1; then
+    --json "$out/decode.json" ${DECODE_EXTRA:-} > "$out/decode.txt" 2>&1; then
   problems+=("decode.py failed or was cut at ${left} s ($out/decode.txt)")
 fi
 grep -vE "^\||^$|^## |^- |Warning|warnings.warn|return fn" "$out/decode.txt" | tail -50
 if [ -n "$bg" ]; then
   touch "$out/compile.gate"
   left=$((deadline - (SECONDS - start)))
-  ((left >= 45)) || left=45
+  ((left >= 30)) || left=30
   for ((i = 0; i < left; i++)); do kill -0 "$bg" 2>/dev/null || break; sleep 1; done
   if kill -0 "$bg" 2>/dev/null; then
     kill "$bg" 2>/dev/null || true

@@ -396,8 +396,8 @@ int ktune_torch_linear_skinny(int dtype, void* y, const void* x, const void* w, 
                               long long n, long long k, void* stream) {
 #ifdef KT_HAS_LINEAR_SKINNY
     KT_PROPS_OR_FAIL
-    return static_cast<int>(kt::linear_skinny_fwd(*props, dtype_of(dtype), y, x, w, scratch, m, n, k,
-                                                  stream_of(stream), &t_last_choice));
+    return static_cast<int>(
+        kt::linear_skinny_fwd(*props, dtype_of(dtype), y, x, w, scratch, m, n, k, stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)y, (void)x, (void)w, (void)scratch, (void)m, (void)n, (void)k, (void)stream;
     return k_not_built;
