@@ -23,6 +23,6 @@ fi
 status=0
 timeout --signal=INT --kill-after=15 "${TIMEOUT:-300}" python3 "$root/bench/e2e/train.py" --layers "${LAYERS:-4}" \
   --variants "${VARIANTS:-eager,compile,liger,ktune}" --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
-grep -vE "Warning|warnings.warn" "$out/train.txt" | tail -30
+{ grep -vE "Warning|warnings.warn" "$out/train.txt" || true; } | tail -30
 echo "train_gpu: $((SECONDS - start)) s; results in $out/"
 ((status == 0)) || { echo "train_gpu: train.py failed (exit $status; $out/train.txt)" >&2; exit 1; }
