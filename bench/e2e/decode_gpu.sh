@@ -3,9 +3,10 @@
 #   OUT=/tmp/out bench/e2e/decode_gpu.sh                             tune every op the model uses quickly, then run
 #   KTUNE_DB=results/tuned.db OUT=/tmp/out bench/e2e/decode_gpu.sh   use that database (tuned at the model's shapes)
 # Knobs: BUDGET (configurations per problem when tuning, default 8), TUNE_TIME (seconds per tuning call, 60),
+# TUNE_BUDGET (seconds for all the tuning, 210),
 # BATCH ("1 8"), STEPS (128), PROMPT (512), MODES (eager,compile,ktune,ktune+graph), WEIGHTS (bf16,int4),
 # COMPILE_TIMEOUT (seconds to compile the baseline at one batch size, 240), DEADLINE (seconds for the whole script,
-# 480), DECODE_EXTRA (more decode.py arguments: "--tiny --device cpu" smoke-tests this script's flow).
+# 500), DECODE_EXTRA (more decode.py arguments: "--tiny --device cpu" smoke-tests this script's flow).
 # Assumes ktune built in build-gpu/ (the lead's command in docs/). Stages: tune (a failed op is reported and left out,
 # the run goes on), build the op library (scripts/build_torch_ops.sh), the GPU op tests (a failure is reported, the
 # run goes on, the script exits 1 at the end), decode.py (results rewritten to decode.json after every run; cut at
@@ -19,7 +20,7 @@ k=${KTUNE_BIN:-$root/build-gpu/ktune}
 [ -x "$k" ] || { echo "decode_gpu: $k not built" >&2; exit 1; }
 nvidia-smi -L > /dev/null 2>&1 || { echo "decode_gpu: no NVIDIA GPU here" >&2; exit 3; }
 start=$SECONDS
-deadline=${DEADLINE:-480}
+deadline=${DEADLINE:-500}
 prompt=${PROMPT:-512} steps=${STEPS:-128}
 len=$((prompt + steps + 1))  # the StaticCache capacity decode.py allocates
 problems=()                  # what went wrong, repeated at the end
@@ -44,8 +45,8 @@ db=${KTUNE_DB:-}
 if [ -z "$db" ]; then
   db=$out/decode.db
   rm -f "$db"
-  quick=(--dtype bf16 --strategy random --budget "${BUDGET:-8}" --min-samples 6 --max-samples 40 --quiet
-         --time "${TUNE_TIME:-60}")
+  quick=(--dtype bf16 --strategy random --budget "${BUDGET:-8}" --min-samples 6 --max-samples 40 --quiet)
+  tune_budget=${TUNE_BUDGET:-210}  # seconds for all the tuning: ops past it are reported and left out
   # tune SPACE SHAPE...: SPACE a file stem under search_spaces/, or a path (without .yaml) from the repository root.
   # One call for all shapes first. A space of several kernels fails as a whole when one kernel takes only some of the
   # shapes (glu's loads_first: M <= 16): then each kernel alone, and each (kernel, shape) a kernel fails at alone. A
@@ -54,7 +55,13 @@ if [ -z "$db" ]; then
   tune() {
     local space=$1 name log t0=$SECONDS; shift; name=$(basename "$space"); [[ $space == */* ]] || space=search_spaces/$space
     log=$out/tune_$name.log
-    local shapes=() s; for s in "$@"; do shapes+=(--shape "$s"); done
+    local shapes=() s left=$((tune_budget - (SECONDS - start)))
+    if ((left < 10)); then
+      echo "  $name: not tuned (the ${tune_budget} s tuning budget is spent)"
+      problems+=("$name not tuned: the tuning budget (TUNE_BUDGET=$tune_budget s) was spent"); return 0
+    fi
+    for s in "$@"; do shapes+=(--shape "$s"); done
+    shapes+=(--time "$((left < ${TUNE_TIME:-60} ? left : ${TUNE_TIME:-60}))")  # seconds of measuring per call
     if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${shapes[@]}" > "$log" 2>&1; then
       echo "  $name: $# shapes tuned ($((SECONDS - t0)) s)"; return 0
     fi
@@ -69,7 +76,7 @@ if [ -z "$db" ]; then
       fi
       for s in "$@"; do
         echo "--- ${kern}: $s" >> "$log"
-        if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${sel[@]}" --shape "$s" >> "$log" 2>&1; then
+        if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${sel[@]}" --shape "$s" --time 30 >> "$log" 2>&1; then
           ok=$((ok + 1))
         else
           missed+=("$kern@$s")
@@ -113,18 +120,21 @@ if [ -z "$db" ]; then
     done
   done
   tune linear_skinny "${dense[@]}"
+  [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   # RMSNorm's backward at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
   tune rmsnorm_bwd "M=4096,H=3072"
-  [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   echo "tuned in $((SECONDS - start)) s: $db"
 fi
 
 stage "build the op library"
+export KTUNE_TORCH_LIB=$out/lib/libktune_torch_ops.so
+rm -f "$KTUNE_TORCH_LIB"
 if ! "$root/scripts/build_torch_ops.sh" --db "$db" --ktune "$k" --out "$out/lib" > "$out/build.log" 2>&1; then
-  tail -20 "$out/build.log"; echo "decode_gpu: building the op library failed ($out/build.log)" >&2; exit 1
+  # the baselines still run; the ktune modes run every op's torch math (decode.py says the library did not load)
+  tail -20 "$out/build.log" || true
+  problems+=("building the op library FAILED ($out/build.log): the ktune rows are torch math, not ktune")
 fi
 cat "$out/build.log"
-export KTUNE_TORCH_LIB=$out/lib/libktune_torch_ops.so
 for op in rmsnorm add_rmsnorm_eps glu_swiglu rope_neox decode_attention linear_skinny linear_int4; do
   { grep "left out" "$out/build.log" || true; } | grep -qw "$op" && problems+=("$op is not in the op library: its calls take the torch fallback")
 done
@@ -157,8 +167,8 @@ if [ -n "$bg" ]; then
     echo "torch.compile baseline compiled ($(grep -c "compiled and warmed" "$out/decode_compile.txt" || true) batch sizes) at $((SECONDS - start)) s"
   fi
 fi
-left=$((deadline - (SECONDS - start) - 60))
-((left >= 90)) || left=90
+left=$((deadline - (SECONDS - start) - 40))
+((left >= 120)) || left=120
 ktmodes=$(echo ",$modes," | sed 's/,compile,/,/; s/^,//; s/,$//')
 # shellcheck disable=SC2086  # BATCH is a list
 if ! timeout --signal=INT --kill-after=15 "$left" python3 "$root/bench/e2e/decode.py" --batch ${BATCH:-1 8} \
