@@ -1,4 +1,4 @@
-"""Smoke tests of the end-to-end benchmarks on CPU (bench/e2e, tiny 2-layer models): decode.py and serve.py run their
+"""Smoke tests of the end-to-end benchmarks on CPU (bench/e2e, tiny models): decode.py, serve.py and train.py run their
 code paths, write their JSON and say that the ktune model's greedy tokens equal the baseline's. Run by
 tests/python_torch/run.sh cpu."""
 
@@ -41,3 +41,15 @@ def test_serve_tiny_on_cpu(tmp_path):
     assert all(r["requests"] > 0 and r["errors"] == 0 for r in data["results"]), data["results"]
     assert any("equal over all 3" in n for n in data["notes"]), data["notes"]
     assert "vs_baseline_pct" in next(r for r in data["results"] if r["server"] == "ktune")
+
+
+def test_train_tiny_on_cpu(tmp_path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "train.json"
+    done = subprocess.run([sys.executable, str(bench / "train.py"), "--tiny", "--device", "cpu", "--layers", "1",
+                           "--batch", "1", "--iters", "1", "--warmup", "1", "--variants", "eager,ktune",
+                           "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [r["variant"] for r in data["results"]] == ["eager", "ktune"], data
+    assert any("RMSNorms through ktune::rms_norm" in n for n in data["notes"]), data["notes"]
