@@ -49,6 +49,7 @@ if [ "$synthetic" = 1 ]; then
     "decode_attention|--shape B=1,L=1024,HQ=32,HK=8,D=128,U=1 --kernel mma_l2|HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16"
     "linear_int4|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1,GROUP_CHUNKS=1"
     "linear_int8|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1"
+    "linear_skinny|--shape M=1,N=4096,K=4096|WARPS=8,TILES_N=1,UNROLL=2,SPLIT_K=1,M_FRAGS=1,STAGES=1"
     "python/ktune_torch/spaces/add_rmsnorm_eps|--problem M=4096,H=4096|BLOCK=128,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
   )
   : > "$out/synthetic_tune.log"
@@ -64,8 +65,8 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 10:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (10)")
+if n < 11:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (11)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
@@ -73,7 +74,7 @@ fi
 # The search space of each op the package calls: files under search_spaces/, and ktune_torch's own op declared as
 # data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
 spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox glu_swiglu decode_attention linear_int4 linear_int8
-        python/ktune_torch/spaces/add_rmsnorm_eps)
+        linear_skinny python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
   [[ $s == */* ]] || s=search_spaces/$s
@@ -85,7 +86,8 @@ for s in "${spaces[@]}"; do
 done
 echo "build_torch_ops: exported $(ls "$out"/include/ktune_tuned_*.hpp | wc -l) headers from $db"
 start=$SECONDS
-nvcc -std=c++17 -O3 -arch="$arch" -Xcompiler=-fPIC,-Wall -shared -I"$root" -I"$out/include" \
+# --split-compile=0: the device code's optimisation on every core (one translation unit holds every kernel instance)
+nvcc -std=c++17 -O3 -arch="$arch" --split-compile=0 -Xcompiler=-fPIC,-Wall -shared -I"$root" -I"$out/include" \
   -o "$out/libktune_torch_ops.so.tmp" "$root/python/ktune_torch/csrc/ktune_torch_ops.cu" > "$out/nvcc.log" 2>&1 ||
   { tail -30 "$out/nvcc.log"; echo "build_torch_ops: nvcc failed ($out/nvcc.log)" >&2; exit 1; }
 mv "$out/libktune_torch_ops.so.tmp" "$out/libktune_torch_ops.so"

@@ -17,6 +17,7 @@ Prints a Markdown table; --json FILE writes the numbers.
 import argparse
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -66,7 +67,7 @@ def percentile(xs, q):
 class Decoder:
     """One greedy decode run: prefill, then steps that each read tok/pos and write the next tok, advance pos."""
 
-    def __init__(self, model, batch, prompt, steps, device, step_fn):
+    def __init__(self, model, batch, prompt, steps, device, step_fn, prefill_forward=None):
         from transformers import StaticCache
 
         self.model, self.batch, self.steps, self.device = model, batch, steps, device
@@ -76,13 +77,15 @@ class Decoder:
         self.tok = torch.zeros(batch, 1, dtype=torch.long, device=device)
         self.pos = torch.full((batch, 1), prompt, dtype=torch.long, device=device)
         self.step_fn = step_fn
+        self.prefill_forward = prefill_forward or model  # eager: only the decode step is ever compiled
         self.first_logits = None
 
     def prefill(self):
         prompt = self.prompt_ids.shape[1]
         pos = torch.arange(prompt, device=self.device)[None].expand(self.batch, -1)
         with torch.no_grad():
-            out = self.model(input_ids=self.prompt_ids, position_ids=pos, past_key_values=self.cache, use_cache=True)
+            out = self.prefill_forward(input_ids=self.prompt_ids, position_ids=pos, past_key_values=self.cache,
+                                       use_cache=True)
         self.tok.copy_(out.logits[:, -1].argmax(-1, keepdim=True))
 
     def step(self):
@@ -97,6 +100,11 @@ def hf_step(d):
     return out.logits
 
 
+def compile_step(d):
+    torch.compiler.cudagraph_mark_step_begin()  # a new step: the last step's graph outputs may be overwritten
+    return hf_step(d)
+
+
 def ktune_step(d):
     """The patched model's step: ktune_torch.llama.decode_step (residual adds fused with the norms, no mask)."""
     from ktune_torch import llama
@@ -104,18 +112,47 @@ def ktune_step(d):
 
 
 def run(model, mode, batch, args, device):
-    step_fn = ktune_step if mode.startswith("ktune") else hf_step
-    d = Decoder(model, batch, args.prompt, args.steps, device, step_fn)
+    """One timed run of `mode` at `batch` (compile: compiled here, then reset)."""
+    forward = model.forward
+    if mode == "compile":
+        model.forward = torch.compile(forward, mode="reduce-overhead", fullgraph=False)
+    try:
+        gen = run_steps(model, mode, batch, args, device, prefill_forward=forward)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as done:
+                return done.value
+    finally:
+        if mode == "compile":
+            model.forward = forward
+            torch._dynamo.reset()
+
+
+def run_steps(model, mode, batch, args, device, prefill_forward=None):
+    """Generator: prefill and the first (not steady) steps, then a pause (yield) before the timed steady steps; returns
+    the run's numbers. The pause lets a torch.compile baseline compile every batch size first and time later."""
+    step_fn = ktune_step if mode.startswith("ktune") else compile_step if mode == "compile" else hf_step
+    d = Decoder(model, batch, args.prompt, args.steps, device, step_fn, prefill_forward)
     tokens, times = [], []
     cuda = device.type == "cuda"
-    forward = model.forward
+    # Not steady state: steps 0 and 1 (warm-up, capture); under reduce-overhead also step 2 (cudagraph trees warm up
+    # on the first call, record on the second, replay from the third).
+    warm = 3 if mode == "compile" else 2
+    if args.steps <= warm + 2:
+        warm = 0
     with torch.no_grad():
-        d.prefill()  # eager in every mode: only the decode step is compiled, as HF's generate() does
-        if mode == "compile":
-            model.forward = torch.compile(forward, mode="reduce-overhead", fullgraph=False)
+        d.prefill()
         tokens.append(d.tok.clone())
         graph = None
         for i in range(args.steps):
+            if i == warm:
+                if cuda:
+                    torch.cuda.synchronize()
+                yield
+                # Another run_steps may have run meanwhile and left its no_grad block, re-enabling grad mode: a
+                # compiled step would then miss its guards and recompile inside the timed steps.
+                torch.set_grad_enabled(False)
             if mode == "ktune+graph" and i == 1:
                 # step 0 ran eagerly on a side stream (warm-up: lazy initialisation); now capture one step
                 graph = torch.cuda.CUDAGraph()
@@ -149,13 +186,10 @@ def run(model, mode, batch, args, device):
         if cuda:
             torch.cuda.synchronize()
             times = [s.elapsed_time(e) for s, e in times]
-    if mode == "compile":
-        model.forward = forward
-        torch._dynamo.reset()
-    steady = times[2:] if len(times) > 4 else times  # step 0 (warm-up / capture) and 1 are not steady state
+    steady = times[warm:]
     mean = sum(steady) / len(steady)
     return {
-        "mode": mode, "batch": batch,
+        "mode": mode, "batch": batch, "steps_timed": len(steady),
         "p50_ms": percentile(steady, 50), "p95_ms": percentile(steady, 95), "p99_ms": percentile(steady, 99),
         "tokens_per_s": batch * 1000.0 / mean,
         "tokens": torch.cat(tokens, dim=1).cpu(), "first_logits": d.first_logits.cpu(),
@@ -182,16 +216,110 @@ def dispatch_steps(model, batch, args, device, weights):
 
 
 def compare(ref, other, check):
+    """(short, long): the greedy tokens against eager's over the first `check` steps, and the step-0 logits."""
+    check = min(check, ref["tokens"].shape[1] - 1, other["tokens"].shape[1] - 1)
     a, b = ref["tokens"][:, :check + 1], other["tokens"][:, :check + 1]
     same = torch.equal(a, b)
     diff = (ref["first_logits"] - other["first_logits"]).abs().max().item()
     scale = ref["first_logits"].abs().max().item()
     if same:
-        return f"greedy tokens equal over the first {check} steps; step-0 logits max |diff| {diff:.3g} (max |logit| {scale:.3g})"
+        return (f"equal {check}/{check}",
+                f"greedy tokens equal over the first {check} steps; step-0 logits max |diff| {diff:.3g} "
+                f"(max |logit| {scale:.3g})")
     first = int((a != b).any(0).nonzero()[0].item())
     within = diff <= 0.02 * max(scale, 1.0)  # bf16: ~2^-7 relative per rounding, a few roundings deep
-    return (f"greedy tokens differ from step {first}; step-0 logits max |diff| {diff:.3g} (max |logit| {scale:.3g}): "
-            f"{'within' if within else 'OUTSIDE'} bf16 tolerance (2% of max |logit|)")
+    tol = "within" if within else "OUTSIDE"
+    return (f"differ from step {first}, logits {tol} tol",
+            f"greedy tokens differ from step {first}; step-0 logits max |diff| {diff:.3g} (max |logit| {scale:.3g}): "
+            f"{tol} bf16 tolerance (2% of max |logit|)")
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise CompileTimeout()
+
+
+def print_table(docs):
+    """The Markdown table of results documents (what --json writes), merged: a row (batch, weights, mode) is taken from
+    the first document that has it."""
+    data = {"title": docs[0]["title"], "results": [], "outputs": []}
+    seen = set()
+    for doc in docs:
+        for r in doc["results"]:
+            if (r["batch"], r["weights"], r["mode"]) not in seen:
+                seen.add((r["batch"], r["weights"], r["mode"]))
+                data["results"].append(r)
+        data["outputs"] += doc["outputs"]
+    print(f"\n## {data['title']}\n")
+    print("| batch | weights | mode | p50 ms | p95 ms | p99 ms | p99/p50 | tokens/s | tokens vs eager |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    order = {"eager": 0, "compile": 1, "ktune": 2, "ktune+graph": 3}
+    for r in sorted(data["results"], key=lambda r: (r["batch"], r["weights"] != "bf16", r["weights"],
+                                                   order.get(r["mode"], 9))):
+        print(f"| {r['batch']} | {r['weights']} | {r['mode']} | {r['p50_ms']:.3f} | {r['p95_ms']:.3f} | "
+              f"{r['p99_ms']:.3f} | {r['p99_ms'] / r['p50_ms']:.2f} | {r['tokens_per_s']:.0f} | "
+              f"{r.get('agreement', '')} |")
+    print()
+    for n in data["outputs"]:
+        print(f"- {n}")
+
+
+def compile_baseline(args, device, dtype, dev):
+    """torch.compile (reduce-overhead) at every batch size, compiled side by side while the GPU does other work (the
+    compilation is CPU time: minutes for the whole model), timed only once --gate exists; eager runs again after it as
+    the reference of the token comparison. Writes --json (compile rows) and prints its table."""
+    t0 = time.perf_counter()
+    torch.set_grad_enabled(False)  # inference only (the generators below suspend inside no_grad blocks)
+    torch._dynamo.config.automatic_dynamic_shapes = False  # each batch size its own static graph, as run() compiles
+    model = build_model(llama_3b_config(args.tiny), device, dtype)
+    forward = model.forward
+    model.forward = torch.compile(forward, mode="reduce-overhead", fullgraph=False)
+    notes, pending = [], {}
+    data = {"title": f"Decode step, {'tiny model' if args.tiny else 'Llama-3.2-3B shape'}, prompt {args.prompt}, "
+                     f"{args.steps} greedy steps ({dev}, torch {torch.__version__})",
+            "device": dev, "results": [], "outputs": notes}
+    signal.signal(signal.SIGALRM, _alarm)
+    for batch in args.batch:
+        start = time.perf_counter()
+        gen = run_steps(model, "compile", batch, args, device, prefill_forward=forward)
+        try:
+            if args.compile_timeout:
+                signal.alarm(max(1, int(args.compile_timeout)))
+            next(gen)  # prefill, compilation, warm-up steps
+            signal.alarm(0)
+            pending[batch] = gen
+            notes.append(f"batch {batch} compile: compiled and warmed up in {time.perf_counter() - start:.0f} s")
+        except CompileTimeout:
+            notes.append(f"batch {batch} compile: dropped, not compiled within --compile-timeout "
+                         f"{args.compile_timeout:.0f} s")
+        finally:
+            signal.alarm(0)
+        print(f"[{time.perf_counter() - t0:6.1f} s] {notes[-1]}", flush=True)
+    Path(args.ready).write_text("compiled\n")
+    while not Path(args.gate).exists():
+        time.sleep(0.2)
+    print(f"[{time.perf_counter() - t0:6.1f} s] gate open: timing", flush=True)
+    done = {}
+    for batch, gen in pending.items():
+        try:
+            next(gen)
+        except StopIteration as finished:
+            done[batch] = finished.value
+    model.forward = forward
+    for batch, r in done.items():
+        ref = run(model, "eager", batch, args, device)
+        short, long = compare(ref, r, args.check)
+        data["results"].append({k: v for k, v in dict(r, weights="bf16", agreement=short).items()
+                                if k not in ("tokens", "first_logits")})
+        notes.append(f"batch {batch} compile bf16 vs eager bf16 (eager run again here): {long}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    print_table([data])
 
 
 def main():
@@ -204,31 +332,62 @@ def main():
     p.add_argument("--weights", default="bf16,int4")
     p.add_argument("--tiny", action="store_true", help="a 2-layer model (smoke test)")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--json", help="write the results here")
+    p.add_argument("--json", help="write the results here (rewritten after every run, so a cut-off run keeps them)")
+    p.add_argument("--compile-timeout", type=float, default=0,
+                   help="seconds for each torch.compile run (compilation + steps); past it the run is dropped, said so")
+    p.add_argument("--table", metavar="JSON", nargs="+", help="only print the table of results files and exit")
+    p.add_argument("--ready", help="the torch.compile baseline alone (with --gate): compile every batch size and run "
+                   "its warm-up steps, then write this file")
+    p.add_argument("--gate", help="... then wait for this file before the timed steps (the GPU is then ours alone)")
     args = p.parse_args()
+    if args.table:
+        print_table([json.loads(Path(t).read_text()) for t in args.table if Path(t).exists()])
+        return
     device = torch.device(args.device)
     modes = args.modes.split(",")
     weights = args.weights.split(",")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
 
     import ktune_torch
-    from ktune_torch import llama
+    from ktune_torch import _lib, llama
 
+    dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    if args.gate:
+        return compile_baseline(args, device, dtype, dev)
     print(f"ktune_torch library: {ktune_torch.library_status()}", flush=True)
     cfg = llama_3b_config(args.tiny)
+    t0 = time.perf_counter()
     model = build_model(cfg, device, dtype)
     results, notes, refs = [], [], {}
-    for batch in args.batch:
-        if "eager" in modes:
+    data = {"title": f"Decode step, {'tiny model' if args.tiny else 'Llama-3.2-3B shape'}, prompt {args.prompt}, "
+                     f"{args.steps} greedy steps ({dev}, torch {torch.__version__})",
+            "device": dev, "results": [], "outputs": notes}
+
+    def add(r, w, against_eager=True):
+        r = dict(r, weights=w)
+        if against_eager and r["batch"] in refs and r["mode"] != "eager":
+            short, long = compare(refs[r["batch"]], r, args.check)
+            r["agreement"] = short
+            notes.append(f"batch {r['batch']} {r['mode']} {w} vs eager bf16: {long}")
+        elif r["mode"] == "eager":
+            r["agreement"] = "(reference)"
+        results.append(r)
+        data["results"] = [{k: v for k, v in x.items() if k not in ("tokens", "first_logits")} for x in results]
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1))
+        print(f"[{time.perf_counter() - t0:6.1f} s] batch {r['batch']} {w} {r['mode']}: p50 {r['p50_ms']:.3f} ms, "
+              f"{r['tokens_per_s']:.0f} tokens/s {r.get('agreement', '')}", flush=True)
+
+    if "eager" in modes:
+        for batch in args.batch:
             refs[batch] = run(model, "eager", batch, args, device)
-            results.append(dict(refs[batch], weights="bf16"))
-        if "compile" in modes and device.type == "cuda":
-            r = run(model, "compile", batch, args, device)
-            results.append(dict(r, weights="bf16"))
-            if batch in refs:
-                notes.append(f"batch {batch} compile vs eager: {compare(refs[batch], r, args.check)}")
-        print(f"batch {batch}: baselines done", flush=True)
+            add(refs[batch], "bf16")
     for w in weights:
+        if w != "bf16" and device.type == "cuda" and not _lib.has_op(f"linear_{w}"):
+            # its torch math dequantizes every weight on every call: minutes per run, and not ktune's kernel
+            notes.append(f"{w} weights not run: linear_{w} is not in the op library (not tuned)")
+            print(notes[-1], flush=True)
+            continue
         patched = build_model(cfg, device, dtype)  # the same seed: the same random weights as `model`
         llama.patch_model(patched, weights=w, max_batch=max(args.batch))
         for batch in args.batch:
@@ -236,33 +395,34 @@ def main():
             for mode in ("ktune", "ktune+graph"):
                 if mode not in modes or (mode == "ktune+graph" and device.type != "cuda"):
                     continue
-                r = run(patched, mode, batch, args, device)
-                results.append(dict(r, weights=w))
-                if batch in refs:
-                    notes.append(f"batch {batch} {mode} {w} vs eager bf16: {compare(refs[batch], r, args.check)}")
+                add(run(patched, mode, batch, args, device), w)
         del patched
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        print(f"ktune {w} done", flush=True)
-    results.sort(key=lambda r: (r["batch"], r["weights"] != "bf16"))
+    # torch.compile last: its compilation (minutes for the whole model, per batch size) is the only open-ended part
+    if "compile" in modes and device.type == "cuda":
+        for batch in args.batch:
+            if args.compile_timeout:
+                signal.signal(signal.SIGALRM, _alarm)
+                signal.alarm(max(1, int(args.compile_timeout)))
+            start = time.perf_counter()
+            try:
+                r = run(model, "compile", batch, args, device)
+                signal.alarm(0)
+                r["wall_s"] = time.perf_counter() - start
+                add(r, "bf16")
+                notes.append(f"batch {batch} compile: compilation and {args.steps} steps took {r['wall_s']:.0f} s")
+            except CompileTimeout:
+                notes.append(f"batch {batch} compile: dropped, not done in --compile-timeout {args.compile_timeout:.0f} s")
+                print(notes[-1], flush=True)
+            finally:
+                signal.alarm(0)
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1))
 
-    dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
-    print(f"\n## Decode step, {'tiny model' if args.tiny else 'Llama-3.2-3B shape'}, prompt {args.prompt}, "
-          f"{args.steps} greedy steps ({dev}, torch {torch.__version__})\n")
-    print("| batch | mode | weights | p50 ms | p95 ms | p99 ms | p99/p50 | tokens/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in results:
-        print(f"| {r['batch']} | {r['mode']} | {r['weights']} | {r['p50_ms']:.3f} | {r['p95_ms']:.3f} | "
-              f"{r['p99_ms']:.3f} | {r['p99_ms'] / r['p50_ms']:.2f} | {r['tokens_per_s']:.0f} |")
-    print()
-    for n in notes:
-        print(f"- {n}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"device": dev, "results": [{k: v for k, v in r.items() if k not in ("tokens", "first_logits")}
-                                        for r in results], "outputs": notes}, indent=1))
+    print_table([data])
     # bf16 ktune outputs must agree with eager's (INT4/INT8 change the weights: reported, not judged)
-    bad = [n for n in notes if " bf16 vs eager" in n and "OUTSIDE" in n]
+    bad = [n for n in notes if " bf16 vs eager" in n and "OUTSIDE" in n and "compile" not in n]
     if bad:
         print(f"decode: FAILED: {len(bad)} bf16 ktune runs disagree with eager beyond bf16 tolerance", file=sys.stderr)
         sys.exit(1)

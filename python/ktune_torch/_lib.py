@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -23,6 +23,7 @@ OP_BITS = {
     "linear_int4": 7,
     "linear_int8": 8,
     "add_rms_norm_eps": 9,
+    "linear_skinny": 10,
 }
 
 _c_ll = ctypes.c_longlong
@@ -54,6 +55,9 @@ _SIGNATURES = {
     "ktune_torch_linear_int8_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_int4": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_linear_int8": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_linear_skinny_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_linear_skinny_tuned": ([_c_i, _c_ll, _c_ll, _c_ll], _c_i),
+    "ktune_torch_linear_skinny": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_int4_weight_bytes": ([_c_ll, _c_ll], _c_ll),
     "ktune_torch_int4_params": ([_c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_int8_weight_bytes": ([_c_ll, _c_ll], _c_ll),

@@ -7,9 +7,10 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
     inv_freq and attention scaling); the cache update is the model's Cache.update; one-token steps (decode) run
     ktune::decode_attention straight on the cache's tensors (HF StaticCache keeps [B, HKV, max_len, D], the kernel's
     layout: no copy), longer ones (prefill) run torch's SDPA;
-  - the projections of attention and MLP: bf16 through ops.dense_linear (F.linear today; the slot for
-    kernels/linear_skinny), or INT4 (group 128) / INT8 weight-only through ktune::linear_int4 / linear_int8 with the
-    weights quantized and packed here (the bf16 weights are dropped). lm_head stays bf16.
+  - the projections of attention and MLP: bf16 through ops.dense_linear (ktune::linear_skinny at decode sizes, M <=
+    16, where that shape was tuned on this chip; F.linear elsewhere), or INT4 (group 128) / INT8 weight-only through
+    ktune::linear_int4 / linear_int8 with the weights quantized and packed here (the bf16 weights are dropped).
+    lm_head stays bf16, through ops.dense_linear too.
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
 (static shapes) and torch.compile traces the custom ops through their fake implementations.
 
@@ -238,6 +239,8 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
                     setattr(owner, name, ql)
                     quantized.append(ql)
     inner.norm.forward = types.MethodType(_norm_forward, inner.norm)
+    if isinstance(getattr(model, "lm_head", None), torch.nn.Linear):
+        model.lm_head.forward = types.MethodType(_dense_forward, model.lm_head)
     if quantized:
         size = max(ql.scratch_elements(max_batch) for ql in quantized)
         sh.linear_scratch = torch.zeros(size, dtype=torch.float32, device=device)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Loads the op library built from the synthetic database (scripts/build_torch_ops.sh --synthetic) with ctypes, no
-torch: the ABI version, the ops exported into it (all nine), the status of a launch here (no device) and the message
+torch: the ABI version, the ops exported into it (all eleven), the status of a launch here (no device) and the message
 of an op left out, the scratch sizes from the exported tables, and the packing functions on a small matrix.
   check_library.py LIBRARY"""
 
@@ -31,6 +31,13 @@ max_splits = min(128, max(1, 8192 // (b * hk)))
 want = (b * hk + 3) // 4 * 4 + b * hk * max_splits * (hq // hk) * (d + 4)
 got = lib.ktune_torch_decode_attention_scratch(2, b, 1024, hq, hk, d)
 assert got == want, (got, want)
+# linear_skinny's scratch from its op spec's lets: align_up(ceil(N/16) * ceil(M/8), 4) counters, then MAX_SPLIT_K
+# (min(16, 2^24 / (M N))) partials of M x N; with no device no shape counts as tuned (dense_linear takes cuBLAS).
+m, n, k = 1, 3072, 3072
+want = (-(-n // 16) * -(-m // 8) + 3) // 4 * 4 + min(16, (1 << 24) // (m * n)) * m * n
+got = lib.ktune_torch_linear_skinny_scratch(2, m, n, k)
+assert got == want, (got, want)
+assert lib.ktune_torch_linear_skinny_tuned(2, m, n, k) == 0
 # Packing: sizes, and an INT8 matrix whose bytes all land somewhere distinct.
 n, k = 16, 32
 assert lib.ktune_torch_int8_weight_bytes(n, k) == 512

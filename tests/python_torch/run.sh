@@ -27,4 +27,4 @@ cd "$here"
 if [ "$which" = gpu ]; then
   exec "$py" -m pytest -q -rs -p no:cacheprovider test_ops_gpu.py
 fi
-exec "$py" -m pytest -q -p no:cacheprovider test_ops_cpu.py
+exec "$py" -m pytest -q -p no:cacheprovider test_ops_cpu.py test_bench_cpu.py

@@ -17,7 +17,7 @@ torch.manual_seed(0)
 
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "swiglu", "decode_attention",
-                 "linear_int4", "linear_int8"):
+                 "linear_int4", "linear_int8", "linear_skinny"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -289,3 +289,75 @@ def test_decode_step_matches_the_model_forward_on_cpu():
             else:
                 outs.append(model(input_ids=tok, position_ids=step_pos, past_key_values=cache, use_cache=True).logits)
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
+
+
+def test_linear_skinny_cpu_and_fake():
+    x, w = torch.randn(3, 64, dtype=torch.bfloat16), torch.randn(48, 64, dtype=torch.bfloat16)
+    torch.testing.assert_close(ops.linear_skinny(x, w, torch.zeros(4)), torch.nn.functional.linear(x, w))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y = ops.linear_skinny(torch.empty(2, 1, 64, dtype=torch.bfloat16), torch.empty(48, 64, dtype=torch.bfloat16),
+                              torch.empty(4))
+        assert y.shape == (2, 1, 48) and y.dtype == torch.bfloat16
+
+
+def test_dense_linear_takes_the_skinny_kernel_only_where_it_may():
+    w = torch.randn(48, 64, dtype=torch.bfloat16)
+    assert ops.skinny_eligible(torch.randn(1, 1, 64, dtype=torch.bfloat16), w) == 1
+    assert ops.skinny_eligible(torch.randn(2, 8, 64, dtype=torch.bfloat16), w) == 16
+    assert ops.skinny_eligible(torch.randn(17, 64, dtype=torch.bfloat16), w) == 0  # M > 16: cuBLAS is faster
+    assert ops.skinny_eligible(torch.randn(1, 64), w.float()) == 0  # fp32
+    assert ops.skinny_eligible(torch.randn(1, 64, dtype=torch.float16), w) == 0  # dtypes differ
+    assert ops.skinny_eligible(torch.randn(1, 64, dtype=torch.bfloat16), w.t().contiguous().t()[:, :64]) == 0
+    # on CPU (and wherever the kernel is not taken): F.linear itself, bias included
+    x, b = torch.randn(2, 64, dtype=torch.bfloat16), torch.randn(48, dtype=torch.bfloat16)
+    assert torch.equal(ops.dense_linear(x, w, b), torch.nn.functional.linear(x, w, b))
+
+
+class _FakeSkinnyLib:
+    """Stands in for the op library: linear_skinny built, `tuned` the shapes tuned on this chip."""
+
+    def __init__(self, tuned):
+        self.tuned, self.queries = tuned, 0
+
+    def ktune_torch_ops_built(self):
+        from ktune_torch import _lib
+        return 1 << _lib.OP_BITS["linear_skinny"]
+
+    def ktune_torch_linear_skinny_tuned(self, dtype, m, n, k):
+        self.queries += 1
+        return int((m, n, k) in self.tuned)
+
+    def ktune_torch_linear_skinny_scratch(self, dtype, m, n, k):
+        return 100 + m
+
+
+def test_skinny_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monkeypatch):
+    from ktune_torch import _lib
+
+    fake = _FakeSkinnyLib({(1, 48, 64)})
+    monkeypatch.setattr(_lib, "load", lambda: fake)
+    monkeypatch.setattr(ops, "_skinny_plan", {})
+    w = torch.randn(48, 64, dtype=torch.bfloat16)
+    s1 = ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
+    s2 = ops._skinny_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
+    assert s1 is s2 and s1.numel() == 101 and s1.dtype == torch.float32 and not s1.any()  # cached, zeroed
+    assert ops._skinny_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None  # M = 8 not tuned: cuBLAS
+    ops._skinny_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
+    assert fake.queries == 2  # one query per shape, none per call
+    monkeypatch.setattr(ops, "_skinny_plan", {})
+    monkeypatch.setattr(_lib, "load", lambda: None)  # no library: cuBLAS
+    assert ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1) is None
+
+
+def test_patch_model_routes_lm_head_through_dense_linear(monkeypatch):
+    calls = []
+    real = ops.dense_linear
+    monkeypatch.setattr(ops, "dense_linear", lambda x, w, b=None: calls.append(tuple(w.shape)) or real(x, w, b))
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched)
+    ids = torch.randint(0, patched.config.vocab_size, (1, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(patched(ids).logits, ref(ids).logits, rtol=1e-4, atol=1e-4)
+    assert tuple(patched.lm_head.weight.shape) in calls

@@ -88,6 +88,31 @@ def test_linear_int4(m, n, k):
     torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
 
 
+def test_rms_norm_backward():
+    need("rms_norm_bwd")
+    x = torch.randn(4096, 3072, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(3072, device=dev, dtype=torch.bfloat16)
+    dy = torch.randn_like(x)
+    dx, dw = ops.rms_norm_backward(dy, x, w, ops.SPEC_EPS)  # the kernel's eps
+    want_dx, want_dw = ops._rms_norm_backward_math(dy.cpu().double(), x.cpu().double(), w.cpu().double(), ops.SPEC_EPS)
+    torch.testing.assert_close(dx.cpu().double(), want_dx, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dw.cpu().double(), want_dw, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 5120, 3072), (8, 3072, 8192), (1, 128256, 3072), (16, 3072, 3072)])
+def test_linear_skinny(m, n, k):
+    need("linear_skinny")
+    w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.02
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    scratch = torch.zeros(ops.skinny_scratch_elements(torch.bfloat16, m, n, k), device=dev)
+    want = x.float() @ w.float().t()
+    for _ in range(2):  # the second call checks that the kernel left its scratch zeroed
+        got = ops.linear_skinny(x, w, scratch)
+        torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+    # dense_linear: the kernel where this shape was tuned, else cuBLAS; the same result either way
+    torch.testing.assert_close(ops.dense_linear(x, w).float(), want, rtol=2e-2, atol=2e-2)
+
+
 def test_patched_decode_step_captures_in_a_cuda_graph():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=3072, intermediate_size=8192, num_hidden_layers=2,

@@ -46,6 +46,10 @@
 #include "ktune_tuned_linear_int4_fwd.hpp"
 #define KT_HAS_LINEAR_INT4 1
 #endif
+#if __has_include("ktune_tuned_linear_skinny_fwd.hpp")
+#include "ktune_tuned_linear_skinny_fwd.hpp"
+#define KT_HAS_LINEAR_SKINNY 1
+#endif
 #if __has_include("ktune_tuned_linear_int8_fwd.hpp")
 #include "ktune_tuned_linear_int8_fwd.hpp"
 #define KT_HAS_LINEAR_INT8 1
@@ -93,11 +97,11 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 2; }
+int ktune_torch_abi_version() { return 3; }
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9.
+// add_rms_norm_eps 9, linear_skinny 10.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -129,6 +133,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_ADD_RMSNORM_EPS
     m |= 1 << 9;
+#endif
+#ifdef KT_HAS_LINEAR_SKINNY
+    m |= 1 << 10;
 #endif
     return m;
 }
@@ -358,6 +365,44 @@ int ktune_torch_linear_int8(int dtype, void* y, const void* x, const std::int8_t
 }
 
 // Host packing (kernels/quant_linear/quant_linear_packing.hpp): sizes, then plain -> packed. 1 on success.
+// Scratch elements (fp32) of the dense skinny linear for M x N x K (split-K partials and counters); zero-filled once.
+long long ktune_torch_linear_skinny_scratch(int dtype, long long m, long long n, long long k) {
+#ifdef KT_HAS_LINEAR_SKINNY
+    const long long shape[3] = {m, n, k};
+    int scratch = -1;
+    for (int i = 0; i < kt::linear_skinny_fwd_table::buffer_count; ++i)
+        if (kt::linear_skinny_fwd_table::buffer_roles[i] == kt::BufferRole::scratch) scratch = i;
+    return scratch < 0 ? -1 : kt::linear_skinny_fwd_table::buffer_elements(scratch, shape, dtype_of(dtype));
+#else
+    (void)dtype, (void)m, (void)n, (void)k;
+    return -1;
+#endif
+}
+// 1 when this exact shape was tuned on this GPU's chip (so the skinny kernel is known to beat cuBLAS there, or was
+// at least measured); 0 for a nearest-bucket or default pick: ops.dense_linear then calls cuBLAS instead.
+int ktune_torch_linear_skinny_tuned(int dtype, long long m, long long n, long long k) {
+#ifdef KT_HAS_LINEAR_SKINNY
+    const kt::DeviceProps* props = current_props();
+    if (props == nullptr) return 0;
+    const kt::Choice c = kt::linear_skinny_fwd_select(*props, dtype_of(dtype), m, n, k);
+    return c.exact_bucket && c.level <= kt::Level::same_chip ? 1 : 0;
+#else
+    (void)dtype, (void)m, (void)n, (void)k;
+    return 0;
+#endif
+}
+// y [M, N] = x [M, K] W^T, W dense [N, K] in x's dtype (F.linear's layout), M <= 64.
+int ktune_torch_linear_skinny(int dtype, void* y, const void* x, const void* w, float* scratch, long long m,
+                              long long n, long long k, void* stream) {
+#ifdef KT_HAS_LINEAR_SKINNY
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(
+        kt::linear_skinny_fwd(*props, dtype_of(dtype), y, x, w, scratch, m, n, k, stream_of(stream), &t_last_choice));
+#else
+    (void)dtype, (void)y, (void)x, (void)w, (void)scratch, (void)m, (void)n, (void)k, (void)stream;
+    return k_not_built;
+#endif
+}
 long long ktune_torch_int4_weight_bytes(long long n, long long k) {
     return ktune::quant_linear_layout::int4_weight_bytes(n, k);
 }

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Training step (issue 26, seed 003): --layers Llama decoder layers of the Llama-3.2-3B shape (random bf16 weights,
+HF LlamaModel on inputs_embeds, no embedding or head), forward + backward of a sum-of-squares loss at --batch x --seq
+tokens, tokens/s (batch * seq / mean step time; CUDA events; --warmup untimed steps, then --iters timed):
+  eager     the HF layers as they are
+  compile   torch.compile(model) (default mode), fwd and bwd compiled
+  liger     Liger-Kernel's apply_liger_kernel_to_llama (RMSNorm, RoPE, SwiGLU MLP replaced; Triton)
+  ktune     RMSNorm forward and backward from ktune (ktune::rms_norm, its autograd runs ktune::rms_norm_backward);
+            everything else eager: attention, RoPE, MLP, the matrix products are PyTorch's
+What ktune replaces is only RMSNorm: its share of an eager step is what it can change. The layers use eps 1e-6 (not
+Llama 3's 1e-5) in every variant, because rmsnorm/bwd's op spec fixes eps 1e-6 (another eps runs the torch math).
+Each variant's input gradient is compared with eager's (max |diff|, said, not judged).
+  python3 bench/e2e/train.py                      (H100)
+  python3 bench/e2e/train.py --tiny --device cpu  (smoke run, eager and ktune)
+"""
+
+import argparse
+import json
+import math
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+
+
+def config(layers, tiny):
+    from transformers import LlamaConfig
+
+    shape = dict(hidden_size=3072, intermediate_size=8192, num_attention_heads=24, num_key_value_heads=8, head_dim=128)
+    if tiny:
+        shape = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
+    return LlamaConfig(**shape, num_hidden_layers=layers, vocab_size=256, max_position_embeddings=8192,
+                       rms_norm_eps=1e-6, hidden_act="silu")
+
+
+def build(cfg, device, dtype):
+    from transformers import LlamaModel
+
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaModel(cfg).to(dtype)
+    model.config._attn_implementation = "sdpa"
+    return model.train()
+
+
+def patch_rmsnorm(model):
+    """Every RMSNorm of the model through ktune::rms_norm (forward and backward)."""
+    import types
+
+    from ktune_torch import ops
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    def forward(self, x):
+        return ops.rms_norm(x, self.weight, self.variance_epsilon)
+
+    n = 0
+    for m in model.modules():
+        if isinstance(m, LlamaRMSNorm):
+            m.forward = types.MethodType(forward, m)
+            n += 1
+    return n
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
+def measure(model, args, device, dtype):
+    torch.manual_seed(1)
+    x = torch.randn(args.batch, args.seq, model.config.hidden_size, device=device, dtype=dtype, requires_grad=True)
+    pos = torch.arange(args.seq, device=device)[None].expand(args.batch, -1)
+    cuda = device.type == "cuda"
+    times, first_grad = [], None
+    for i in range(args.warmup + args.iters):
+        x.grad = None
+        model.zero_grad(set_to_none=True)
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        else:
+            t0 = time.perf_counter()
+        out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
+        out.float().pow(2).mean().backward()
+        if cuda:
+            end.record()
+            times.append((start, end))
+        else:
+            times.append((time.perf_counter() - t0) * 1e3)
+        if i == 0:
+            first_grad = x.grad.float().clone()
+    if cuda:
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) for s, e in times]
+    steady = sorted(times[args.warmup:])
+    mean = sum(steady) / len(steady)
+    return {"p50_ms": steady[len(steady) // 2], "min_ms": steady[0], "max_ms": steady[-1],
+            "tokens_per_s": args.batch * args.seq * 1000.0 / mean}, first_grad
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--seq", type=int, default=2048)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--variants", default="eager,compile,liger,ktune")
+    p.add_argument("--compile-timeout", type=float, default=240)
+    p.add_argument("--tiny", action="store_true")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--json")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    if args.tiny:
+        args.seq = min(args.seq, 64)
+    import ktune_torch
+
+    print(f"ktune_torch library: {ktune_torch.library_status()}", flush=True)
+    cfg = config(args.layers, args.tiny)
+    rows, notes, ref_grad = [], [], None
+    signal.signal(signal.SIGALRM, _alarm)
+    variants = args.variants.split(",")
+    # Liger patches transformers' module globals (LlamaRMSNorm, LlamaMLP, apply_rotary_pos_emb): every model built
+    # after it would carry its kernels, so it runs last.
+    variants = [v for v in variants if v != "liger"] + (["liger"] if "liger" in variants else [])
+    for v in variants:
+        if v == "compile" and device.type != "cuda":
+            continue
+        model = build(cfg, device, dtype)
+        t0 = time.perf_counter()
+        try:
+            if v == "compile":
+                model = torch.compile(model)
+                signal.alarm(max(1, int(args.compile_timeout)))
+            elif v == "liger":
+                from liger_kernel.transformers import apply_liger_kernel_to_llama
+
+                apply_liger_kernel_to_llama(rope=True, rms_norm=True, swiglu=True, cross_entropy=False,
+                                            fused_linear_cross_entropy=False, model=model)
+            elif v == "ktune":
+                notes.append(f"ktune: {patch_rmsnorm(model)} RMSNorms through ktune::rms_norm; the rest eager")
+            r, grad = measure(model, args, device, dtype)
+        except Timeout:
+            notes.append(f"{v}: dropped, not compiled and measured within {args.compile_timeout:.0f} s")
+            continue
+        except Exception as e:  # noqa: BLE001  one variant failing (a Liger/transformers mismatch) is said, not fatal
+            notes.append(f"{v}: failed: {type(e).__name__}: {str(e)[:300]}")
+            print(notes[-1], flush=True)
+            continue
+        finally:
+            signal.alarm(0)
+        r["variant"], r["wall_s"] = v, time.perf_counter() - t0
+        if v == "eager":
+            ref_grad = grad
+        elif ref_grad is not None:
+            d = (grad - ref_grad).abs().max().item()
+            r["grad_vs_eager"] = f"max |diff| {d:.3g} (max |grad| {ref_grad.abs().max().item():.3g})"
+        rows.append(r)
+        print(f"{v}: {r['tokens_per_s']:.0f} tokens/s, p50 {r['p50_ms']:.2f} ms ({r['wall_s']:.0f} s)", flush=True)
+        del model
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        if v == "compile":
+            torch._dynamo.reset()
+
+    dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    print(f"\n## Training step, {args.layers} Llama-3.2-3B-shaped layers{' (tiny)' if args.tiny else ''}, batch "
+          f"{args.batch} x seq {args.seq}, fwd + bwd ({dev}, torch {torch.__version__})\n")
+    print("| variant | tokens/s | p50 ms | min ms | max ms | vs eager | input grad vs eager |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    eager = next((r for r in rows if r["variant"] == "eager"), None)
+    for r in rows:
+        rel = f"{r['tokens_per_s'] / eager['tokens_per_s']:.2f}x" if eager else ""
+        print(f"| {r['variant']} | {r['tokens_per_s']:.0f} | {r['p50_ms']:.2f} | {r['min_ms']:.2f} | {r['max_ms']:.2f} "
+              f"| {rel} | {r.get('grad_vs_eager', '')} |")
+    print()
+    for n in notes:
+        print(f"- {n}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": dev, "results": rows, "notes": notes}, indent=1))
+    if not math.isfinite(sum(r["tokens_per_s"] for r in rows)) or not rows:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
