@@ -141,6 +141,23 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
     }
 }
 
+// The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
+// a configuration the YAML forbids must fail to compile wherever it is compiled).
+template <bool GATED, int MT, int BN, int STAGES>
+__host__ __device__ constexpr bool gemm_ws_config_ok() {
+    constexpr int BM = 64 * 2 * MT;
+    constexpr int B_ROWS = GATED ? 2 * BN : BN;
+    constexpr int PIPE_BYTES = STAGES * (BM + B_ROWS) * kRowBytes;
+    constexpr int ACC = BN / 2;
+    constexpr int OUT_ROW_BYTES = BN * 2 + 16;
+    static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
+    static_assert(STAGES >= 2, "a stage loading while another is computed");
+    static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
+    static_assert(PIPE_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
+    static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
+    return true;
+}
+
 template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ b, int M, int N, int K) {
@@ -152,11 +169,6 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     constexpr int PIPE_BYTES = STAGES * STAGE_BYTES;
     constexpr int ACC = BN / 2;  // fp32 accumulators per thread of one m64 x BN slab
     constexpr int OUT_ROW_BYTES = BN * 2 + 16;  // epilogue staging row: 16 bytes of padding shift the banks
-    static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
-    static_assert(STAGES >= 2, "a stage loading while another is computed");
-    static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
-    static_assert(PIPE_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
-    static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -345,6 +357,7 @@ template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int
 __global__ void __launch_bounds__(384, 1)
     gemm_act_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                       int M, int N, int K) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M>(y, x, w, b, M, N, K);
 #elif defined(__CUDA_ARCH__)
@@ -355,6 +368,7 @@ __global__ void __launch_bounds__(384, 1)
 template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
 __global__ void __launch_bounds__(384, 1)
     ffn_gated_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M>(y, x, w, nullptr, M, I, K);
 #elif defined(__CUDA_ARCH__)
