@@ -5,7 +5,7 @@
 # problem the header's dispatcher must pick the configuration the JIT run stored as best (its device's own bucket)
 # and its output must match the op's reference kernel within the tolerances that validated the JIT run (same
 # generator ranges, same reference, same comparison kernel). Then it builds and runs examples/user_op's program
-# against the user op's header. About 5 minutes on an H100.
+# against the user op's header. About 5 minutes on an H100 (the tensor-core ops: their headers need -arch=sm_90a, which every check is compiled with).
 #
 #   OUT=/tmp/o bench/export_vs_jit.sh              tune, export, check every op
 #   DB=results/ktune.db OUT=/tmp/o bench/export_vs_jit.sh   use that database instead of tuning
@@ -46,6 +46,12 @@ spaces=(
   "decode_attention|--dtype bf16 --problem B=1,L=1024,U=1 --problem B=8,L=8192,U=16"
   "linear_int4|--dtype bf16 --problem M=1,N=4096 --problem M=16,N=4096"
   "linear_int8|--dtype bf16 --problem M=1,N=4096 --problem M=16,N=4096"
+  "linear_skinny|--dtype bf16 --problem M=1,N=4096,K=4096 --problem M=16,N=14336,K=4096"
+  "gemm_act_gelu|--dtype bf16 --problem M=16,N=4096,K=4096 --problem M=2048,N=4096,K=4096"
+  "gemm_act_silu|--dtype bf16 --problem M=16,N=4096,K=4096 --problem M=2048,N=4096,K=4096"
+  "ffn_gated_swiglu|--dtype bf16 --problem M=256,I=14336,K=4096 --problem M=2048,I=8192,K=3072"
+  "prefill_attention|--dtype bf16 --problem B=1,L=2048,U=1 --problem B=4,L=2048,U=2"
+  "prefill_attention_full|--dtype bf16 --problem B=1,L=2048,U=1 --problem B=4,L=2048,U=2"
 )
 # Quick tuning: a few random configurations per problem, short adaptive sampling.
 quick=(--strategy random --budget "${BUDGET:-6}" --min-samples 6 --max-samples 40 --quiet)
@@ -79,7 +85,7 @@ tune_and_export() {
   local header stem
   header=$(basename "$(ls "$dir"/ktune_tuned_*.hpp)")
   stem=${header#ktune_tuned_}; stem=${stem%.hpp}
-  echo "nvcc -std=c++17 -O3 -arch=sm_90 -I'$root' -I'$inc' -I'$dir' -DKTUNE_CHECK_HEADER='\"$header\"'" \
+  echo "nvcc -std=c++17 -O3 -arch=sm_90a -I'$root' -I'$inc' -I'$dir' -DKTUNE_CHECK_HEADER='\"$header\"'" \
        "-DKTUNE_CHECK_STEM=$stem -o '$dir/check' '$root/bench/export_check.cu' > '$dir/nvcc.log' 2>&1" > "$dir/compile.sh"
 }
 
