@@ -5,7 +5,8 @@
 # problem the header's dispatcher must pick the configuration the JIT run stored as best (its device's own bucket)
 # and its output must match the op's reference kernel within the tolerances that validated the JIT run (same
 # generator ranges, same reference, same comparison kernel). Then it builds and runs examples/user_op's program
-# against the user op's header. About 5 minutes on an H100 (the tensor-core ops: their headers need -arch=sm_90a, which every check is compiled with).
+# against the user op's header. About 5 minutes on an H100. Every check program is compiled with -arch=sm_90a, which
+# the tensor-core ops' headers need.
 #
 #   OUT=/tmp/o bench/export_vs_jit.sh              tune, export, check every op
 #   DB=results/ktune.db OUT=/tmp/o bench/export_vs_jit.sh   use that database instead of tuning
