@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 24: a timing baseline recorded on one GPU host and checked on another. Two steps, run on two hosts (each from
 # the repository root of a tree that carries build-gpu/, see bench/gpu_run.sh):
+# results/baselines/nvidia-h100-80gb-hbm3-sm_90.json is one that `record` wrote (H100 host, 2026-11-27).
 #   bench/cross_host_check.sh record            # host A: tune a few rmsnorm problems (decode sizes, where check
 #                                                # compares kernel time, and large ones, compared by events) and
 #                                                # save baseline.json
-#   bench/cross_host_check.sh check DIR         # host B: check DIR/baseline.json (must pass), then the same baseline
+#   bench/cross_host_check.sh check BASELINE    # host B: check BASELINE (must pass), then the same baseline
 #                                                # with a slow configuration named at one decode-size and one large
 #                                                # problem (must fail on exactly those two cases)
 # Results under $OUT/cross_host (host, calibration, check outputs).
@@ -34,7 +35,7 @@ case $1 in
     # and one large problem: the recorded samples stay the best's, as if a change had made the kernel slower there.
     $k --db "$db" tune rmsnorm --dtype bf16 --problem M=16,H=4096 --problem M=4096,H=8192 --strategy random \
       --budget 30 --quiet | tail -1
-    python3 - "$src/baseline.json" "$out/baseline-slower.json" "$db" <<'PY'
+    python3 - "$src" "$out/baseline-slower.json" "$db" <<'PY'
 import json, sqlite3, sys
 b = json.load(open(sys.argv[1]))
 db = sqlite3.connect(sys.argv[3])
@@ -47,7 +48,7 @@ for key in ("bf16:M=16,H=4096", "bf16:M=4096,H=8192"):
     case["config"] = slow[0]
 json.dump(b, open(sys.argv[2], "w"), indent=1)
 PY
-    cp "$src/baseline.json" "$out/baseline.json"
+    cp "$src" "$out/baseline.json"
     for name in baseline baseline-slower; do
       $k --db "$db" check --baseline "$out/$name.json" --markdown "$out/check-$name.md" \
         > "$out/check-$name.txt" 2>&1
@@ -63,5 +64,5 @@ PY
       fi
     done
     ;;
-  *) echo "usage: $0 record | check DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 record | check BASELINE.json" >&2; exit 2 ;;
 esac
