@@ -211,10 +211,11 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
         for (const std::string& i : includes) flags += (flags.empty() ? "" : " ") + i;
         nvcc_command(fmt::format("unit{}", unit), flags, "", cu.string());
     }
-    // The wgmma GEMM (kernel.arch_specific) tells its user the target; the others keep sm_90.
+    // The ops with a wgmma kernel (kernel.arch_specific) tell their user the target; the others keep sm_90.
     for (const Exported& e : exported) {
         const std::string stem = stem_of(e.result);
-        const bool wgmma = stem.rfind("gemm_act_", 0) == 0 || stem.rfind("ffn_gated_", 0) == 0;
+        const bool wgmma = stem.rfind("gemm_act_", 0) == 0 || stem.rfind("ffn_gated_", 0) == 0 ||
+                           stem.rfind("prefill_attention_", 0) == 0;
         EXPECT_EQ(read_text(e.result.header_path).find("-arch=sm_90a") != std::string::npos, wgmma) << stem;
     }
     const auto attention = std::find_if(exported.begin(), exported.end(),
