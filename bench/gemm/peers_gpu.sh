@@ -11,7 +11,7 @@
 #   OUT=/tmp/out bench/gemm/peers_gpu.sh
 #   PEERS_M="2048 8192" PEERS_NK="14336x4096 4096x14336" bench/gemm/peers_gpu.sh   # other GEMM problems
 #   COMPILE=0 ...            skip torch.compile (its max-autotune compile takes ~20-60 s a problem)
-#   ATTENTION_AXES="--axis D=128,64"   the attention problems (gemm_peers.py --axis filters; default D 128, S 2048 and
+#   ATTENTION_AXES="--axis D=128,64"   the attention problems (gemm_peers.py --axis filters; default D 128, L 2048 and
 #                                      8192: (B, S) (1, 2048), (4, 2048), (1, 8192), causal and full)
 # Needs: ktune built in build-gpu/ (ktune and ktune-worker), python3 with PyTorch (2.11) and Triton.
 # Writes under $OUT/peers_gpu/: ktune.db, tune-*.json / .log, gemm_peers.json (+ .failures.json, .md), summary.md.
@@ -23,7 +23,7 @@ ktune=${KTUNE:-$root/build-gpu/ktune}
 [ -x "$ktune" ] || { echo "peers_gpu: $ktune not found: build ktune in build-gpu/ first" >&2; exit 1; }
 m_values=${PEERS_M:-256 2048 8192}
 nk_pairs=${PEERS_NK:-14336x4096 4096x4096}
-attention_axes=${ATTENTION_AXES:---axis D=128 --axis S=2048,8192}
+attention_axes=${ATTENTION_AXES:---axis D=128 --axis L=2048,8192}
 export PYTHONUNBUFFERED=1 KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
 k() { "$ktune" --root "$root" --db "$out/ktune.db" "$@"; }
 start=$SECONDS

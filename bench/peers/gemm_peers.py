@@ -20,8 +20,8 @@ Peers:
                              by default (--compile-mode): Inductor's autotuned GEMM templates with the epilogue fused.
   ffn_gated/swiglu, geglu    one F.linear over w = [Wg; Wu] [2I, K], then act(g) * u on its two halves (eager), and
                              torch.compile of the same.
-  prefill_attention/causal, full  F.scaled_dot_product_attention(enable_gqa=True) on [B, S, H, D] tensors (viewed as
-                             [B, H, S, D]): PyTorch's choice, and each backend forced (cuDNN, flash, memory-efficient);
+  prefill_attention/causal, full  F.scaled_dot_product_attention(enable_gqa=True) on [B, L, H, D] tensors (viewed as
+                             [B, H, L, D]): PyTorch's choice, and each backend forced (cuDNN, flash, memory-efficient);
                              a backend that refuses a shape is written to <out>.failures.json with its error.
 """
 
@@ -38,15 +38,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure_peers as mp  # noqa: E402 - the method and the run loop are measure_peers.py's
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Names: ops, variants and axes as ktune's op specs (kernels/gemm/*.op.yaml; prefill_attention's as its helper's
-# spaces declare them), so `ktune report` pairs the peers with ktune's results.
+# Names: ops, variants and axes as ktune's op specs (kernels/gemm/*.op.yaml; kernels/attention/prefill_attention_*.op.yaml), so `ktune report` pairs the peers with ktune's results.
 # ---------------------------------------------------------------------------------------------------------------------
 
 GEMM_M = [1, 16, 64, 256, 2048, 8192]
 GEMM_NK = [(14336, 4096), (4096, 14336), (4096, 4096), (6144, 4096)]
 FFN_IK = [(14336, 4096), (8192, 3072)]
 ATTENTION_BS = [(1, 512), (1, 2048), (4, 2048), (1, 8192), (1, 16384), (16, 512)]
-ATTENTION_HEADS = dict(HQ=32, HKV=8)
+ATTENTION_HEADS = dict(HQ=32, HK=8)
 
 
 def gemm_problems():
@@ -58,7 +57,8 @@ def ffn_problems():
 
 
 def attention_problems():
-    return [dict(B=b, S=s, HQ=ATTENTION_HEADS["HQ"], HKV=ATTENTION_HEADS["HKV"], D=d)
+    # U=1: every sequence of the batch L tokens long (the op's optional axis of per-sequence lengths).
+    return [dict(B=b, L=s, HQ=ATTENTION_HEADS["HQ"], HK=ATTENTION_HEADS["HK"], D=d, U=1)
             for d in (128, 64) for b, s in ATTENTION_BS]
 
 
@@ -75,9 +75,9 @@ FAMILIES = {
     "ffn_gated_geglu": dict(op="ffn_gated", variant="geglu", problems=ffn_problems(), dtypes=["bf16", "fp16"],
                             impls=["eager", "compile"], quick=dict(M=[16, 2048], I=[14336])),
     "prefill_attention_causal": dict(op="prefill_attention", variant="causal", problems=attention_problems(),
-                                     dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], S=[2048], D=[128])),
+                                     dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], L=[2048], D=[128])),
     "prefill_attention_full": dict(op="prefill_attention", variant="full", problems=attention_problems(),
-                                   dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], S=[2048], D=[128])),
+                                   dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], L=[2048], D=[128])),
 }
 IMPLS = {
     "addmm_gelu": "torch_addmm_activation",  # torch._addmm_activation(use_gelu=True): cuBLASLt's GELU_BIAS epilogue
@@ -95,8 +95,8 @@ def flops(family, p):
         return 2 * p["M"] * p["N"] * p["K"]
     if op == "ffn_gated":
         return 4 * p["M"] * p["I"] * p["K"]
-    # Two matmuls of S x S x D per head; causal: the S (S + 1) / 2 pairs at or below the diagonal.
-    pairs = p["S"] * p["S"] if FAMILIES[family]["variant"] == "full" else p["S"] * (p["S"] + 1) // 2
+    # Two matmuls of L x L x D per head; causal: the L (L + 1) / 2 pairs at or below the diagonal.
+    pairs = p["L"] * p["L"] if FAMILIES[family]["variant"] == "full" else p["L"] * (p["L"] + 1) // 2
     return 4 * p["B"] * p["HQ"] * pairs * p["D"]
 
 
@@ -166,7 +166,7 @@ def _case_ffn_gated(variant):
 
 def _case_prefill_attention(causal):
     def case(p, dtype, dev):
-        b, s, hq, hkv, d = p["B"], p["S"], p["HQ"], p["HKV"], p["D"]
+        b, s, hq, hkv, d = p["B"], p["L"], p["HQ"], p["HK"], p["D"]
         # ktune's layout [B, S, H, D]; SDPA takes [B, H, S, D]: transposed views, no copy.
         q = torch.randn((b, s, hq, d), dtype=torch.float32, device=dev).to(dtype).transpose(1, 2)
         k = torch.randn((b, s, hkv, d), dtype=torch.float32, device=dev).to(dtype).transpose(1, 2)
