@@ -397,8 +397,9 @@ def _(x, weight, scratch):
     return x.new_empty(*x.shape[:-1], weight.shape[0])
 
 
-# The skinny kernel serves M <= SKINNY_MAX_M: measured on the H100 at M <= 16 it is 1-12 % faster than cuBLAS; at M
-# 32-64 slower (kernels/linear_skinny). Above, and at shapes not tuned on this chip, cuBLAS (F.linear).
+# The skinny kernel serves M <= SKINNY_MAX_M: on the H100 at M <= 16 it ran 0.99-1.12x cuBLAS's speed (behind only at
+# M = 16 N = 14336, by 1 %), at M 32-64 slower (docs/performance.md, tag k27). Above, and at shapes not tuned on this
+# chip, cuBLAS (F.linear).
 SKINNY_MAX_M = 16
 # Per (device, dtype, M, N, K): the zeroed scratch, or None where the skinny kernel is not used. Filled on a shape's
 # first call (an eager warm-up step before any CUDA graph capture), never per call: a captured step reuses it.
