@@ -29,14 +29,13 @@ from . import ops, packing
 
 
 class _Shared:
-    """Per-model state the patched modules share: rope caches, scratch buffers (zeroed once; kernels leave them
-    zeroed; one stream runs the layers one after another, so one scratch serves them all)."""
+    """Per-model state the patched modules share: the rope caches, the largest decode batch. The kernels' scratch
+    buffers are ops.shape_scratch's, one per shape: one stream runs the layers one after another, so the layers of a
+    shape share one."""
 
     def __init__(self):
         self.cos = None
         self.sin = None
-        self.attention_scratch = None
-        self.linear_scratch = None
         self.max_batch = 1
         self.group = 128
 
@@ -80,7 +79,8 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
     if s == 1 and k_all.is_contiguous() and v_all.is_contiguous():
         # Decode: the kernel reads the first seq_lens[b] tokens of the cache in place.
         seq_lens = (position_ids[:, -1] + 1).to(torch.int32)
-        out = ops.decode_attention(q.reshape(b, hq, d), k_all, v_all, seq_lens, sh.attention_scratch)
+        q = q.reshape(b, hq, d)
+        out = ops.decode_attention(q, k_all, v_all, seq_lens, ops.decode_attention_scratch(q, k_all))
         out = out.reshape(b, 1, hq * d)
     else:
         kv_len = k_all.shape[2]
@@ -162,16 +162,14 @@ class QuantLinear(torch.nn.Module):
             raise ValueError(f"bits must be 4 or 8, not {bits}")
         self.bias = linear.bias
 
-    def scratch_elements(self, m, only_m=False):
-        """fp32 elements serving every M up to m (or M = m alone)."""
-        return ops.quant_scratch_elements(self.bits, self.scales.dtype, m, self.out_features, self.in_features,
-                                          self.group, min_m=m if only_m else 1)
-
     def forward(self, x):
         m = x.numel() // x.shape[-1]
-        scratch = self._ktune.linear_scratch
-        if m > self._ktune.max_batch:  # prefill: a scratch of its own (eager, outside any graph)
-            scratch = torch.zeros(self.scratch_elements(m, only_m=True), dtype=torch.float32, device=x.device)
+        if m > self._ktune.max_batch:  # prefill: a scratch of its own, not kept (eager, outside any graph)
+            scratch = torch.zeros(ops.quant_scratch_elements(self.bits, x.dtype, m, self.out_features,
+                                                             self.in_features, self.group),
+                                  dtype=torch.float32, device=x.device)
+        else:  # decode: the shape's scratch, kept for every later step (CUDA graphs replay it)
+            scratch = ops.quant_scratch(self.bits, x, self.out_features, self.in_features, self.group)
         if self.bits == 4:
             y = ops.linear_int4(x, self.qweight, self.scales, self.zeros, scratch, self.out_features,
                                 self.in_features, self.group)
@@ -193,7 +191,9 @@ def _decoder_layers(model):
 def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128, fuse_projections=True):
     """Swaps the model's kernels for ktune's, in place (see the module's doc); returns the model.
 
-    max_batch: the largest batch (tokens per decode step) the shared scratch buffers serve without allocating;
+    max_batch: the largest batch (tokens per decode step) whose weight-only linears keep their scratch buffers (one per
+    shape, made on the shape's first call: run one eager step before capturing a CUDA graph); above it (prefill) a
+    scratch per call;
     max_positions: rows of the RoPE caches (default config.max_position_embeddings); fuse_projections: q, k, v as one
     linear (qkv_proj) and gate, up as one (gate_up_proj): two launches fewer per layer, each reading more rows."""
     if weights not in ("bf16", "int4", "int8"):
@@ -202,8 +202,7 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     cfg = model.config
     if getattr(cfg, "hidden_act", "silu") not in ("silu", "swish"):
         raise ValueError(f"patch_model: the MLP activation is {cfg.hidden_act}, ktune::swiglu computes silu")
-    param = next(model.parameters())
-    device, dtype = param.device, param.dtype
+    device = next(model.parameters()).device
     sh = _Shared()
     sh.max_batch = max_batch
     sh.group = group
@@ -212,12 +211,6 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     positions = max_positions or cfg.max_position_embeddings
     sh.cos, sh.sin = ops.rope_cache(rotary.inv_freq.to(device), positions, float(rotary.attention_scaling))
 
-    hq, hk = cfg.num_attention_heads, cfg.num_key_value_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // hq
-    sh.attention_scratch = torch.zeros(ops.decode_attention_scratch_elements(dtype, max_batch, hq, hk, head_dim),
-                                       dtype=torch.float32, device=device)
-
-    quantized = []
     for layer in inner.layers:
         attn, mlp = layer.self_attn, layer.mlp
         attn._ktune = sh
@@ -235,15 +228,10 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
                 if weights == "bf16":
                     lin.forward = types.MethodType(_dense_forward, lin)
                 else:
-                    ql = QuantLinear(lin, 4 if weights == "int4" else 8, sh)
-                    setattr(owner, name, ql)
-                    quantized.append(ql)
+                    setattr(owner, name, QuantLinear(lin, 4 if weights == "int4" else 8, sh))
     inner.norm.forward = types.MethodType(_norm_forward, inner.norm)
     if isinstance(getattr(model, "lm_head", None), torch.nn.Linear):
         model.lm_head.forward = types.MethodType(_dense_forward, model.lm_head)
-    if quantized:
-        size = max(ql.scratch_elements(max_batch) for ql in quantized)
-        sh.linear_scratch = torch.zeros(size, dtype=torch.float32, device=device)
     model._ktune = sh
     return model
 

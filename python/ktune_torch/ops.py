@@ -35,6 +35,22 @@ def _f(t):
     return t if t.dtype == torch.float64 else t.float()
 
 
+# A scratch serves one shape. The kernels reset their arrival counters, but their fp32 partials stay behind, and the
+# layouts put the counters first, sized by the shape: another shape's counters would land on this shape's partials.
+# So one zeroed scratch per (op, dtype, shape) and device, made on the shape's first call (an eager step before any
+# CUDA graph capture) and reused by every later call, every layer of a model included.
+_scratch_pool = {}
+
+
+def shape_scratch(key, elements, device):
+    """The zeroed fp32 scratch of `elements` (at least 1) for `key` (op, dtype and shape) on `device`, made once."""
+    full = (torch.device(device), *key)
+    s = _scratch_pool.get(full)
+    if s is None:
+        s = _scratch_pool[full] = torch.zeros(max(int(elements), 1), dtype=torch.float32, device=device)
+    return s
+
+
 def _rows(x):
     """x as a [M, H] contiguous view (the kernels take unit-stride rows)."""
     x = x.contiguous()
@@ -250,8 +266,8 @@ def _(gate, up):
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
                      scratch: torch.Tensor) -> torch.Tensor:
     """out [B, HQ, D] = softmax(q k^T / sqrt(D)) v over the first seq_lens[b] tokens of the caches [B, HK, L, D] (HF
-    StaticCache's layout, read in place); grouped-query heads (head h reads kv head h / (HQ / HK)). scratch: fp32,
-    scratch_elements() long, zero-filled once (the kernels leave it zeroed)."""
+    StaticCache's layout, read in place); grouped-query heads (head h reads kv head h / (HQ / HK)). scratch: fp32, one
+    per shape, zero-filled once (decode_attention_scratch() keeps one)."""
     return _decode_attention_math(q, k_cache, v_cache, seq_lens)
 
 
@@ -289,20 +305,29 @@ def _(q, k_cache, v_cache, seq_lens, scratch):
     return q.new_empty(q.shape)
 
 
-def decode_attention_scratch_elements(dtype, max_batch, heads_q, heads_k, head_dim, max_len=1024):
-    """fp32 elements of a scratch that serves every batch size up to max_batch (1 without the library)."""
+def decode_attention_scratch_elements(dtype, batch, heads_q, heads_k, head_dim):
+    """fp32 elements of decode_attention's scratch at this batch size (1 without the library); the cache length
+    does not size it."""
     lib = _lib.load()
     if lib is None or not _lib.has_op("decode_attention"):
         return 1
-    return max(lib.ktune_torch_decode_attention_scratch(_DTYPES[dtype], b, max_len, heads_q, heads_k, head_dim)
-               for b in range(1, max_batch + 1))
+    return lib.ktune_torch_decode_attention_scratch(_DTYPES[dtype], batch, 1, heads_q, heads_k, head_dim)
+
+
+def decode_attention_scratch(q, k_cache):
+    """decode_attention's scratch for q [B, HQ, D] against k_cache [B, HK, L, D], one per shape (shape_scratch)."""
+    b, hq, d = q.shape
+    hk = k_cache.shape[1]
+    return shape_scratch(("decode_attention", q.dtype, b, hq, hk, d),
+                         decode_attention_scratch_elements(q.dtype, b, hq, hk, d), q.device)
 
 
 # ----------------------------------------------------------------------------------------------- weight-only linears
 @torch.library.custom_op("ktune::linear_int4", mutates_args=("scratch",))
 def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, scratch: torch.Tensor,
                 n: int, k: int, group: int) -> torch.Tensor:
-    """y = x W^T, W INT4 in the packed layout (packing.pack_int4): w = (q - zero) * scale per (group, row)."""
+    """y = x W^T, W INT4 in the packed layout (packing.pack_int4): w = (q - zero) * scale per (group, row); scratch:
+    fp32, one per shape, zero-filled once (quant_scratch() keeps one)."""
     return _linear_int4_math(x, w, scales, zeros, n, k, group)
 
 
@@ -333,7 +358,8 @@ def _(x, w, scales, zeros, scratch, n, k, group):
 @torch.library.custom_op("ktune::linear_int8", mutates_args=("scratch",))
 def linear_int8(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, scratch: torch.Tensor, n: int,
                 k: int) -> torch.Tensor:
-    """y = x W^T, W INT8 in the packed layout (packing.pack_int8): w = q * scale[row]."""
+    """y = x W^T, W INT8 in the packed layout (packing.pack_int8): w = q * scale[row]; scratch: fp32, one per shape,
+    zero-filled once (quant_scratch() keeps one)."""
     return _linear_int8_math(x, w, scales, n, k)
 
 
@@ -360,22 +386,28 @@ def _(x, w, scales, scratch, n, k):
     return x.new_empty(*x.shape[:-1], n)
 
 
-def quant_scratch_elements(bits, dtype, max_m, n, k, group=128, min_m=1):
-    """fp32 elements of a linear scratch serving every M in [min_m, max_m] (1 without the library)."""
+def quant_scratch_elements(bits, dtype, m, n, k, group=128):
+    """fp32 elements of a weight-only linear's scratch at M x N x K (1 without the library)."""
     lib = _lib.load()
     if lib is None or not _lib.has_op("linear_int4" if bits == 4 else "linear_int8"):
         return 1
     if bits == 4:
-        return max(lib.ktune_torch_linear_int4_scratch(_DTYPES[dtype], m, n, k, group)
-                   for m in range(min_m, max_m + 1))
-    return max(lib.ktune_torch_linear_int8_scratch(_DTYPES[dtype], m, n, k) for m in range(min_m, max_m + 1))
+        return lib.ktune_torch_linear_int4_scratch(_DTYPES[dtype], m, n, k, group)
+    return lib.ktune_torch_linear_int8_scratch(_DTYPES[dtype], m, n, k)
+
+
+def quant_scratch(bits, x, n, k, group=128):
+    """The weight-only linear's scratch for x's rows against an N x K weight, one per shape (shape_scratch)."""
+    m = x.numel() // x.shape[-1]
+    return shape_scratch((f"linear_int{bits}", x.dtype, m, n, k, group if bits == 4 else 0),
+                         quant_scratch_elements(bits, x.dtype, m, n, k, group), x.device)
 
 
 # ------------------------------------------------------------------------------------------------------ dense linear
 @torch.library.custom_op("ktune::linear_skinny", mutates_args=("scratch",))
 def linear_skinny(x: torch.Tensor, weight: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
     """y = x W^T (no bias), W dense [N, K] in x's dtype (F.linear's layout), for decode-sized M (<= 64); scratch fp32,
-    skinny_scratch_elements() long, zero-filled once (the kernel leaves it zeroed)."""
+    skinny_scratch_elements() long, one per shape, zero-filled once (dense_linear keeps one)."""
     return torch.nn.functional.linear(x, weight)
 
 
@@ -401,7 +433,7 @@ def _(x, weight, scratch):
 # M = 16 N = 14336, by 1 %), at M 32-64 slower (docs/performance.md, tag k27). Above, and at shapes not tuned on this
 # chip, cuBLAS (F.linear).
 SKINNY_MAX_M = 16
-# Per (device, dtype, M, N, K): the zeroed scratch, or None where the skinny kernel is not used. Filled on a shape's
+# Per (device, dtype, M, N, K): the scratch's elements, or 0 where the skinny kernel is not used. Asked on a shape's
 # first call (an eager warm-up step before any CUDA graph capture), never per call: a captured step reuses it.
 _skinny_plan = {}
 
@@ -418,15 +450,14 @@ def _skinny_scratch(x, weight, m):
     n, k = weight.shape
     key = (x.device, x.dtype, m, n, k)
     if key not in _skinny_plan:
-        scratch = None
+        elements = 0
         lib = _lib.load()
         if lib is not None and _lib.has_op("linear_skinny") and \
                 lib.ktune_torch_linear_skinny_tuned(_DTYPES[x.dtype], m, n, k):
-            elements = lib.ktune_torch_linear_skinny_scratch(_DTYPES[x.dtype], m, n, k)
-            if elements > 0:
-                scratch = torch.zeros(elements, dtype=torch.float32, device=x.device)
-        _skinny_plan[key] = scratch
-    return _skinny_plan[key]
+            elements = max(lib.ktune_torch_linear_skinny_scratch(_DTYPES[x.dtype], m, n, k), 0)
+        _skinny_plan[key] = elements
+    elements = _skinny_plan[key]
+    return shape_scratch(("linear_skinny", x.dtype, m, n, k), elements, x.device) if elements else None
 
 
 def skinny_eligible(x, weight):

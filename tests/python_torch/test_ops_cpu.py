@@ -315,6 +315,17 @@ def test_dense_linear_takes_the_skinny_kernel_only_where_it_may():
     assert torch.equal(ops.dense_linear(x, w, b), torch.nn.functional.linear(x, w, b))
 
 
+def test_shape_scratch_is_one_zeroed_buffer_per_key(monkeypatch):
+    monkeypatch.setattr(ops, "_scratch_pool", {})
+    a = ops.shape_scratch(("decode_attention", torch.bfloat16, 1, 24, 8, 128), 40, "cpu")
+    assert a.numel() == 40 and a.dtype == torch.float32 and not a.any()
+    a[3] = 7.0  # what a kernel leaves behind stays with its own shape
+    assert ops.shape_scratch(("decode_attention", torch.bfloat16, 1, 24, 8, 128), 40, "cpu") is a
+    b = ops.shape_scratch(("decode_attention", torch.bfloat16, 8, 24, 8, 128), 300, "cpu")
+    assert b is not a and b.numel() == 300 and not b.any()
+    assert ops.shape_scratch(("x",), 0, "cpu").numel() == 1
+
+
 class _FakeSkinnyLib:
     """Stands in for the op library: linear_skinny built, `tuned` the shapes tuned on this chip."""
 
@@ -339,6 +350,7 @@ def test_skinny_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monk
     fake = _FakeSkinnyLib({(1, 48, 64)})
     monkeypatch.setattr(_lib, "load", lambda: fake)
     monkeypatch.setattr(ops, "_skinny_plan", {})
+    monkeypatch.setattr(ops, "_scratch_pool", {})
     w = torch.randn(48, 64, dtype=torch.bfloat16)
     s1 = ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
     s2 = ops._skinny_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)

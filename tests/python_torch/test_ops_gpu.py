@@ -68,11 +68,44 @@ def test_decode_attention_on_a_static_cache(b):
     kc = torch.randn(b, 8, length, 128, device=dev, dtype=torch.bfloat16)
     vc = torch.randn_like(kc)
     lens = torch.randint(1, length + 1, (b,), device=dev, dtype=torch.int32)
-    scratch = torch.zeros(ops.decode_attention_scratch_elements(torch.bfloat16, 8, 24, 8, 128), device=dev)
+    scratch = torch.zeros(ops.decode_attention_scratch_elements(torch.bfloat16, b, 24, 8, 128), device=dev)
     got = ops.decode_attention(q, kc, vc, lens, scratch)
     want = ops.decode_attention(q.cpu(), kc.cpu(), vc.cpu(), lens.cpu(), scratch.cpu())
     torch.testing.assert_close(got.cpu(), want, **BF16)
     assert int(scratch[: (b * 8 + 3) // 4 * 4].abs().sum()) == 0  # the arrival counters are left at zero
+
+
+def test_decode_attention_keeps_a_scratch_per_batch_size():
+    # Batch 1, 8, 1, 8 as a model's decode runs them: one scratch shared by every batch size broke batch 8 (the
+    # partials batch 1 left behind lay where batch 8's arrival counters are).
+    need("decode_attention")
+    length = 577
+    for b in (1, 8, 1, 8):
+        q = torch.randn(b, 24, 128, device=dev, dtype=torch.bfloat16)
+        kc = torch.randn(b, 8, length, 128, device=dev, dtype=torch.bfloat16)
+        vc = torch.randn_like(kc)
+        lens = torch.randint(1, length + 1, (b,), device=dev, dtype=torch.int32)
+        got = ops.decode_attention(q, kc, vc, lens, ops.decode_attention_scratch(q, kc))
+        want = ops._decode_attention_math(q.cpu(), kc.cpu(), vc.cpu(), lens.cpu())
+        torch.testing.assert_close(got.cpu(), want, **BF16)
+
+
+def test_linear_int4_keeps_a_scratch_per_shape():
+    # The shapes of a patched layer one after another (qkv, o, gate_up, down), twice, at M = 1 then 8.
+    need("linear_int4")
+    for m in (1, 8):
+        for n, k in ((5120, 3072), (3072, 3072), (16384, 3072), (3072, 8192)) * 2:
+            w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.02
+            pw, ps, pz = packing.pack_int4(*_int4_parts(w))
+            x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            got = ops.linear_int4(x, pw, ps, pz, ops.quant_scratch(4, x, n, k), n, k, 128)
+            want = x.float() @ packing.dequantize_int4(pw, ps, pz, n, k, 128).t()
+            torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def _int4_parts(w):
+    q, s, z = packing.quantize_int4(w, 128)
+    return q, 128, s, z
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 3072, 3072), (8, 8192, 3072), (1, 3072, 8192)])

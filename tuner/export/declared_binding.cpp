@@ -292,8 +292,9 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
     for (const std::string& d : host.doc) b.doc.push_back(d);
     if (std::any_of(order.begin(), order.end(), [](const auto* d) { return d->role == BufferRole::scratch; }))
         b.doc.push_back(
-            "Scratch buffers: <table>::buffer_elements() elements, zero-filled before the first call (the kernels "
-            "leave them zeroed).");
+            "Scratch buffers: <table>::buffer_elements() elements, zero-filled before a shape's first call. The "
+            "kernels reset their arrival counters but leave partial results, where another shape's counters may lie: "
+            "keep one scratch per shape (or zero it again when the shape changes).");
     b.doc.push_back(
         "A void pointer's element type follows `dtype` (float, __half, __nv_bfloat16). Pointers need their");
     b.doc.push_back("element's alignment. Asynchronous on `stream`; the status covers validation and the launch only.");

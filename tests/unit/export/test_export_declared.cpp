@@ -189,7 +189,7 @@ TEST_F(ExportDeclared, ComputesTheOpSpecsNamedValuesInOrderBeforeTheArgumentsTha
                     "inline constexpr const char* buffer_names[buffer_count] = {\"out\", \"q\", \"k\", "
                     "\"v\", \"seq_lens\", \"scratch\"};"));
     EXPECT_TRUE(has(text, "    case 5: v = (lets[4]); break;"));
-    EXPECT_TRUE(has(text, "zero-filled before the first call"));
+    EXPECT_TRUE(has(text, "keep one scratch per shape"));
 }
 
 TEST_F(ExportDeclared, IncludesTheHeaderOnlyPackingOfAQuantizedLinear) {

@@ -136,7 +136,8 @@ inline DeviceProps make_device_props(const char* name, int cc_major, int cc_mino
 }
 
 // What the op does with a buffer (the op spec's role): inputs are read, outputs written, inouts both; scratch is the
-// kernels' workspace, zero-filled by the caller before the first call (the kernels leave it zeroed).
+// kernels' workspace, zero-filled by the caller before a shape's first call (the kernels reset their counters but
+// leave partials where another shape's counters may lie: one scratch per shape).
 enum class BufferRole : int { input = 0, output, inout, scratch };
 
 // What a dispatcher picked, for logs and reports: every result says which fallback level it used.
@@ -592,7 +593,7 @@ inline Choice decode_attention_fwd_select(const DeviceProps& device, Dtype dtype
 // scratch (scratch): float, SCRATCH elements
 // Axes: B: sequences; L: KV cache capacity in tokens; HQ: q heads; HK: kv heads; HK divides HQ; D: head dimension, <= 256; U: 1: every sequence has L tokens; more: lengths drawn from [floor(L / U), L] (the op's default: 1).
 // The op's checks (failed_check() says which fails) return Status::bad_size; so do axes < 1.
-// Scratch buffers: <table>::buffer_elements() elements, zero-filled before the first call (the kernels leave them zeroed).
+// Scratch buffers: <table>::buffer_elements() elements, zero-filled before a shape's first call. The kernels reset their arrival counters but leave partial results, where another shape's counters may lie: keep one scratch per shape (or zero it again when the shape changes).
 // A void pointer's element type follows `dtype` (float, __half, __nv_bfloat16). Pointers need their
 // element's alignment. Asynchronous on `stream`; the status covers validation and the launch only.
 // Validates the arguments, selects the configuration (see the top of this file) and launches it. Writes what

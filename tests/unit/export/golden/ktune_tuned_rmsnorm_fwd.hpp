@@ -129,7 +129,8 @@ inline DeviceProps make_device_props(const char* name, int cc_major, int cc_mino
 }
 
 // What the op does with a buffer (the op spec's role): inputs are read, outputs written, inouts both; scratch is the
-// kernels' workspace, zero-filled by the caller before the first call (the kernels leave it zeroed).
+// kernels' workspace, zero-filled by the caller before a shape's first call (the kernels reset their counters but
+// leave partials where another shape's counters may lie: one scratch per shape).
 enum class BufferRole : int { input = 0, output, inout, scratch };
 
 // What a dispatcher picked, for logs and reports: every result says which fallback level it used.
