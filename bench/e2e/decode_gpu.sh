@@ -2,7 +2,9 @@
 # On the GPU host: the decode-step benchmark of issue 26 (bench/e2e/decode.py) with ktune's kernels from a database.
 #   OUT=/tmp/out bench/e2e/decode_gpu.sh                             tune every op the model uses quickly, then run
 #   KTUNE_DB=results/tuned.db OUT=/tmp/out bench/e2e/decode_gpu.sh   use that database (tuned at the model's shapes)
-# Knobs: BUDGET (configurations per problem when tuning, default 8), TUNE_TIME (seconds per tuning call, 60),
+# Knobs: BUDGET (configurations per problem when tuning, default 8, random), WEIGHT_BUDGET (the same for the ops that
+# read the weights and the cache, default 24, forest search: most of a step's time), TUNE_TIME (seconds per tuning
+# call, 60),
 # TUNE_BUDGET (seconds for all the tuning, 210),
 # BATCH ("1 8"), STEPS (128), PROMPT (512), MODES (eager,compile,ktune,ktune+graph), WEIGHTS (bf16,int4),
 # COMPILE_TIMEOUT (seconds to compile the baseline at one batch size, 240), DEADLINE (seconds for the whole script,
@@ -46,6 +48,9 @@ if [ -z "$db" ]; then
   db=$out/decode.db
   rm -f "$db"
   quick=(--dtype bf16 --strategy random --budget "${BUDGET:-8}" --min-samples 6 --max-samples 40 --quiet)
+  # the ops whose time is the weights' (and the cache's) bytes: a larger budget, forest search from the run's winners
+  thorough=(--dtype bf16 --strategy forest --budget "${WEIGHT_BUDGET:-24}" --min-samples 6 --max-samples 40 --quiet)
+  search=("${quick[@]}")
   tune_budget=${TUNE_BUDGET:-210}  # seconds for all the tuning: ops past it are reported and left out
   # tune SPACE SHAPE...: SPACE a file stem under search_spaces/, or a path (without .yaml) from the repository root.
   # One call for all shapes first. A space of several kernels fails as a whole when one kernel takes only some of the
@@ -62,7 +67,7 @@ if [ -z "$db" ]; then
     fi
     for s in "$@"; do shapes+=(--shape "$s"); done
     shapes+=(--time "$((left < ${TUNE_TIME:-60} ? left : ${TUNE_TIME:-60}))")  # seconds of measuring per call
-    if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${shapes[@]}" > "$log" 2>&1; then
+    if "$k" --db "$db" tune "$root/$space.yaml" "${search[@]}" "${shapes[@]}" > "$log" 2>&1; then
       echo "  $name: $# shapes tuned ($((SECONDS - t0)) s)"; return 0
     fi
     local kernels kern ok=0 missed=()
@@ -71,12 +76,12 @@ if [ -z "$db" ]; then
     for kern in $kernels; do
       local sel=(); [ "$kern" = - ] || sel=(--kernel "$kern")
       echo "--- ${kern}: all shapes" >> "$log"
-      if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${sel[@]}" "${shapes[@]}" >> "$log" 2>&1; then
+      if "$k" --db "$db" tune "$root/$space.yaml" "${search[@]}" "${sel[@]}" "${shapes[@]}" >> "$log" 2>&1; then
         ok=$((ok + $#)); continue
       fi
       for s in "$@"; do
         echo "--- ${kern}: $s" >> "$log"
-        if "$k" --db "$db" tune "$root/$space.yaml" "${quick[@]}" "${sel[@]}" --shape "$s" --time 30 >> "$log" 2>&1; then
+        if "$k" --db "$db" tune "$root/$space.yaml" "${search[@]}" "${sel[@]}" --shape "$s" --time 30 >> "$log" 2>&1; then
           ok=$((ok + 1))
         else
           missed+=("$kern@$s")
@@ -108,6 +113,7 @@ if [ -z "$db" ]; then
   # q, k: rows of the fused qkv output (token stride 5120)
   # shellcheck disable=SC2046
   tune rope_neox $(each "M=@,HQ=24,HK=8,D=128,R=128,P=131072,SQ=5120,SK=5120")
+  search=("${thorough[@]}")
   tune decode_attention "B=1,L=$len,HQ=24,HK=8,D=128,U=1" "B=8,L=$len,HQ=24,HK=8,D=128,U=1"
   # patch_model's fused projections: qkv (3072 + 2 x 1024 rows), o, gate_up (2 x 8192), down; the dense skinny
   # kernel also takes lm_head (the tied embedding, 128256 x 3072)
@@ -121,6 +127,7 @@ if [ -z "$db" ]; then
   done
   tune linear_skinny "${dense[@]}"
   [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
+  search=("${quick[@]}")
   # RMSNorm's backward at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
   tune rmsnorm_bwd "M=4096,H=3072"
   echo "tuned in $((SECONDS - start)) s: $db"

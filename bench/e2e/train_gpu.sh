@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU host: the training-step benchmark of issue 26 (bench/e2e/train.py): 4 Llama-3.2-3B-shaped layers, fwd +
-# bwd at batch 2 x seq 2048, eager vs torch.compile vs Liger-Kernel vs ktune (RMSNorm fwd + bwd only).
+# bwd at batch 2 x seq 2048, eager vs torch.compile vs Liger-Kernel vs ktune (RMSNorm fwd + bwd only; eager and
+# compiled around it).
 #   OUT=/tmp/out bench/e2e/train_gpu.sh     after bench/e2e/decode_gpu.sh (reuses its op library, which it tunes
 #                                           rmsnorm/bwd for at these rows)
 # Liger-Kernel: its wheel travels in .gpu-deps/wheels (pip download liger-kernel --no-deps -d .gpu-deps/wheels) and is
@@ -22,7 +23,7 @@ else
 fi
 status=0
 timeout --signal=INT --kill-after=15 "${TIMEOUT:-300}" python3 "$root/bench/e2e/train.py" --layers "${LAYERS:-4}" \
-  --variants "${VARIANTS:-eager,compile,liger,ktune}" --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
+  --variants "${VARIANTS:-eager,compile,liger,ktune,ktune+compile}" --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
 { grep -vE "Warning|warnings.warn" "$out/train.txt" || true; } | tail -30
 echo "train_gpu: $((SECONDS - start)) s; results in $out/"
 ((status == 0)) || { echo "train_gpu: train.py failed (exit $status; $out/train.txt)" >&2; exit 1; }
