@@ -31,6 +31,9 @@ def main():
     p.add_argument("--cache", type=int, default=0, help="StaticCache length (default prompt + steps + 1)")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--vs-eager", action="store_true",
+                   help="also run each prefill through an unpatched twin (the same weights) and print, per layer, "
+                        "how far the patched model's attention and MLP outputs are from the twin's")
     a = p.parse_args()
 
     import decode as bench
@@ -64,8 +67,17 @@ def main():
     def rope_neox_(q, k, pos, cos, sin):
         qr, kr = q.clone(), k.clone()
         ops._rope_neox_math(qr, kr, pos, cos, sin)
+        # q and k are views of one projection's rows (patch_model's qkv): what lies beside them (v) must stay
+        rows = torch.as_strided(q, (q.shape[0], q.stride(0)), (q.stride(0), 1))
+        before = rows.clone()
         orig["rope_neox_"](q, k, pos, cos, sin)
         record("rope_neox_", (tuple(q.shape), tuple(k.shape), q.stride(0)), [q, k], [qr, kr])
+        koff = k.storage_offset() - q.storage_offset()
+        if k.untyped_storage().data_ptr() == q.untyped_storage().data_ptr() and 0 < koff < q.stride(0):
+            keep = torch.ones(q.stride(0), dtype=torch.bool, device=q.device)
+            keep[:q.shape[1] * q.shape[2]] = False
+            keep[koff:koff + k.shape[1] * k.shape[2]] = False
+            record("rope_neox_ (beside q, k)", (tuple(q.shape), q.stride(0)), [rows[:, keep]], [before[:, keep]])
 
     def swiglu(g, u):
         y = orig["swiglu"](g, u)
@@ -93,10 +105,14 @@ def main():
     cfg.num_hidden_layers = a.layers
     model = bench.build_model(cfg, a.device, torch.bfloat16)
     llama.patch_model(model, weights="bf16", max_batch=max(a.batch))
+    twin = bench.build_model(cfg, a.device, torch.bfloat16) if a.vs_eager else None  # the same seed and weights
+    layer_rows = []
     with torch.no_grad():
         for b in a.batch:
             cache = StaticCache(config=model.config, max_cache_len=a.cache or a.prompt + a.steps + 1)
             ids = torch.randint(0, cfg.vocab_size, (b, a.prompt), device=a.device)
+            if twin is not None:
+                layer_rows += layers_vs_twin(model, twin, ids, b, a.cache or a.prompt + a.steps + 1)
             logits = model(input_ids=ids, past_key_values=cache, use_cache=True).logits
             tok = logits[:, -1:].argmax(-1)
             for s in range(a.steps):
@@ -108,6 +124,46 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for (name, shape), (d, r, n) in sorted(stats.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1e-30)):
         print(f"| {name} | {shape} | {n} | {d:.3g} | {r:.3g} | {d / max(r, 1e-30):.3g} |")
+    if layer_rows:
+        print("\n| batch | module | max abs diff vs unpatched | max abs unpatched |")
+        print("| ---: | --- | ---: | ---: |")
+        for row in layer_rows:
+            print("| %d | %s | %.3g | %.3g |" % row)
+
+
+def layers_vs_twin(model, twin, ids, b, cache_len):
+    """Prefill `ids` through the patched model and its unpatched twin; (batch, module, max |diff|, max |twin|) per
+    attention and MLP output of each layer, then the logits. The first large difference is where they part."""
+    from transformers import StaticCache
+
+    outs = {}
+
+    def hook(key):
+        def f(module, inputs, out):
+            outs[key] = (out[0] if isinstance(out, tuple) else out).detach().float().clone()
+        return f
+
+    handles = []
+    for tag, m in (("patched", model), ("twin", twin)):
+        for i, layer in enumerate(m.model.layers):
+            handles.append(layer.self_attn.register_forward_hook(hook((tag, i, "attention"))))
+            handles.append(layer.mlp.register_forward_hook(hook((tag, i, "mlp"))))
+    try:
+        pos = torch.arange(ids.shape[1], device=ids.device)[None].expand(b, -1)  # as bench/e2e/decode.py passes them
+        logits = {tag: m(input_ids=ids, position_ids=pos, use_cache=True,
+                         past_key_values=StaticCache(config=m.config, max_cache_len=cache_len)).logits.float()
+                  for tag, m in (("patched", model), ("twin", twin))}
+    finally:
+        for h in handles:
+            h.remove()
+    rows = []
+    for i in range(len(model.model.layers)):
+        for part in ("attention", "mlp"):
+            got, want = outs[("patched", i, part)], outs[("twin", i, part)]
+            rows.append((b, f"layer {i} {part}", (got - want).abs().max().item(), want.abs().max().item()))
+    rows.append((b, "logits", (logits["patched"] - logits["twin"]).abs().max().item(),
+                 logits["twin"].abs().max().item()))
+    return rows
 
 
 if __name__ == "__main__":

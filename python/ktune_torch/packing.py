@@ -144,3 +144,18 @@ def quantize_int8(weight):
     scale = (wf.abs().amax(-1) / 127.0).clamp(min=1e-8).to(weight.dtype)
     q = torch.clamp(torch.round(wf / scale.float()[:, None]), -128, 127).to(torch.int8)
     return q, scale
+
+
+def dequantized(weight, bits, group=128):
+    """weight [N, K] as the weight-only kernels see it after quantization (INT4 group-wise or INT8 per row), in
+    weight's dtype: the weights of an eager model that computes what a quantized patched model should."""
+    n, k = weight.shape
+    if bits == 4:
+        q, scales, zeros = quantize_int4(weight, group)
+        w = dequantize_int4(*pack_int4(q, group, scales, zeros), n, k, group)
+    elif bits == 8:
+        q, scales = quantize_int8(weight)
+        w = dequantize_int8(pack_int8(q), scales, n, k)
+    else:
+        raise ValueError(f"bits must be 4 or 8, not {bits}")
+    return w.to(weight.dtype)
