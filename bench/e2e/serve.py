@@ -34,6 +34,12 @@ sys.path.insert(0, str(here.parents[1] / "python"))
 sys.path.insert(0, str(here))
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: at concurrency 32 the clients' connects overflowed it and were reset
+    # (seen on the H100: 6 of the baseline's requests). Room for every client of the load generator.
+    request_queue_size = 256
+
+
 def percentile(xs, q):
     s = sorted(xs)
     return s[min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))] if s else float("nan")
@@ -163,7 +169,7 @@ class Service:
             def log_message(self, *a):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.http = _Server(("127.0.0.1", port), Handler)
         self.http.daemon_threads = True
         self.port = self.http.server_address[1]
         self.stop = threading.Event()
