@@ -44,7 +44,7 @@ for key in ("bf16:M=16,H=4096", "bf16:M=4096,H=8192"):
     slow = db.execute("""select c.key, m.p50_us from measurements m join configurations c on c.id = m.configuration_id
       join problems p on p.id = m.problem_id where p.key = ? and m.status = 'ok'
       order by m.p50_us desc limit 1""", (key,)).fetchone()
-    print(f"{key}: substituted {slow[0]} (p50 {slow[1]:.2f} us here) for {case['config']} (timer {case['timer']})")
+    print(f"{key}: substituted {slow[0]} (p50 {slow[1]:.2f} us here) for {case['config']} (timer {case.get('timer', 'events')})")
     case["config"] = slow[0]
 json.dump(b, open(sys.argv[2], "w"), indent=1)
 PY
