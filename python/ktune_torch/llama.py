@@ -67,7 +67,9 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         q = self.q_proj(hidden_states).view(b * s, hq, d)
         k = self.k_proj(hidden_states).view(b * s, hk, d)
         v = self.v_proj(hidden_states).view(b, s, hk, d).transpose(1, 2)
-    ops.rope_neox_(q, k, position_ids.reshape(-1).to(torch.int32), sh.cos, sh.sin)
+    step = kwargs.get("ktune_positions")  # decode_step's: converted once per step, not once per layer
+    positions = step[0] if step is not None else position_ids.reshape(-1).to(torch.int32)
+    ops.rope_neox_(q, k, positions, sh.cos, sh.sin)
     q = q.view(b, s, hq, d).transpose(1, 2)
     k = k.view(b, s, hk, d).transpose(1, 2)
     if cache is not None:
@@ -78,7 +80,7 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
 
     if s == 1 and k_all.is_contiguous() and v_all.is_contiguous():
         # Decode: the kernel reads the first seq_lens[b] tokens of the cache in place.
-        seq_lens = (position_ids[:, -1] + 1).to(torch.int32)
+        seq_lens = step[1] if step is not None else (position_ids[:, -1] + 1).to(torch.int32)
         q = q.reshape(b, hq, d)
         out = ops.decode_attention(q, k_all, v_all, seq_lens, ops.decode_attention_scratch(q, k_all))
         out = out.reshape(b, 1, hq * d)
@@ -242,11 +244,15 @@ def decode_step(model, input_ids, position_ids, cache):
     layer's input norm, the final norm). Capturable in a CUDA graph with static input tensors."""
     inner = model.model
     layers = inner.layers
+    # Every layer's RoPE positions and attention lengths, made once (three small kernels a layer fewer)
+    positions = position_ids.expand(input_ids.shape[0], 1).reshape(-1).to(torch.int32)
+    step = (positions, positions + 1)
     x = inner.embed_tokens(input_ids)
     first = layers[0].input_layernorm
     h, residual = ops.rms_norm(x, first.weight, first.variance_epsilon), x
     for i, layer in enumerate(layers):
-        a, _ = layer.self_attn(hidden_states=h, attention_mask=None, position_ids=position_ids, cache=cache)
+        a, _ = layer.self_attn(hidden_states=h, attention_mask=None, position_ids=position_ids, cache=cache,
+                               ktune_positions=step)
         post = layer.post_attention_layernorm
         h, residual = ops.add_rms_norm(a, residual, post.weight, post.variance_epsilon)
         m = layer.mlp(h)
