@@ -23,6 +23,15 @@ foreach(f bin/ktune bin/ktune-worker include/ktune/ktune.hpp include/ktune/core/
   endif()
 endforeach()
 
+# The installed CLI finds the share/ktune beside it, from a folder outside any checkout, without KTUNE_ROOT.
+unset(ENV{KTUNE_ROOT})
+execute_process(COMMAND ${prefix}/bin/ktune space rmsnorm WORKING_DIRECTORY / RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}" "${prefix}/share/ktune/search_spaces/rmsnorm.yaml" at)
+if(NOT rc EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "the installed ktune did not find its own search spaces (${rc}):\n${out}\n${err}")
+endif()
+
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${WORK_DIR}/consumer -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)

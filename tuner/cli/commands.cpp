@@ -42,6 +42,10 @@ Paths resolve_paths(const GlobalOptions& g, RootUse use) {
         if (g.db.empty() && !(env_db && *env_db) && p.root.empty())
             throw_no_root("the results database is <root>/results/ktune.db unless --db or KTUNE_DB names one");
         p.db = g.db.empty() ? default_db_path(p.root) : g.db;
+        if (g.db.empty() && !(env_db && *env_db)) {  // the default's folder (the user's data folder) may not exist yet
+            std::error_code ec;
+            fs::create_directories(fs::path(p.db).parent_path(), ec);
+        }
     }
     p.cache = g.cache_dir.empty() ? default_cache_dir() : g.cache_dir;
     return p;

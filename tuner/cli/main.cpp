@@ -67,9 +67,11 @@ int main(int argc, char** argv) {
     cli::GlobalOptions global;
     app.add_option("--root", global.root,
                    "Repository root holding kernels/ and search_spaces/ (default: $KTUNE_ROOT, the nearest such "
-                   "ancestor of the working directory)")
+                   "ancestor of the working directory, else the share/ktune installed beside this executable)")
         ->check(cli::not_empty());
-    app.add_option("--db", global.db, "Results database (default: $KTUNE_DB or <root>/results/ktune.db)")
+    app.add_option("--db", global.db,
+                   "Results database (default: $KTUNE_DB or <root>/results/ktune.db; installed: "
+                   "~/.local/share/ktune/ktune.db)")
         ->check(cli::not_empty());
     app.add_option("--cache-dir", global.cache_dir,
                    "NVRTC cubin cache (default: $KTUNE_CACHE_DIR, $XDG_CACHE_HOME/ktune or ~/.cache/ktune)")

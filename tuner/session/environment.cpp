@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "ktune_build_config.hpp"  // KTUNE_VERSION, KTUNE_CUDA_VERSION
+#include "ktune_build_config.hpp"  // KTUNE_VERSION, KTUNE_CUDA_VERSION, KTUNE_INSTALL_BIN_TO_DATA
 #include "tuner/session/space_file.hpp"
 #include "tuner/space/search_space.hpp"
 
@@ -95,6 +95,15 @@ SpaceRef space_of_file(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> installed_root() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec || exe.empty()) return std::nullopt;
+    const fs::path data = (exe.parent_path() / KTUNE_INSTALL_BIN_TO_DATA).lexically_normal();
+    if (is_root(data)) return data.string();
+    return std::nullopt;
+}
+
 std::optional<std::string> find_root(const std::string& explicit_root) {
     if (!explicit_root.empty()) return checked_root(explicit_root, "--root");
     if (const char* env = std::getenv("KTUNE_ROOT"); env && *env) return checked_root(env, "KTUNE_ROOT");
@@ -103,14 +112,15 @@ std::optional<std::string> find_root(const std::string& explicit_root) {
         if (is_root(p)) return p.string();
         if (p == p.parent_path()) break;
     }
-    return std::nullopt;
+    return installed_root();
 }
 
 void throw_no_root(const std::string& why) {
     std::error_code ec;
     throw Error(ErrorCategory::bad_input,
-                fmt::format("no ktune root{}: {} and the folders above it hold no kernels/ and search_spaces/; run "
-                            "ktune inside a ktune checkout or name the root with --root DIR or KTUNE_ROOT=DIR",
+                fmt::format("no ktune root{}: {} and the folders above it hold no kernels/ and search_spaces/, nor "
+                            "does an installed share/ktune beside this executable; run ktune inside a ktune checkout "
+                            "or name the root with --root DIR or KTUNE_ROOT=DIR",
                             why.empty() ? "" : " (" + why + ")", fs::current_path(ec).string()),
                 "--root");
 }
@@ -122,6 +132,13 @@ std::string resolve_root(const std::string& explicit_root) {
 
 std::string default_db_path(const std::string& root) {
     if (const char* env = std::getenv("KTUNE_DB"); env && *env) return env;
+    // An installed root (often read-only, shared by every user) holds no results: the user's data folder does.
+    if (root == installed_root()) {
+        if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+            return (fs::path(xdg) / "ktune" / "ktune.db").string();
+        if (const char* home = std::getenv("HOME"); home && *home)
+            return (fs::path(home) / ".local" / "share" / "ktune" / "ktune.db").string();
+    }
     return (fs::path(root) / "results" / "ktune.db").string();
 }
 

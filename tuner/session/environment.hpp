@@ -7,7 +7,8 @@
 
 namespace ktune {
 
-// --root, else $KTUNE_ROOT, else the nearest ancestor of the working directory holding kernels/ and search_spaces/.
+// --root, else $KTUNE_ROOT, else the nearest ancestor of the working directory holding kernels/ and search_spaces/,
+// else the share/ktune installed beside this executable (installed_root()).
 // Throws Error(bad_input) when an explicit root lacks those folders, and when none is found: the message says where it
 // looked and how to name the root.
 std::string resolve_root(const std::string& explicit_root);
@@ -16,8 +17,14 @@ std::optional<std::string> find_root(const std::string& explicit_root);
 // The Error resolve_root throws when no root is found; `why` says what the root was needed for ("" for kernels).
 [[noreturn]] void throw_no_root(const std::string& why = {});
 
-std::string default_db_path(const std::string& root);  // $KTUNE_DB, else <root>/results/ktune.db
-std::string default_cache_dir();                       // $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, ~/.cache/ktune
+// The kernels and search spaces installed with the running executable (<prefix>/share/ktune for <prefix>/bin/ktune),
+// if there are any.
+std::optional<std::string> installed_root();
+
+// $KTUNE_DB, else <root>/results/ktune.db; for the installed root, $XDG_DATA_HOME/ktune/ktune.db (or
+// ~/.local/share/ktune/ktune.db).
+std::string default_db_path(const std::string& root);
+std::string default_cache_dir();  // $KTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ktune, ~/.cache/ktune
 
 // What one name of a search space means on every command: a YAML file ("my/space.yaml"), a space name
 // ("rmsnorm" -> <root>/search_spaces/rmsnorm.yaml), an op ("glu": every space of that op) or op/variant
