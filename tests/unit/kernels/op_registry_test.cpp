@@ -61,7 +61,7 @@ TEST(CpuReferences, ListEveryOpVariantOnce) {
     std::set<std::string> keys;
     for (const CpuReference& r : cpu_references()) keys.insert(std::string(r.op) + "/" + std::string(r.variant));
     EXPECT_EQ(keys.size(), cpu_references().size());
-    EXPECT_EQ(keys.size(), 29u);
+    EXPECT_GE(keys.size(), 29u);  // at least the ops of this writing (DeclaredOps matches them with the op files)
 }
 
 TEST(CpuReferences, EveryOneHasTheOpOfASearchSpace) {

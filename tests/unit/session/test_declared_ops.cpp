@@ -75,7 +75,7 @@ TEST(DeclaredOps, EveryBuiltInOpIsDeclaredOnceTunedByASpaceAndHasACpuReference) 
         tuned.insert(key_of(*s.declared_op()));
     }
     for (const CpuReference& r : cpu_references()) referenced.insert(fmt::format("{}/{}", r.op, r.variant));
-    EXPECT_EQ(builtins.size(), 29u);
+    EXPECT_GE(builtins.size(), 29u);  // at least the ops of this writing; the sets below must be the same
     EXPECT_EQ(tuned, builtins);
     EXPECT_EQ(referenced, builtins);
 }
