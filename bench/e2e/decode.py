@@ -6,7 +6,8 @@
   ktune           ktune_torch.llama.patch_model, eager launches
   ktune+graph     the patched model's decode step (embedding, layers, norm, lm_head, greedy pick, position advance)
                   captured once in a CUDA graph and replayed
-with --weights bf16 and/or int4 (int4/int8 only for the ktune modes). Per step: CUDA-event time of the step; p50, p95,
+with --weights bf16, int4, int8 (lm_head bf16) or int4+head, int8+head (lm_head quantized too): quantized weights only
+for the ktune modes, checked against eager over the same weights quantized and dequantized. Per step: CUDA-event time of the step; p50, p95,
 p99 ms and tokens/s (batch / mean step time). Outputs: the greedy tokens of each ktune mode against eager's over the
 first --check steps (equal, or the first step they differ and the step-0 logits' largest difference), said plainly.
 Prints a Markdown table; --json FILE writes the numbers.
@@ -59,9 +60,10 @@ def build_model(cfg, device, dtype, seed=0):
     return model.eval()
 
 
-def quantize_linears(model, bits, group=128):
-    """Every decoder-layer linear's weight replaced by its INT4/INT8 round trip (ktune_torch.packing.dequantized):
-    patch_model quantizes per row (groups along K), so q, k, v (gate, up) quantize alike separately or fused."""
+def quantize_linears(model, bits, group=128, lm_head=False):
+    """Every decoder-layer linear's weight (and lm_head's) replaced by its INT4/INT8 round trip
+    (ktune_torch.packing.dequantized): patch_model quantizes per row (groups along K), so q, k, v (gate, up) quantize
+    alike separately or fused. lm_head gets a weight of its own: the tied embedding keeps the bf16 one."""
     from ktune_torch import packing
 
     with torch.no_grad():
@@ -70,6 +72,17 @@ def quantize_linears(model, bits, group=128):
                 for lin in owner.children():
                     if isinstance(lin, torch.nn.Linear):
                         lin.weight.copy_(packing.dequantized(lin.weight, bits, group))
+        if lm_head:
+            model.lm_head.weight = torch.nn.Parameter(packing.dequantized(model.lm_head.weight, bits, group),
+                                                      requires_grad=False)
+
+
+def weight_kind(w):
+    """(bits or 0 for bf16, whether lm_head is quantized too) of a --weights name: bf16, int4, int8, int4+head..."""
+    base, _, head = w.partition("+")
+    if base not in ("bf16", "int4", "int8") or head not in ("", "head") or (base == "bf16" and head):
+        raise SystemExit(f"decode: --weights takes bf16, int4, int8, int4+head, int8+head, not {w!r}")
+    return {"bf16": 0, "int4": 4, "int8": 8}[base], bool(head)
 
 
 def percentile(xs, q):
@@ -433,15 +446,16 @@ def main():
             refs[batch] = run(model, "eager", batch, args, device)
             add(refs[batch], "bf16")
     for w in weights:
-        if w != "bf16" and device.type == "cuda" and not _lib.has_op(f"linear_{w}"):
+        bits, head = weight_kind(w)
+        if bits and device.type == "cuda" and not _lib.has_op(f"linear_int{bits}"):
             # its torch math dequantizes every weight on every call: minutes per run, and not ktune's kernel
-            notes.append(f"{w} weights not run: linear_{w} is not in the op library (not tuned)")
+            notes.append(f"{w} weights not run: linear_int{bits} is not in the op library (not tuned)")
             print(notes[-1], flush=True)
             continue
-        if w != "bf16" and "eager" in modes:
+        if bits and "eager" in modes:
             # INT4/INT8 change the weights: their reference is eager over the same weights quantized and dequantized
             twin = build_model(cfg, device, dtype)
-            quantize_linears(twin, 4 if w == "int4" else 8)
+            quantize_linears(twin, bits, lm_head=head)
             if device.type == "cuda":
                 exact.update({(b, w): x for b, x in fp32_prefill_logits(twin, args.batch, args, device).items()})
             for batch in args.batch:
@@ -449,7 +463,8 @@ def main():
                 add(refs[(batch, w)], w)
             del twin
         patched = build_model(cfg, device, dtype)  # the same seed: the same random weights as `model`
-        llama.patch_model(patched, weights=w, max_batch=max(args.batch))
+        llama.patch_model(patched, weights=f"int{bits}" if bits else "bf16", max_batch=max(args.batch),
+                          quantize_lm_head=head)
         for batch in args.batch:
             dispatch_steps(patched, batch, args, device, w)
             for mode in ("ktune", "ktune+graph"):

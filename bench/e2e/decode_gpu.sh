@@ -6,7 +6,8 @@
 # read the weights and the cache, default 24, forest search: most of a step's time), TUNE_TIME (seconds per tuning
 # call, 60),
 # TUNE_BUDGET (seconds for all the tuning, 210),
-# BATCH ("1 8"), STEPS (128), PROMPT (512), MODES (eager,compile,ktune,ktune+graph), WEIGHTS (bf16,int4),
+# BATCH ("1 8"), STEPS (128), PROMPT (512), MODES (eager,compile,ktune,ktune+graph), WEIGHTS (bf16,int4; int4+head:
+# lm_head INT4 too),
 # COMPILE_TIMEOUT (seconds to compile the baseline at one batch size, 240), DEADLINE (seconds for the whole script,
 # 500), DECODE_EXTRA (more decode.py arguments: "--tiny --device cpu" smoke-tests this script's flow).
 # Assumes ktune built in build-gpu/ (the lead's command in docs/). Stages: tune (a failed op is reported and left out,
@@ -122,7 +123,8 @@ if [ -z "$db" ]; then
     for nk in "5120 3072" "3072 3072" "16384 3072" "3072 8192" "128256 3072"; do
       read -r n kk <<< "$nk"
       dense+=("M=$m,N=$n,K=$kk")
-      [ "$n" = 128256 ] || int4+=("M=$m,N=$n,K=$kk,G=128")  # lm_head stays bf16 with INT4 weights
+      # lm_head stays bf16 with INT4 weights, unless WEIGHTS has int4+head
+      if [[ $n != 128256 || ${WEIGHTS:-} == *int4+head* ]]; then int4+=("M=$m,N=$n,K=$kk,G=128"); fi
     done
   done
   tune linear_skinny "${dense[@]}"

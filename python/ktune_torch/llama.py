@@ -10,7 +10,7 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
   - the projections of attention and MLP: bf16 through ops.dense_linear (ktune::linear_skinny at decode sizes, M <=
     16, where that shape was tuned on this chip; F.linear elsewhere), or INT4 (group 128) / INT8 weight-only through
     ktune::linear_int4 / linear_int8 with the weights quantized and packed here (the bf16 weights are dropped).
-    lm_head stays bf16, through ops.dense_linear too.
+    lm_head stays bf16, through ops.dense_linear too, unless quantize_lm_head.
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
 (static shapes) and torch.compile traces the custom ops through their fake implementations.
 
@@ -72,7 +72,14 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
     ops.rope_neox_(q, k, positions, sh.cos, sh.sin)
     q = q.view(b, s, hq, d).transpose(1, 2)
     k = k.view(b, s, hk, d).transpose(1, 2)
-    if cache is not None:
+    layer_cache = _static_layer(cache, self.layer_idx) if step is not None else None
+    if layer_cache is not None:
+        # decode_step: the token's k, v straight into the static cache (two copies; HF's update adds three kernels of
+        # position arithmetic a layer); decode_step advances the layers' own lengths once a step, all layers at once.
+        layer_cache.keys.index_copy_(2, position_ids[0], k)
+        layer_cache.values.index_copy_(2, position_ids[0], v)
+        k_all, v_all = layer_cache.keys, layer_cache.values
+    elif cache is not None:
         # transformers 5.x takes (k, v, layer_idx[, cache_kwargs]); older StaticCache layers read cache_position.
         k_all, v_all = cache.update(k, v, self.layer_idx, {"cache_position": position_ids[0]})
     else:
@@ -95,6 +102,21 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
                                              enable_gqa=hq != hk)
         out = out.transpose(1, 2).reshape(b, s, hq * d)
     return self.o_proj(out), None
+
+
+def _static_layer(cache, idx):
+    """The layer of a StaticCache whose keys / values decode_step may write itself, as its update() would (index_copy_
+    at the positions): a plain StaticLayer (not a sliding window), initialised by the prefill; None for anything else.
+    Where the layer counts its length in a tensor (cumulative_length), decode_step advances it."""
+    layers = getattr(cache, "layers", None)
+    if layers is None or idx >= len(layers):
+        return None
+    layer = layers[idx]
+    if type(layer).__name__ != "StaticLayer" or not getattr(layer, "is_initialized", False):
+        return None
+    if not isinstance(getattr(layer, "keys", None), torch.Tensor) or not isinstance(layer.values, torch.Tensor):
+        return None
+    return layer
 
 
 def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None, **kwargs):
@@ -190,14 +212,17 @@ def _decoder_layers(model):
     return inner
 
 
-def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128, fuse_projections=True):
+def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=128, fuse_projections=True,
+                quantize_lm_head=False):
     """Swaps the model's kernels for ktune's, in place (see the module's doc); returns the model.
 
     max_batch: the largest batch (tokens per decode step) whose weight-only linears keep their scratch buffers (one per
     shape, made on the shape's first call: run one eager step before capturing a CUDA graph); above it (prefill) a
     scratch per call;
     max_positions: rows of the RoPE caches (default config.max_position_embeddings); fuse_projections: q, k, v as one
-    linear (qkv_proj) and gate, up as one (gate_up_proj): two launches fewer per layer, each reading more rows."""
+    linear (qkv_proj) and gate, up as one (gate_up_proj): two launches fewer per layer, each reading more rows;
+    quantize_lm_head: with INT4/INT8 weights, lm_head too (its bf16 weights are a third of what an INT4 step reads at
+    Llama-3.2-3B's vocabulary; a tied embedding keeps its bf16 copy for the lookups)."""
     if weights not in ("bf16", "int4", "int8"):
         raise ValueError(f"weights must be bf16, int4 or int8, not {weights!r}")
     inner = _decoder_layers(model)
@@ -233,7 +258,10 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
                     setattr(owner, name, QuantLinear(lin, 4 if weights == "int4" else 8, sh))
     inner.norm.forward = types.MethodType(_norm_forward, inner.norm)
     if isinstance(getattr(model, "lm_head", None), torch.nn.Linear):
-        model.lm_head.forward = types.MethodType(_dense_forward, model.lm_head)
+        if quantize_lm_head and weights != "bf16":
+            model.lm_head = QuantLinear(model.lm_head, 4 if weights == "int4" else 8, sh)
+        else:
+            model.lm_head.forward = types.MethodType(_dense_forward, model.lm_head)
     model._ktune = sh
     return model
 
@@ -258,4 +286,10 @@ def decode_step(model, input_ids, position_ids, cache):
         m = layer.mlp(h)
         norm = layers[i + 1].input_layernorm if i + 1 < len(layers) else inner.norm
         h, residual = ops.add_rms_norm(m, residual, norm.weight, norm.variance_epsilon)
+    # the layers that took the token's k, v themselves (_static_layer) advance their lengths as HF's update would
+    wrote = [layer.cumulative_length for i in range(len(layers))
+             if (layer := _static_layer(cache, i)) is not None and isinstance(getattr(layer, "cumulative_length", None),
+                                                                               torch.Tensor)]
+    if wrote:
+        torch._foreach_add_(wrote, 1)
     return model.lm_head(h)

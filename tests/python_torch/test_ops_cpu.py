@@ -291,6 +291,34 @@ def test_decode_step_matches_the_model_forward_on_cpu():
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
 
 
+def test_decode_steps_leave_the_cache_as_hf_does():
+    """decode_step writes k, v into the static cache itself: three steps of it, then one of HF's own forward over the
+    same cache, give the logits of four HF steps (the cache's positions and its length counter kept as HF keeps them)."""
+    from transformers import StaticCache
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(patched)
+    ids = torch.randint(0, 97, (2, 9))
+    pos = torch.arange(9)[None].expand(2, -1)
+    toks = torch.randint(0, 97, (2, 4))
+    outs, caches = [], []
+    for model, fused in ((ref, False), (patched, True)):
+        cache = StaticCache(config=model.config, max_cache_len=16)
+        with torch.no_grad():
+            model(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True)
+            for s in range(3):
+                tok, p = toks[:, s:s + 1], torch.full((2, 1), 9 + s)
+                if fused:
+                    ktune_torch.llama.decode_step(model, tok, p, cache)
+                else:
+                    model(input_ids=tok, position_ids=p, past_key_values=cache, use_cache=True)
+            outs.append(model(input_ids=toks[:, 3:], position_ids=torch.full((2, 1), 12), past_key_values=cache,
+                              use_cache=True).logits)
+        caches.append(cache)
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
+    assert caches[1].get_seq_length() == caches[0].get_seq_length() == 13
+    assert ktune_torch.llama._static_layer(caches[1], 0) is not None  # the direct write was what ran
+
+
 def test_linear_skinny_cpu_and_fake():
     x, w = torch.randn(3, 64, dtype=torch.bfloat16), torch.randn(48, 64, dtype=torch.bfloat16)
     torch.testing.assert_close(ops.linear_skinny(x, w, torch.zeros(4)), torch.nn.functional.linear(x, w))
