@@ -298,6 +298,7 @@ std::string format_baseline(const Baseline& b) {
     if (b.device.launch_floor_us > 0) j["device"]["launch_floor_us"] = b.device.launch_floor_us;
     if (b.device.launch_floor_cupti_us > 0) j["device"]["launch_floor_cupti_us"] = b.device.launch_floor_cupti_us;
     if (!b.device.host.empty()) j["device"]["host"] = b.device.host;
+    if (!b.device.gpu_uuid.empty()) j["device"]["gpu_uuid"] = b.device.gpu_uuid;
     j["created_at"] = b.created_at;
     j["git_revision"] = b.git_revision;
     const auto& m = b.method;
@@ -347,6 +348,7 @@ Baseline parse_baseline(std::string_view text, const std::string& origin) {
     b.device.launch_floor_us = r.optional(d, "device", "launch_floor_us", 0.0);
     b.device.launch_floor_cupti_us = r.optional(d, "device", "launch_floor_cupti_us", 0.0);
     b.device.host = r.string_or(d, "device", "host", "");
+    b.device.gpu_uuid = r.string_or(d, "device", "gpu_uuid", "");
     b.created_at = r.string_or(doc, "", "created_at", "");
     b.git_revision = r.string_or(doc, "", "git_revision", "");
 

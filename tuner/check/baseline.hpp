@@ -45,6 +45,9 @@ struct BaselineDevice {
     double launch_floor_us = 0;
     double launch_floor_cupti_us = 0;
     std::string host{};
+    // The recording GPU's UUID ("" in older files): host names repeat ("vm", "localhost"), so a check says by this
+    // whether it runs on the baseline's own GPU or another.
+    std::string gpu_uuid{};
 };
 
 // How the samples were taken; `ktune check` measures the same way.

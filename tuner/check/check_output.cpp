@@ -256,6 +256,7 @@ std::string format_check_table(const CheckReport& report) {
         for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], columns(r[i]));
 
     std::string out = fmt::format("ktune check: {} against {}\n", device_text(report), baseline_origin(report));
+    if (!report.gpu_relation.empty()) out += fmt::format("on {}\n", report.gpu_relation);
     if (report.device_mismatch_forced)
         out += fmt::format("warning: compared across devices (forced): baseline \"{}\", this device \"{}\"\n",
                            report.baseline_device.key, report.current_device_key);
@@ -288,6 +289,7 @@ std::string format_check_markdown(const CheckReport& report) {
                                   report.passed() ? "passed" : "failed", headline(report));
     out += fmt::format("{} cases on **{}** against {}{}: {}.\n\n", report.cases.size(), md_cell(device_text(report)),
                        md_code(baseline_path(report)), md_cell(baseline_meta(report)), counts_text(report));
+    if (!report.gpu_relation.empty()) out += fmt::format("Run on {}.\n\n", md_cell(report.gpu_relation));
     if (report.device_mismatch_forced)
         out += fmt::format(
             "> ⚠️ Compared across devices (forced): the baseline was recorded on `{}`, this device is "

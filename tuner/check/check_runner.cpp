@@ -337,6 +337,13 @@ CheckReport run_check(const Baseline& baseline, const std::string& current_devic
     report.current_device_key = current_device_key;
     report.remeasure_rounds = options.remeasure_rounds;
     check_device(baseline, current_device_key, options.force, report);
+    if (const auto& here = options.current_calibration;
+        here && !here->uuid.empty() && !baseline.device.gpu_uuid.empty())
+        report.gpu_relation = here->uuid == baseline.device.gpu_uuid
+                                  ? fmt::format("the baseline's own GPU ({})", here->uuid)
+                                  : fmt::format("another GPU (baseline {}{}, this {}{})", baseline.device.gpu_uuid,
+                                                baseline.device.host.empty() ? "" : " on " + baseline.device.host,
+                                                here->uuid, here->host.empty() ? "" : " on " + here->host);
     if (baseline.device.key == current_device_key)
         check_calibration(baseline, options.current_calibration, options.force, report);
 

@@ -145,6 +145,9 @@ struct CheckReport {
     // Why this GPU's calibration differs from the baseline's beyond noise (calibration_difference), when it does and
     // force was given; "" otherwise.
     std::string calibration_mismatch_forced;
+    // Whether this check runs on the GPU that recorded the baseline or on another (by UUID, where both are known;
+    // "" otherwise): "the baseline's own GPU (...)" or "another GPU (baseline ..., this ...)".
+    std::string gpu_relation;
     int remeasure_rounds = 0;
     std::vector<CaseResult> cases;  // in baseline order
 

@@ -188,6 +188,7 @@ int cmd_baseline_save(const GlobalOptions& g) {
     b.device.launch_floor_us = calibration.launch_floor_us;
     b.device.launch_floor_cupti_us = calibration.launch_floor_cupti_us;
     b.device.host = calibration.host;
+    b.device.gpu_uuid = dev.uuid;
     b.created_at = utc_now_iso();
     b.git_revision = git_revision(p.root);
     b.method.min_samples = g_baseline.samples;

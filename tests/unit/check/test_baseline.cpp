@@ -103,7 +103,9 @@ TEST(BaselineFile, CarriesTheCalibrationOfItsGpuWhenMeasuredAndReadsOlderFilesWi
     b.device.launch_floor_us = 3.232;
     b.device.launch_floor_cupti_us = 1.216;
     b.device.host = "gpu-7";
+    b.device.gpu_uuid = "GPU-68984df6-e9c3-e51e-9e15-10a8b53dbb51";
     const Baseline r = parse_baseline(format_baseline(b), "mem.json");
+    EXPECT_EQ(r.device.gpu_uuid, b.device.gpu_uuid);
     EXPECT_DOUBLE_EQ(r.device.copy_gbps, 2995.7);
     EXPECT_DOUBLE_EQ(r.device.launch_floor_us, 3.232);
     EXPECT_DOUBLE_EQ(r.device.launch_floor_cupti_us, 1.216);

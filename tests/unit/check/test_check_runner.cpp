@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "tests/unit/check/synthetic.hpp"
+#include "tuner/check/check_output.hpp"
 #include "tuner/check/check_runner.hpp"
 
 namespace ktune {
@@ -237,6 +238,24 @@ TEST(CheckRunner, AGpuThatBehavesAlikeOrABaselineWithoutCalibrationIsCompared) {
     o.current_calibration = calibrated(5.02);  // an old baseline file carries no calibration: nothing to compare
     ScriptedMeasurer old(first_then(1.0, 1.0));
     EXPECT_EQ(run_check(one_case_baseline(), k_device_key, old, o).cases.size(), 1u);
+}
+
+TEST(CheckRunner, SaysWhetherItRunsOnTheBaselinesOwnGpuOrAnother) {
+    CheckOptions o = options();
+    o.current_calibration = calibrated(3.25);
+    o.current_calibration->uuid = "GPU-bbbb";
+    Baseline b = calibrated_baseline();
+    ScriptedMeasurer old(first_then(1.0, 1.0));
+    EXPECT_EQ(run_check(b, k_device_key, old, o).gpu_relation, "");  // a file without the GPU's UUID: not said
+    b.device.gpu_uuid = "GPU-aaaa";
+    ScriptedMeasurer other(first_then(1.0, 1.0));
+    EXPECT_EQ(run_check(b, k_device_key, other, o).gpu_relation,
+              "another GPU (baseline GPU-aaaa on baseline-host, this GPU-bbbb on this-host)");
+    b.device.gpu_uuid = "GPU-bbbb";
+    ScriptedMeasurer same(first_then(1.0, 1.0));
+    const CheckReport r = run_check(b, k_device_key, same, o);
+    EXPECT_EQ(r.gpu_relation, "the baseline's own GPU (GPU-bbbb)");
+    EXPECT_NE(format_check_table(r).find("on the baseline's own GPU (GPU-bbbb)\n"), std::string::npos);
 }
 
 TEST(CheckRunner, ACorrectnessFailureFailsTheCheckAndTheOtherCasesStillRun) {
