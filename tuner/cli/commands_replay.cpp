@@ -34,6 +34,7 @@ struct ReplayArgs {
     double cutoff = 0.96;
     bool no_strategy_time = false;
     bool no_transfer = false;
+    bool history = false;
     bool json = false;
 } g_replay;
 
@@ -196,6 +197,7 @@ int cmd_replay(const GlobalOptions& g) {
     json out = json::array();
     std::vector<SearchChart> charts;
     o.transfer = !g_replay.no_transfer;
+    o.history = g_replay.history;
     std::vector<ReplaySpace> replayed;
     for (const ReplaySpace& space : spaces) {
         std::vector<TracedStrategy> traced = traces_for(space, traces);
@@ -203,6 +205,16 @@ int cmd_replay(const GlobalOptions& g) {
         if (!traced.empty()) o.traced[space.name] = std::move(traced);
         replayed.push_back(space);
     }
+    const bool problems = std::ranges::any_of(replayed, [](const ReplaySpace& s) { return s.problem.has_value(); });
+    // Which hints the problems started from, said before the results (a T4 file's space is no problem: none).
+    const std::string mode_key = !problems || !o.transfer ? "none" : o.history ? "history" : "run";
+    const std::string mode = mode_key == "none" ? "no transfer: each problem searched from scratch"
+                             : mode_key == "history"
+                                 ? "history: each problem starting from the optima of all the other problems "
+                                   "in the database (never its own), as a new problem tuned with a database"
+                                 : "in-run transfer: each problem starting from the winners its strategy found "
+                                   "at the problems before it, in the tuning's order";
+    if (!g_replay.json) fmt::print("replay mode: {}\n", mode);
     const std::vector<Comparison> comparisons = compare_strategies(replayed, o);
     std::map<std::string, int> meets;  // per strategy: spaces where it came within 2 % in 10 % in 90 % of the runs
     for (const Comparison& c : comparisons) {
@@ -220,6 +232,7 @@ int cmd_replay(const GlobalOptions& g) {
                         {"seconds", {c.start.time_s, c.end.time_s}},
                         {"cutoff_percentile", g_replay.cutoff}}},
                       {"evaluations_per_run", c.budget},
+                      {"transfer", mode_key},
                       {"random_expected", efficiency_json(c.random_expected)}};
             j["strategies"] = json::array();
             for (const Efficiency& e : c.strategies) j["strategies"].push_back(efficiency_json(e));
@@ -255,7 +268,10 @@ int cmd_replay(const GlobalOptions& g) {
         fmt::print(
             "{} spaces{}: where each strategy came within 2 % of the optimum after at most 10 % of the space "
             "in at least 90 % of its runs\n",
-            comparisons.size(), o.transfer ? " (each problem starting from its predecessors' winners)" : "");
+            comparisons.size(),
+            mode_key == "none"      ? " (no transfer)"
+            : mode_key == "history" ? " (history: each problem starting from the other problems' optima)"
+                                    : " (each problem starting from its predecessors' winners)");
         for (const auto& [name, n] : meets) fmt::print("  {:<18} {} of {}\n", name, n, comparisons.size());
     }
     if (g_replay.json) fmt::print("{}\n", out.dump(2));
@@ -316,9 +332,15 @@ void register_replay_commands(CLI::App& app) {
                      "The budget ends where random search closes this fraction of the median-to-optimum gap")
         ->capture_default_str()
         ->check(CLI::Range(0.5, 0.999));
-    replay->add_flag("--no-transfer", g_replay.no_transfer,
-                     "Replay each problem of an op on its own, not starting from the winners of the problems "
-                     "before it (as `ktune tune --no-transfer`)");
+    auto* no_transfer = replay->add_flag("--no-transfer", g_replay.no_transfer,
+                                         "Replay each problem of an op on its own, not starting from the winners of "
+                                         "the problems before it (as `ktune tune --no-transfer`)");
+    replay
+        ->add_flag("--history", g_replay.history,
+                   "Start each problem of an op from the optima of all the other problems in the database, never its "
+                   "own (leave-one-out): what `ktune tune` does for a new problem when the database holds the others. "
+                   "Default: from the winners found at the problems before it in the tuning's order")
+        ->excludes(no_transfer);
     replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
                      "Leave the strategies' own time out of the time axis (runs repeat exactly)");
     replay

@@ -38,6 +38,18 @@ std::optional<Config> best_found(const ReplaySpace& space, const ReplayRun& run)
 
 }  // namespace
 
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces) {
+    std::vector<TunedProblem> out;
+    for (const ReplaySpace& space : spaces) {
+        if (!space.problem) continue;
+        const ReplayEntry* best = nullptr;
+        for (const ReplayEntry& e : space.entries)
+            if (e.status == Status::ok && (!best || e.value < best->value)) best = &e;
+        if (best) out.push_back({*space.problem, best->config});
+    }
+    return out;
+}
+
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o) {
     return std::move(compare_strategies(std::vector<ReplaySpace>{space}, o).front());
 }
@@ -45,6 +57,8 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o) {
     std::vector<Comparison> out;
     for (const ReplaySpace& space : spaces) out.push_back(comparison_frame(space, o));
+    // History: every problem's optimum, each problem then seeing all but its own (transfer_hints skips the problem).
+    const std::vector<TunedProblem> optima = o.history ? space_optima(spaces) : std::vector<TunedProblem>{};
     std::vector<std::string> names = o.strategies;
     if (names.empty() && o.traced.empty()) {
         names = strategy_names();
@@ -66,8 +80,8 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                     std::unordered_set<std::string> keys;
                     for (const ReplayEntry& e : spaces[i].entries) keys.insert(e.config.key());
                     first = transfer_hints(
-                        *spaces[i].problem, tuned, [&](const Config& c) { return keys.contains(c.key()); },
-                        transfer_hint_limit(keys.size()));
+                        *spaces[i].problem, o.history ? optima : tuned,
+                        [&](const Config& c) { return keys.contains(c.key()); }, transfer_hint_limit(keys.size()));
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)

@@ -10,6 +10,7 @@
 #include "reports/search_chart.hpp"
 #include "tuner/replay/methodology.hpp"
 #include "tuner/replay/replay.hpp"
+#include "tuner/strategy/transfer.hpp"
 
 namespace ktune {
 
@@ -30,6 +31,9 @@ struct ComparisonOptions {
     // Spaces of one op's problems (from the store) are replayed in order, each run starting from the best
     // configurations the same strategy and seed found at the problems before it, as `ktune tune` does (transfer.hpp).
     bool transfer = true;
+    // Instead: each problem starts from the optima of all the other problems replayed (never its own), as `ktune tune`
+    // starts a new problem from a database that holds the others (leave-one-out). Needs `transfer`.
+    bool history = false;
     MethodologyOptions methodology = {};
 };
 
@@ -45,7 +49,10 @@ struct Comparison {
 
 // ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
-// One comparison per space; with o.transfer, problems after the first start from their predecessors' winners.
+// The optimum of each space that belongs to a problem (the fastest ok entry), for o.history.
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces);
+// One comparison per space; with o.transfer, problems after the first start from their predecessors' winners, or with
+// o.history every problem from the other problems' optima.
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o);
 // Two charts: best so far against evaluations, and against time.
 std::vector<SearchChart> comparison_charts(const Comparison& c);

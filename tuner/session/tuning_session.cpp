@@ -547,6 +547,43 @@ std::vector<DeviceGroup> calibrate(const std::vector<std::unique_ptr<GpuWorker>>
     return groups;
 }
 
+// Whether a configuration read from the database (a hint) is one of the problem's candidates: every value one its
+// parameter declares (parse_config does not check integers), every rule holding, and within the --config filters.
+bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p, const TuneOptions& o) {
+    for (const ParameterSpec& param : space.parameters()) {
+        const auto v = lookup(c.values, param.name);
+        if (!v || std::ranges::find(param.values, *v) == param.values.end()) return false;
+    }
+    return space.is_valid(c, p) && matches_any(c.values, o.config_filters);
+}
+
+// The tuning history: the ok results the database holds for this op and variant on this device, of any kernel source
+// (history_winners prefers the current one), whose configurations are configurations of this space.
+std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                         const std::string& device_key) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.status = Status::ok;
+    std::vector<StoredResult> out;
+    std::map<std::string, std::optional<Config>> parsed;  // by configuration key: each parsed once
+    for (const ResultRecord& r : store.results(f)) {
+        if (!(r.measurement.rank_us() > 0)) continue;
+        auto [it, added] = parsed.try_emplace(r.config_key);
+        if (added) {
+            try {
+                it->second = space.parse_config(r.config_key, store.path());
+            } catch (const Error&) {  // another source's parameters: no hint here
+            }
+        }
+        if (!it->second) continue;
+        out.push_back(
+            {r.problem, *it->second, best_rank(r.measurement), r.run_id, r.kernel.source_hash == kernel.source_hash});
+    }
+    return out;
+}
+
 // Tunes the selected problems on the GPUs of one device, the work spread over them as they free up (WorkQueue): a
 // problem tuned exhaustively in parts, any part on any GPU; a problem under a search on one GPU, as its strategy
 // learns from each result in turn. Each GPU's thread writes through its own store connection.
@@ -601,17 +638,23 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::int64_t expected = 0;               // configurations it will propose: the budget, or every valid one
         ProblemOutcome outcome;
         std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
-        bool transfer = false;  // the first batch waits for the winners of the problems tuned before it
+        bool transfer = false;              // the first batch waits for the winners of the problems tuned before it
+        std::vector<TunedProblem> history;  // transfer: the winners of other problems stored by earlier runs
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
     // The winners a search starts from: the stored best of each problem of this run finished before it (after its
     // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
+    // And the tuning history: other problems' winners from earlier runs (not this run's problems, which hand theirs on
+    // as they finish), read once.
+    std::vector<StoredResult> history;
+    if (o.transfer) history = stored_history(stores.front(), space, kernel, device.key);
+    std::set<std::string> history_problems;  // for the notice: those that gave a search at least one winner
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
-        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}};
+        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}};
         // The plan is made on the whole space, so every shard makes the same; a shard then takes its configurations of
         // an exhaustive problem, or a searched problem whole.
         pl.split = pl.plan.name == "exhaustive" && !pl.plan.budget;
@@ -626,6 +669,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         pl.outcome.problem = p;
         pl.outcome.valid_configs = std::int64_t(valid.size());
         pl.expected = std::min(pl.outcome.valid_configs, pl.plan.budget.value_or(pl.outcome.valid_configs));
+        // The history as it stood when this problem was first measured: a resumed run starts from the same hints.
+        std::int64_t history_before = s.run_id;
         if (!o.force) {
             ResultFilter f;
             f.op = kernel.op;
@@ -633,10 +678,17 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             f.device_key = device.key;
             f.source_hash = kernel.source_hash;
             f.problem_key = p.key();
-            for (ResultRecord& r : stores.front().results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
+            for (ResultRecord& r : stores.front().results(f)) {
+                history_before = std::min(history_before, r.run_id);
+                pl.stored.emplace(r.config_key, std::move(r.measurement));
+            }
         }
         pl.strategy->begin(p, std::move(valid));
         pl.transfer = o.transfer && !pl.split;
+        if (pl.transfer) {
+            pl.history = history_winners(history, p, problems, history_before);
+            for (const TunedProblem& t : pl.history) history_problems.insert(t.problem.key());
+        }
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
             if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
@@ -657,6 +709,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         ev.total += total;
         for (GpuWorker* g : group.gpus) progress.gpu(ev, g->ordinal());
     });
+
+    if (!history_problems.empty())
+        progress.notice(fmt::format(
+            "transfer: searches start from the winners of {} problem{} stored by earlier runs of {} on this device and "
+            "of this run's problems as they finish, the most similar first (--no-transfer: from scratch)",
+            history_problems.size(), history_problems.size() == 1 ? "" : "s", kernel.op));
 
     std::mutex mutex;  // the outcomes and the summary's counts
     std::atomic<bool> time_limit_hit = false;
@@ -782,11 +840,18 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 std::lock_guard lock(mutex);
                 before = tuned;
             }
-            const auto is_candidate = [&](const Config& c) {
-                return space.is_valid(c, pl.problem) && matches_any(c.values, o.config_filters);
-            };
-            pl.strategy->start_with(transfer_hints(pl.problem, before, is_candidate,
-                                                   transfer_hint_limit(std::size_t(pl.outcome.valid_configs))));
+            before.insert(before.end(), pl.history.begin(), pl.history.end());
+            const auto is_candidate = [&](const Config& c) { return is_selected_config(space, c, pl.problem, o); };
+            std::size_t stored_hints = 0;
+            const std::vector<Config> hints =
+                transfer_hints(pl.problem, before, is_candidate,
+                               transfer_hint_limit(std::size_t(pl.outcome.valid_configs)), &stored_hints);
+            {
+                std::lock_guard lock(mutex);
+                pl.outcome.hints = std::int64_t(hints.size());
+                pl.outcome.stored_hints = std::int64_t(stored_hints);
+            }
+            pl.strategy->start_with(hints);
             batch = pl.strategy->propose();
             for (const Config& c : batch)
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -32,8 +33,28 @@ double problem_distance(const Problem& a, const Problem& b) {
     return d;
 }
 
+std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
+                                          const std::vector<Problem>& exclude, std::int64_t before_run) {
+    // Per problem key: the fastest result of the current source, and of any other.
+    std::map<std::string, std::pair<const StoredResult*, const StoredResult*>> by_problem;
+    for (const StoredResult& r : stored) {
+        if (r.run_id >= before_run || r.problem == problem || std::ranges::find(exclude, r.problem) != exclude.end())
+            continue;
+        auto& [current, other] = by_problem[r.problem.key()];
+        const StoredResult*& fastest = r.current_source ? current : other;
+        if (!fastest || r.rank < fastest->rank) fastest = &r;
+    }
+    std::vector<TunedProblem> out;
+    for (const auto& [key, fastest] : by_problem) {
+        const StoredResult* r = fastest.first ? fastest.first : fastest.second;
+        out.push_back({r->problem, r->config, true});
+    }
+    return out;
+}
+
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
-                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit) {
+                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
+                                   std::size_t* from_history) {
     std::vector<const TunedProblem*> order;
     for (const TunedProblem& t : tuned)
         if (!(t.problem == problem)) order.push_back(&t);
@@ -42,12 +63,14 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
     });
     std::vector<Config> out;
     std::unordered_set<std::string> taken;
+    if (from_history) *from_history = 0;
     for (const TunedProblem* t : order) {
         if (out.size() >= limit) break;
         const std::string key = t->best.key();
         if (!taken.contains(key) && is_candidate(t->best)) {
             taken.insert(key);
             out.push_back(t->best);
+            if (from_history && t->stored) ++*from_history;
         }
     }
     return out;

@@ -1,9 +1,12 @@
 #pragma once
 // Transfer between the problems of one space: the fastest configuration of a problem is usually fast, often the
 // fastest, at a problem of similar shape. A search starts from those winners, the most similar problem's first, before
-// its own proposals; docs/search.md has what that does on ktune's own spaces, replayed.
+// its own proposals: the winners of this run's problems finished before it, and those the database holds for other
+// problems from earlier runs (the tuning history). docs/search.md has what that does on ktune's own spaces, replayed.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <tuple>
 #include <vector>
 
 #include "core/types.hpp"
@@ -13,7 +16,25 @@ namespace ktune {
 struct TunedProblem {
     Problem problem;
     Config best;
+    bool stored = false;  // from the tuning history (an earlier run), not from this run
 };
+
+// An ok result of the tuning history, as history_winners() weighs it.
+struct StoredResult {
+    Problem problem;
+    Config config;
+    std::tuple<double, bool, double> rank;  // best_rank() of its measurement (core/measurement.hpp): smaller is faster
+    std::int64_t run_id = 0;
+    bool current_source = true;  // measured with the kernel source being tuned
+};
+
+// The tuning history's winner of each problem but `problem` and those of `exclude` (this run's own problems, which
+// hand on their winners as they finish), counting only results of runs before `before_run`: a resumed run passes the
+// run of the problem's own first result, so it starts from the hints the first run had and measures nothing again.
+// A problem's winner is its fastest result of the current kernel source, or of any source where it has none of this
+// one (a kernel edit keeps its history as hints). Marked stored, ordered by problem key.
+std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
+                                          const std::vector<Problem>& exclude, std::int64_t before_run);
 
 // How alike two problems are, smaller is closer: another dtype is farther than any shape; then the sum over the axes
 // of |log2 a - log2 b| (an axis only one of them has counts as 1 against it).
@@ -21,9 +42,10 @@ double problem_distance(const Problem& a, const Problem& b);
 
 // The best configurations of `tuned` (other problems of the same space), the most similar problem's first, each once,
 // only those `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in
-// `tuned`.
+// `tuned`. `from_history`, when given, receives how many of the hints came from stored problems.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
-                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit);
+                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
+                                   std::size_t* from_history = nullptr);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
 // The winners of the nearest problems come first, so the first few carry nearly all of the gain.
