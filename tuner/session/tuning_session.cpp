@@ -23,6 +23,7 @@
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
+#include "tuner/session/history.hpp"
 #include "tuner/session/op_lookup.hpp"
 #include "tuner/session/space_file.hpp"
 #include "tuner/session/space_measurer.hpp"
@@ -37,19 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-bool matches(const NamedValues& values, const NamedValues& filter) {
-    for (const auto& [name, value] : filter) {
-        const auto v = lookup(values, name);
-        if (!v || *v != value) return false;
-    }
-    return true;
-}
-
-bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters) {
-    return filters.empty() ||
-           std::any_of(filters.begin(), filters.end(), [&](const NamedValues& f) { return matches(values, f); });
-}
 
 // The space's valid configurations for `p` that the --config filters keep.
 std::vector<Config> selected_configs(const SearchSpace& space, const Problem& p, const TuneOptions& o) {
@@ -547,43 +535,6 @@ std::vector<DeviceGroup> calibrate(const std::vector<std::unique_ptr<GpuWorker>>
     return groups;
 }
 
-// Whether a configuration read from the database (a hint) is one of the problem's candidates: every value one its
-// parameter declares (parse_config does not check integers), every rule holding, and within the --config filters.
-bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p, const TuneOptions& o) {
-    for (const ParameterSpec& param : space.parameters()) {
-        const auto v = lookup(c.values, param.name);
-        if (!v || std::ranges::find(param.values, *v) == param.values.end()) return false;
-    }
-    return space.is_valid(c, p) && matches_any(c.values, o.config_filters);
-}
-
-// The tuning history: the ok results the database holds for this op and variant on this device, of any kernel source
-// (history_winners prefers the current one), whose configurations are configurations of this space.
-std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                         const std::string& device_key) {
-    ResultFilter f;
-    f.op = kernel.op;
-    f.variant = kernel.variant;
-    f.device_key = device_key;
-    f.status = Status::ok;
-    std::vector<StoredResult> out;
-    std::map<std::string, std::optional<Config>> parsed;  // by configuration key: each parsed once
-    for (const ResultRecord& r : store.results(f)) {
-        if (!(r.measurement.rank_us() > 0)) continue;
-        auto [it, added] = parsed.try_emplace(r.config_key);
-        if (added) {
-            try {
-                it->second = space.parse_config(r.config_key, store.path());
-            } catch (const Error&) {  // another source's parameters: no hint here
-            }
-        }
-        if (!it->second) continue;
-        out.push_back(
-            {r.problem, *it->second, best_rank(r.measurement), r.run_id, r.kernel.source_hash == kernel.source_hash});
-    }
-    return out;
-}
-
 // Tunes the selected problems on the GPUs of one device, the work spread over them as they free up (WorkQueue): a
 // problem tuned exhaustively in parts, any part on any GPU; a problem under a search on one GPU, as its strategy
 // learns from each result in turn. Each GPU's thread writes through its own store connection.
@@ -841,7 +792,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 before = tuned;
             }
             before.insert(before.end(), pl.history.begin(), pl.history.end());
-            const auto is_candidate = [&](const Config& c) { return is_selected_config(space, c, pl.problem, o); };
+            const auto is_candidate = [&](const Config& c) {
+                return is_selected_config(space, c, pl.problem, o.config_filters);
+            };
             std::size_t stored_hints = 0;
             const std::vector<Config> hints =
                 transfer_hints(pl.problem, before, is_candidate,

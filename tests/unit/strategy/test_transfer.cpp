@@ -99,3 +99,60 @@ TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+StoredResult stored(const Problem& p, std::int64_t block, double us, std::int64_t run, bool current = true) {
+    return StoredResult{p, Config{{{"BLOCK", block}, {"VEC", 4}}}, {us, false, 0.0}, run, current};
+}
+
+std::vector<std::string> winners(const std::vector<TunedProblem>& tuned) {
+    std::vector<std::string> out;
+    for (const TunedProblem& t : tuned) out.push_back(t.problem.key() + " " + t.best.key() + (t.stored ? "" : " !"));
+    return out;
+}
+
+TEST(HistoryWinners, EachOtherProblemsFastestStoredBeforeTheRunNeverThisRunsProblems) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}, {"H", 4096}}};
+    const Problem near = Problem{Dtype::bf16, {{"M", 32}, {"H", 4096}}};
+    const Problem far = Problem{Dtype::bf16, {{"M", 4096}, {"H", 4096}}};
+    const Problem in_run = Problem{Dtype::bf16, {{"M", 64}, {"H", 4096}}};
+    const std::vector<StoredResult> history = {
+        stored(p, 1024, 0.5, 1),        // the problem itself: never its own hint
+        stored(near, 256, 3.0, 1),      //
+        stored(near, 128, 2.0, 2),      // near's fastest
+        stored(near, 64, 1.0, 5),       // faster, but recorded by the run being resumed (5) or a later one
+        stored(far, 512, 9.0, 1),       //
+        stored(in_run, 64, 0.1, 1),     // a problem of this run: it hands its winner on when it finishes
+        stored(far, 64, 8.0, 2, false)  // another kernel source: far has a result of this one
+    };
+    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 5)),
+              (std::vector<std::string>{"bf16:M=32,H=4096 BLOCK=128,VEC=4", "bf16:M=4096,H=4096 BLOCK=512,VEC=4"}));
+    // A later run sees what run 5 stored.
+    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 6)).front(), "bf16:M=32,H=4096 BLOCK=64,VEC=4");
+    // Nothing before the first run.
+    EXPECT_TRUE(history_winners(history, p, {p}, 1).empty());
+}
+
+TEST(HistoryWinners, AnotherSourcesWinnerStandsInWhereTheKernelsOwnHasNone) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
+    const auto w = history_winners({stored(q, 256, 2.0, 1, false), stored(q, 128, 3.0, 1, false)}, p, {p}, 9);
+    EXPECT_EQ(winners(w), (std::vector<std::string>{"bf16:M=32 BLOCK=256,VEC=4"}));
+}
+
+TEST(TransferHints, CountTheHintsThatCameFromStoredProblems) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}};
+    const std::vector<TunedProblem> tuned = {{Problem{Dtype::bf16, {{"M", 32}}}, Config{{{"B", 1}}}, false},
+                                             {Problem{Dtype::bf16, {{"M", 64}}}, Config{{{"B", 2}}}, true},
+                                             {Problem{Dtype::bf16, {{"M", 1}}}, Config{{{"B", 3}}}, true}};
+    std::size_t from_history = 99;
+    const auto all = [](const Config&) { return true; };
+    EXPECT_EQ(transfer_hints(p, tuned, all, 2, &from_history).size(), 2u);
+    EXPECT_EQ(from_history, 1u);  // M=32 (this run's), then M=64 (stored); M=1 is past the limit
+    EXPECT_EQ(transfer_hints(p, tuned, all, 3, &from_history).size(), 3u);
+    EXPECT_EQ(from_history, 2u);
+}
+
+}  // namespace
+}  // namespace ktune
