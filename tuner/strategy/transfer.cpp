@@ -10,8 +10,10 @@
 namespace ktune {
 
 double problem_distance(const Problem& a, const Problem& b) {
-    constexpr double kOtherDtype = 1e9;  // dtype first: the widths of the accesses differ
-    double d = a.dtype == b.dtype ? 0 : kOtherDtype;
+    // Another width first: the accesses, the vector widths and the bytes moved all differ. A type of the same width
+    // (fp16 and bf16) moves the same bytes the same way: as far as one axis doubled.
+    constexpr double kOtherWidth = 1e9, kSameWidth = 1;
+    double d = a.dtype == b.dtype ? 0 : dtype_bytes(a.dtype) == dtype_bytes(b.dtype) ? kSameWidth : kOtherWidth;
     std::set<std::string> axes;
     for (const auto& [name, v] : a.shape) axes.insert(name);
     for (const auto& [name, v] : b.shape) axes.insert(name);

@@ -36,8 +36,9 @@ struct StoredResult {
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
                                           const std::vector<Problem>& exclude, std::int64_t before_run);
 
-// How alike two problems are, smaller is closer: another dtype is farther than any shape; then the sum over the axes
-// of |log2 a - log2 b| (an axis only one of them has counts as 1 against it).
+// How alike two problems are, smaller is closer: a dtype of another width is farther than any shape, one of the same
+// width (fp16, bf16) counts 1; then the sum over the axes of |log2 a - log2 b| (an axis only one of them has counts as
+// 1 against it).
 double problem_distance(const Problem& a, const Problem& b);
 
 // The best configurations of `tuned` (other problems of the same space), the most similar problem's first, each once,

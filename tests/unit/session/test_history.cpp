@@ -21,7 +21,8 @@ class TuningHistory : public testing::Test {
 protected:
     void SetUp() override {
         m_store.emplace(Store::open((m_dir.path() / "results.db").string()));
-        m_kernel = KernelInfo{m_space.op(), m_space.variant(), "kernels/rmsnorm/rmsnorm_fwd.cuh", "this-source", "cold"};
+        m_kernel =
+            KernelInfo{m_space.op(), m_space.variant(), "kernels/rmsnorm/rmsnorm_fwd.cuh", "this-source", "cold"};
         m_run1 = m_store->begin_run({});
         m_run2 = m_store->begin_run({});
     }

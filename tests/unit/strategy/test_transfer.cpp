@@ -26,17 +26,19 @@ std::vector<std::string> keys(const std::vector<Config>& cs) {
     return out;
 }
 
-TEST(ProblemDistance, AnotherDtypeIsFartherThanAnyShape) {
+TEST(ProblemDistance, ADtypeOfAnotherWidthIsFartherThanAnyShapeOneOfTheSameWidthOneStep) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     EXPECT_DOUBLE_EQ(problem_distance(p, p), 0);
     EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 64, 4096)), 2);  // log2(64 / 16)
-    EXPECT_LT(problem_distance(p, rows(Dtype::bf16, 1 << 20, 1)), problem_distance(p, rows(Dtype::fp16, 16, 4096)));
+    EXPECT_LT(problem_distance(p, rows(Dtype::bf16, 1 << 20, 1)), problem_distance(p, rows(Dtype::fp32, 16, 4096)));
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::fp16, 16, 4096)), 1);
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::fp16, 32, 4096)), 2);
 }
 
 TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLimit) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     const std::vector<TunedProblem> tuned = {
-        {rows(Dtype::fp16, 16, 4096), block(64)},     // other dtype: last
+        {rows(Dtype::fp32, 16, 4096), block(64)},     // another width: last
         {rows(Dtype::bf16, 4096, 4096), block(512)},  // far
         {rows(Dtype::bf16, 32, 4096), block(128)},    // nearest
         {rows(Dtype::bf16, 1, 4096), block(128)},     // same winner again: once
