@@ -598,9 +598,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
     // And the tuning history: other problems' winners from earlier runs (not this run's problems, which hand theirs on
-    // as they finish), read once.
-    std::vector<StoredResult> history;
-    if (o.transfer) history = stored_history(stores.front(), space, kernel, device.key);
+    // as they finish), read once, if a problem is searched.
+    std::optional<std::vector<StoredResult>> history;
     std::set<std::string> history_problems;  // for the notice: those that gave a search at least one winner
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
@@ -637,7 +636,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         pl.strategy->begin(p, std::move(valid));
         pl.transfer = o.transfer && !pl.split;
         if (pl.transfer) {
-            pl.history = history_winners(history, p, problems, history_before);
+            if (!history) history = stored_history(stores.front(), space, kernel, device.key);
+            pl.history = history_winners(*history, p, problems, history_before);
             for (const TunedProblem& t : pl.history) history_problems.insert(t.problem.key());
         }
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
@@ -663,9 +663,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
 
     if (!history_problems.empty())
         progress.notice(fmt::format(
-            "transfer: searches start from the winners of {} problem{} stored by earlier runs of {} on this device and "
-            "of this run's problems as they finish, the most similar first (--no-transfer: from scratch)",
-            history_problems.size(), history_problems.size() == 1 ? "" : "s", kernel.op));
+            "transfer: each search starts from the winners of the most similar problems: this run's as they finish, "
+            "and {} stored by earlier runs of {} on this device (--no-transfer: from scratch)",
+            history_problems.size(), kernel.op));
 
     std::mutex mutex;  // the outcomes and the summary's counts
     std::atomic<bool> time_limit_hit = false;

@@ -71,13 +71,13 @@ TEST_F(TuningHistory, HintsAreOtherProblemsStoredWinnersValidHereMostSimilarFirs
     record({Dtype::bf16, {{"M", 1}, {"H", 4096}}}, rms(128, 4, 8).key(), 2.0, m_run1);
     // Eight steps: a value BLOCK does not declare (the rules alone would accept it).
     record({Dtype::bf16, {{"M", 4096}, {"H", 4096}}}, rms(96, 8, 1).key(), 2.0, m_run1);
-    // Another dtype: after every shape of this one.
-    record({Dtype::fp16, {{"M", 16}, {"H", 4096}}}, rms(64, 8, 1).key(), 2.0, m_run1);
+    // A dtype of another width: after every shape of this one.
+    record({Dtype::fp32, {{"M", 16}, {"H", 4096}}}, rms(64, 4, 2).key(), 2.0, m_run1);
     // Another source's parameters: not a configuration of this space.
     record({Dtype::bf16, {{"M", 16}, {"H", 2048}}}, "BLOCK=256,VEC=8,TILE=2", 0.5, m_run1, "older-source");
 
     const std::vector<std::string> all = hints(p, m_run2, 16);
-    EXPECT_EQ(all, (std::vector<std::string>{rms(128, 4, 8).key(), rms(512, 8, 1).key(), rms(64, 8, 1).key()}));
+    EXPECT_EQ(all, (std::vector<std::string>{rms(128, 4, 8).key(), rms(512, 8, 1).key(), rms(64, 4, 2).key()}));
     for (const std::string& h : all) EXPECT_NE(h, own);
     EXPECT_EQ(hints(p, m_run2, 2), (std::vector<std::string>{rms(128, 4, 8).key(), rms(512, 8, 1).key()}));
 }
