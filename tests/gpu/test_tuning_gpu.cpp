@@ -110,7 +110,7 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     }
 }
 
-// A later run's new problem starts from the stored winner of an earlier run's (the tuning history), and resuming that
+// A later run's new problem starts from the stored fastest of an earlier run's (the tuning history), and resuming that
 // run measures nothing again: it sees the history as it stood when the problem was first measured.
 TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothing) {
     TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
@@ -123,12 +123,13 @@ TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothin
     ASSERT_TRUE(earlier.problems.at(0).best.has_value());
     EXPECT_EQ(earlier.problems[0].hints, 0);  // nothing stored, nothing before it in the run
 
-    // The same H: the same rules hold at M=16, so the earlier winner is a candidate there.
+    // The same H: the same rules hold at M=16, so what the earlier run measured are candidates there.
     o.problem_filters = {{{"M", 16}, {"H", 4096}}};
     const TuneSummary next = run_tuning(o, nullptr).front();
     ASSERT_EQ(next.problems.size(), 1u);
-    EXPECT_EQ(next.problems[0].hints, 1);
-    EXPECT_EQ(next.problems[0].stored_hints, 1);
+    // Its three fastest (kTransferDepth), all stored by the earlier run.
+    EXPECT_EQ(next.problems[0].hints, 3);
+    EXPECT_EQ(next.problems[0].stored_hints, 3);
     EXPECT_EQ(next.problems[0].measured, 6);
     Store store = Store::open(db(), Store::Mode::read_only);
     ResultFilter f;
@@ -142,7 +143,7 @@ TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothin
     const TuneSummary resumed = run_tuning(o, nullptr).front();
     EXPECT_EQ(resumed.problems[0].measured, 0);
     EXPECT_EQ(resumed.problems[0].skipped, 6);
-    EXPECT_EQ(resumed.problems[0].stored_hints, 1);
+    EXPECT_EQ(resumed.problems[0].stored_hints, 3);
 }
 
 TEST_F(GpuTest, TuningOnEveryGpuMeasuresEachConfigurationOnceAndAResumedRunMeasuresNothing) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -27,13 +28,21 @@ Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o
     return c;
 }
 
-// The fastest configuration a run found, if any.
-std::optional<Config> best_found(const ReplaySpace& space, const ReplayRun& run) {
-    const Evaluation* best = nullptr;
-    for (const Evaluation& e : run.evaluations)
-        if (!std::isnan(e.value) && (!best || e.value < best->value)) best = &e;
-    if (!best) return std::nullopt;
-    return space.entries[best->entry].config;
+// The fastest configurations (kTransferDepth) among `entries` of the space, fastest first.
+std::vector<Config> fastest_of(const ReplaySpace& space, std::vector<std::size_t> entries) {
+    std::erase_if(entries, [&](std::size_t i) { return space.entries[i].status != Status::ok; });
+    std::ranges::stable_sort(entries, {}, [&](std::size_t i) { return space.entries[i].value; });
+    std::vector<Config> out;
+    for (std::size_t k = 0; k < std::min(entries.size(), kTransferDepth); ++k)
+        out.push_back(space.entries[entries[k]].config);
+    return out;
+}
+
+// The fastest configurations a run found.
+std::vector<Config> fastest_found(const ReplaySpace& space, const ReplayRun& run) {
+    std::vector<std::size_t> entries;
+    for (const Evaluation& e : run.evaluations) entries.push_back(e.entry);
+    return fastest_of(space, entries);
 }
 
 }  // namespace
@@ -42,10 +51,10 @@ std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces) {
     std::vector<TunedProblem> out;
     for (const ReplaySpace& space : spaces) {
         if (!space.problem) continue;
-        const ReplayEntry* best = nullptr;
-        for (const ReplayEntry& e : space.entries)
-            if (e.status == Status::ok && (!best || e.value < best->value)) best = &e;
-        if (best) out.push_back({*space.problem, best->config});
+        std::vector<std::size_t> all(space.entries.size());
+        std::iota(all.begin(), all.end(), std::size_t{0});
+        std::vector<Config> fastest = fastest_of(space, all);
+        if (!fastest.empty()) out.push_back({*space.problem, std::move(fastest), true});
     }
     return out;
 }
@@ -85,7 +94,8 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)
-                    if (auto best = best_found(spaces[i], runs[i].back())) tuned.push_back({*spaces[i].problem, *best});
+                    if (std::vector<Config> fastest = fastest_found(spaces[i], runs[i].back()); !fastest.empty())
+                        tuned.push_back({*spaces[i].problem, std::move(fastest)});
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

@@ -49,7 +49,8 @@ struct Comparison {
 
 // ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
-// The optimum of each space that belongs to a problem (the fastest ok entry), for o.history.
+// The fastest configurations (kTransferDepth: the optimum first) of each space that belongs to a problem, for
+// o.history.
 std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces);
 // One comparison per space; with o.transfer, problems after the first start from their predecessors' winners, or with
 // o.history every problem from the other problems' optima.

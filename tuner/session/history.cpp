@@ -43,6 +43,26 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
     return out;
 }
 
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.source_hash = kernel.source_hash;
+    f.problem_key = problem.key();
+    f.status = Status::ok;
+    std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
+    std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
+    std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+    std::vector<Config> out;
+    for (const ResultRecord& r : rows) {
+        if (out.size() == kTransferDepth) break;
+        out.push_back(space.parse_config(r.config_key, store.path()));
+    }
+    return out;
+}
+
 bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p,
                         const std::vector<NamedValues>& config_filters) {
     // parse_config does not check that an integer is among its parameter's values.

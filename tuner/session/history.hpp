@@ -18,6 +18,12 @@ namespace ktune {
 std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                                          const std::string& device_key);
 
+// The problem's fastest ok, timed results of the kernel (its source) on the device, fastest first (best_rank's
+// order, then the earlier row, as Store::best), at most kTransferDepth: what a finished problem hands on to the
+// searches of the run after it.
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem);
+
 // Whether the values match all the named values of any filter (`--config`); no filter: true.
 bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters);
 

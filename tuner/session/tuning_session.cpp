@@ -594,7 +594,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
-    // The winners a search starts from: the stored best of each problem of this run finished before it (after its
+    // The winners a search starts from: the stored fastest of each problem of this run finished before it (after its
     // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
     // And the tuning history: other problems' winners from earlier runs (not this run's problems, which hand theirs on
@@ -749,12 +749,10 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             // Its best, once confirmed, is where a later problem's search starts.
             auto hand_on_best = [&] {
                 if (!o.transfer) return;
-                for (const ResultRecord& r :
-                     stores[lane].best(kernel.op, kernel.variant, device.key, {kernel.source_hash}))
-                    if (r.problem == pl.problem) {
-                        std::lock_guard lock(mutex);
-                        tuned.push_back({r.problem, space.parse_config(r.config_key, "the database")});
-                    }
+                std::vector<Config> fastest = stored_fastest(stores[lane], space, kernel, device.key, pl.problem);
+                if (fastest.empty()) return;
+                std::lock_guard lock(mutex);
+                tuned.push_back({pl.problem, std::move(fastest)});
             };
             if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.

@@ -37,19 +37,24 @@ double problem_distance(const Problem& a, const Problem& b) {
 
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
                                           const std::vector<Problem>& exclude, std::int64_t before_run) {
-    // Per problem key: the fastest result of the current source, and of any other.
-    std::map<std::string, std::pair<const StoredResult*, const StoredResult*>> by_problem;
+    // Per problem key: its results of the current source, and of any other.
+    std::map<std::string, std::pair<std::vector<const StoredResult*>, std::vector<const StoredResult*>>> by_problem;
     for (const StoredResult& r : stored) {
         if (r.run_id >= before_run || r.problem == problem || std::ranges::find(exclude, r.problem) != exclude.end())
             continue;
         auto& [current, other] = by_problem[r.problem.key()];
-        const StoredResult*& fastest = r.current_source ? current : other;
-        if (!fastest || r.rank < fastest->rank) fastest = &r;
+        (r.current_source ? current : other).push_back(&r);
     }
     std::vector<TunedProblem> out;
-    for (const auto& [key, fastest] : by_problem) {
-        const StoredResult* r = fastest.first ? fastest.first : fastest.second;
-        out.push_back({r->problem, r->config, true});
+    for (auto& [key, results] : by_problem) {
+        std::vector<const StoredResult*>& rs = results.first.empty() ? results.second : results.first;
+        std::ranges::stable_sort(rs, {}, [](const StoredResult* r) { return r->rank; });
+        TunedProblem t{rs.front()->problem, {}, true};
+        std::unordered_set<std::string> taken;  // another source may have measured a configuration again
+        for (const StoredResult* r : rs)
+            if (t.fastest.size() < kTransferDepth && taken.insert(r->config.key()).second)
+                t.fastest.push_back(r->config);
+        out.push_back(std::move(t));
     }
     return out;
 }
@@ -66,13 +71,19 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
     std::vector<Config> out;
     std::unordered_set<std::string> taken;
     if (from_history) *from_history = 0;
-    for (const TunedProblem* t : order) {
-        if (out.size() >= limit) break;
-        const std::string key = t->best.key();
-        if (!taken.contains(key) && is_candidate(t->best)) {
-            taken.insert(key);
-            out.push_back(t->best);
-            if (from_history && t->stored) ++*from_history;
+    std::size_t depth = 0;
+    for (const TunedProblem* t : order) depth = std::max(depth, t->fastest.size());
+    for (std::size_t rank = 0; rank < depth; ++rank) {
+        for (const TunedProblem* t : order) {
+            if (out.size() >= limit) return out;
+            if (rank >= t->fastest.size()) continue;
+            const Config& c = t->fastest[rank];
+            const std::string key = c.key();
+            if (!taken.contains(key) && is_candidate(c)) {
+                taken.insert(key);
+                out.push_back(c);
+                if (from_history && t->stored) ++*from_history;
+            }
         }
     }
     return out;

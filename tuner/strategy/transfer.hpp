@@ -13,10 +13,15 @@
 
 namespace ktune {
 
+// How many of its fastest configurations a tuned problem hands on: its winner, then runners-up, which come after the
+// winners of all the similar problems (where few winners are valid at a problem, the next fastest of the nearest ones
+// are better guesses than none).
+inline constexpr std::size_t kTransferDepth = 3;
+
 struct TunedProblem {
     Problem problem;
-    Config best;
-    bool stored = false;  // from the tuning history (an earlier run), not from this run
+    std::vector<Config> fastest;  // its fastest configurations, fastest first, at most kTransferDepth
+    bool stored = false;          // from the tuning history (an earlier run), not from this run
 };
 
 // An ok result of the tuning history, as history_winners() weighs it.
@@ -28,11 +33,11 @@ struct StoredResult {
     bool current_source = true;  // measured with the kernel source being tuned
 };
 
-// The tuning history's winner of each problem but `problem` and those of `exclude` (this run's own problems, which
-// hand on their winners as they finish), counting only results of runs before `before_run`: a resumed run passes the
-// run of the problem's own first result, so it starts from the hints the first run had and measures nothing again.
-// A problem's winner is its fastest result of the current kernel source, or of any source where it has none of this
-// one (a kernel edit keeps its history as hints). Marked stored, ordered by problem key.
+// The tuning history's fastest configurations (kTransferDepth) of each problem but `problem` and those of `exclude`
+// (this run's own problems, which hand on theirs as they finish), counting only results of runs before `before_run`:
+// a resumed run passes the run of the problem's own first result, so it starts from the hints the first run had and
+// measures nothing again. Of the current kernel source, or of any source where a problem has no result of this one
+// (a kernel edit keeps its history as hints). Marked stored, ordered by problem key.
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
                                           const std::vector<Problem>& exclude, std::int64_t before_run);
 
@@ -41,9 +46,10 @@ std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& store
 // 1 against it).
 double problem_distance(const Problem& a, const Problem& b);
 
-// The best configurations of `tuned` (other problems of the same space), the most similar problem's first, each once,
-// only those `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in
-// `tuned`. `from_history`, when given, receives how many of the hints came from stored problems.
+// The fastest configurations of `tuned` (other problems of the same space): every problem's winner, the most similar
+// problem's first, then every problem's second fastest in the same order, and so on; each once, only those
+// `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in `tuned`.
+// `from_history`, when given, receives how many of the hints came from stored problems.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
                                    const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
                                    std::size_t* from_history = nullptr);

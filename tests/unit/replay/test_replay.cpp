@@ -178,9 +178,9 @@ TEST(ReplayHistory, TheOptimaAreEachProblemsFastestOkConfiguration) {
     spaces[0].entries[26].status = Status::invalid_result;  // B=27 failed at M=16: its optimum is the next fastest
     const std::vector<TunedProblem> optima = space_optima(spaces);
     ASSERT_EQ(optima.size(), 3u);
-    EXPECT_EQ(optima[0].best.key(), "B=5");  // 2.0, the first of the fastest of the rest
-    EXPECT_EQ(optima[1].best.key(), "B=3");
-    EXPECT_EQ(optima[2].best.key(), "B=7");
+    EXPECT_EQ(optima[0].fastest.at(0).key(), "B=5");  // 2.0, the first of the fastest of the rest
+    EXPECT_EQ(optima[1].fastest.at(0).key(), "B=3");
+    EXPECT_EQ(optima[2].fastest.at(0).key(), "B=7");
 }
 
 }  // namespace

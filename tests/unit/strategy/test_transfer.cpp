@@ -38,12 +38,12 @@ TEST(ProblemDistance, ADtypeOfAnotherWidthIsFartherThanAnyShapeOneOfTheSameWidth
 TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLimit) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     const std::vector<TunedProblem> tuned = {
-        {rows(Dtype::fp32, 16, 4096), block(64)},     // another width: last
-        {rows(Dtype::bf16, 4096, 4096), block(512)},  // far
-        {rows(Dtype::bf16, 32, 4096), block(128)},    // nearest
-        {rows(Dtype::bf16, 1, 4096), block(128)},     // same winner again: once
-        {rows(Dtype::bf16, 64, 4096), block(2048)},   // not a candidate here
-        {p, block(1024)},                             // the problem itself: skipped
+        {rows(Dtype::fp32, 16, 4096), {block(64)}},     // another width: last
+        {rows(Dtype::bf16, 4096, 4096), {block(512)}},  // far
+        {rows(Dtype::bf16, 32, 4096), {block(128)}},    // nearest
+        {rows(Dtype::bf16, 1, 4096), {block(128)}},     // same winner again: once
+        {rows(Dtype::bf16, 64, 4096), {block(2048)}},   // not a candidate here
+        {p, {block(1024)}},                             // the problem itself: skipped
     };
     const auto in_space = [](const Config& c) {
         for (const Config& s : space())
@@ -111,7 +111,11 @@ StoredResult stored(const Problem& p, std::int64_t block, double us, std::int64_
 
 std::vector<std::string> winners(const std::vector<TunedProblem>& tuned) {
     std::vector<std::string> out;
-    for (const TunedProblem& t : tuned) out.push_back(t.problem.key() + " " + t.best.key() + (t.stored ? "" : " !"));
+    for (const TunedProblem& t : tuned) {
+        std::string line = t.problem.key();
+        for (const Config& c : t.fastest) line += " " + c.key();
+        out.push_back(line + (t.stored ? "" : " !"));
+    }
     return out;
 }
 
@@ -130,9 +134,11 @@ TEST(HistoryWinners, EachOtherProblemsFastestStoredBeforeTheRunNeverThisRunsProb
         stored(far, 64, 8.0, 2, false)  // another kernel source: far has a result of this one
     };
     EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 5)),
-              (std::vector<std::string>{"bf16:M=32,H=4096 BLOCK=128,VEC=4", "bf16:M=4096,H=4096 BLOCK=512,VEC=4"}));
+              (std::vector<std::string>{"bf16:M=32,H=4096 BLOCK=128,VEC=4 BLOCK=256,VEC=4",
+                                        "bf16:M=4096,H=4096 BLOCK=512,VEC=4"}));
     // A later run sees what run 5 stored.
-    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 6)).front(), "bf16:M=32,H=4096 BLOCK=64,VEC=4");
+    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 6)).front(),
+              "bf16:M=32,H=4096 BLOCK=64,VEC=4 BLOCK=128,VEC=4 BLOCK=256,VEC=4");
     // Nothing before the first run.
     EXPECT_TRUE(history_winners(history, p, {p}, 1).empty());
 }
@@ -140,14 +146,36 @@ TEST(HistoryWinners, EachOtherProblemsFastestStoredBeforeTheRunNeverThisRunsProb
 TEST(HistoryWinners, AnotherSourcesWinnerStandsInWhereTheKernelsOwnHasNone) {
     const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
     const auto w = history_winners({stored(q, 256, 2.0, 1, false), stored(q, 128, 3.0, 1, false)}, p, {p}, 9);
-    EXPECT_EQ(winners(w), (std::vector<std::string>{"bf16:M=32 BLOCK=256,VEC=4"}));
+    EXPECT_EQ(winners(w), (std::vector<std::string>{"bf16:M=32 BLOCK=256,VEC=4 BLOCK=128,VEC=4"}));
+}
+
+TEST(HistoryWinners, AProblemHandsOnItsThreeFastest) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
+    std::vector<StoredResult> history;
+    for (std::int64_t b : {64, 128, 256, 512, 1024}) history.push_back(stored(q, b, 1.0 / double(b), 1));
+    ASSERT_EQ(kTransferDepth, 3u);
+    EXPECT_EQ(winners(history_winners(history, p, {p}, 2)),
+              (std::vector<std::string>{"bf16:M=32 BLOCK=1024,VEC=4 BLOCK=512,VEC=4 BLOCK=256,VEC=4"}));
+}
+
+TEST(TransferHints, EveryProblemsWinnerComesBeforeAnyRunnerUp) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    const std::vector<TunedProblem> tuned = {
+        {rows(Dtype::bf16, 4096, 4096), {block(512), block(1024, 8)}},  // far
+        {rows(Dtype::bf16, 32, 4096), {block(128), block(256)}},        // near
+    };
+    const auto all = [](const Config&) { return true; };
+    EXPECT_EQ(keys(transfer_hints(p, tuned, all, 16)),
+              (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=256,VEC=4", "BLOCK=1024,VEC=8"}));
+    EXPECT_EQ(keys(transfer_hints(p, tuned, all, 3)),
+              (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=256,VEC=4"}));
 }
 
 TEST(TransferHints, CountTheHintsThatCameFromStoredProblems) {
     const Problem p = Problem{Dtype::bf16, {{"M", 16}}};
-    const std::vector<TunedProblem> tuned = {{Problem{Dtype::bf16, {{"M", 32}}}, Config{{{"B", 1}}}, false},
-                                             {Problem{Dtype::bf16, {{"M", 64}}}, Config{{{"B", 2}}}, true},
-                                             {Problem{Dtype::bf16, {{"M", 1}}}, Config{{{"B", 3}}}, true}};
+    const std::vector<TunedProblem> tuned = {{Problem{Dtype::bf16, {{"M", 32}}}, {Config{{{"B", 1}}}}, false},
+                                             {Problem{Dtype::bf16, {{"M", 64}}}, {Config{{{"B", 2}}}}, true},
+                                             {Problem{Dtype::bf16, {{"M", 1}}}, {Config{{{"B", 3}}}}, true}};
     std::size_t from_history = 99;
     const auto all = [](const Config&) { return true; };
     EXPECT_EQ(transfer_hints(p, tuned, all, 2, &from_history).size(), 2u);
