@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The per-problem criterion of issue 23 on ktune's own spaces, from exhaustive tunings in a database, replayed.
 
-For each op, `ktune replay --op OP --runs 20 --json` runs once per transfer mode (none, in-run: the problems in the
-tuning's order, each starting from the winners found before it; history: each problem starting from the optima of all
-the other problems in the database, never its own). A problem meets the criterion for a strategy when at least 18 of
+For each op, `ktune replay --op OP --runs 20 --json` runs once per transfer mode: none; in-run (the problems in the
+tuning's order, each starting from the fastest its strategy found at the problems before it, over the replay's default
+run: up to 100 evaluations or the whole space); in-run at a 10 % budget (`--budget 10%`: each problem searched for a
+tenth of its space, handing on what it found there, as a tuning with that budget would); history (each problem
+starting from the fastest of all the other problems in the database, never its own). A problem meets the criterion for a strategy when at least 18 of
 its 20 runs came within 2 % of the exhaustive optimum after evaluating at most 10 % of its space. Prints a Markdown
 table (problems meeting it, per op, strategy and mode) and, with --misses, the problems each strategy missed.
 
@@ -18,8 +20,8 @@ import subprocess
 import sys
 
 OPS = ["softmax", "decode_attention", "linear_int8", "linear_int4"]
-MODES = [("none", ["--no-transfer"]), ("run", []), ("history", ["--history"])]
-MODE_NAMES = {"none": "no transfer", "run": "in-run", "history": "history"}
+MODES = [("none", ["--no-transfer"]), ("run", []), ("run10", ["--budget", "10%"]), ("history", ["--history"])]
+MODE_NAMES = {"none": "no transfer", "run": "in-run", "run10": "in-run at a 10 % budget", "history": "history"}
 
 
 def replay(ktune, db, op, runs, flags):
@@ -65,7 +67,7 @@ def main():
                         misses.setdefault((op, mode, name), []).append(
                             f"{problem} ({round(share * a.runs)}/{a.runs}, {d['configurations']} configurations)")
     print(f"Problems where a strategy came within 2 % of the optimum after at most 10 % of the space in at least "
-          f"{int(0.9 * a.runs)} of {a.runs} runs (no transfer / in-run / history):\n")
+          f"{int(0.9 * a.runs)} of {a.runs} runs ({' / '.join(MODE_NAMES[m] for m, _ in MODES)}):\n")
     print("| space (problems, configurations each) | " + " | ".join(strategies) + " |")
     print("| --- | " + " | ".join("---" for _ in strategies) + " |")
     total = {}

@@ -1,6 +1,7 @@
 #include "tuner/cli/commands_replay.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -29,7 +30,7 @@ struct ReplayArgs {
     std::vector<std::string> strategies;
     int runs = 20;
     std::uint64_t seed = 1;
-    std::int64_t budget = 0;
+    std::string budget;
     int batch = 0;
     double cutoff = 0.96;
     bool no_strategy_time = false;
@@ -183,7 +184,24 @@ int cmd_replay(const GlobalOptions& g) {
     o.strategies = g_replay.strategies;
     o.runs = g_replay.runs;
     o.seed = g_replay.seed;
-    if (g_replay.budget > 0) o.budget = g_replay.budget;
+    if (!g_replay.budget.empty()) {
+        // N evaluations, or N % of each space.
+        const bool share = g_replay.budget.back() == '%';
+        const std::string number = share ? g_replay.budget.substr(0, g_replay.budget.size() - 1) : g_replay.budget;
+        double value = 0;
+        const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+        if (ec != std::errc() || end != number.data() + number.size() || !(value > 0) || (share && value > 100) ||
+            (!share && value != std::floor(value)))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("'{}' is neither a number of evaluations nor a share of the space such as 10%",
+                                    g_replay.budget),
+                        "--budget");
+        if (share) {
+            o.budget_share = value / 100;
+        } else {
+            o.budget = std::int64_t(value);
+        }
+    }
     if (g_replay.batch > 0) o.batch = g_replay.batch;
     o.count_strategy_time = !g_replay.no_strategy_time;
     o.methodology.cutoff_percentile = g_replay.cutoff;
@@ -321,10 +339,11 @@ void register_replay_commands(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));
     replay->add_option("--seed", g_replay.seed, "The first run's seed")->capture_default_str();
-    replay
-        ->add_option("--budget", g_replay.budget,
-                     "Evaluations per run (default: twice the methodology's budget, at least 100)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+    replay->add_option(
+        "--budget", g_replay.budget,
+        "Evaluations per run, or a share of each space such as 10% (rounded up; an op's problem then hands "
+        "on what its strategy found within it, as a tuning with that budget would). Default: twice the "
+        "methodology's budget, at least 100");
     replay->add_option("--batch", g_replay.batch, "Configurations per proposal of the adaptive strategies (default 8)")
         ->check(CLI::Range(1, 1 << 20));
     replay

@@ -23,6 +23,8 @@ Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o
     c.start = cutoff(c.stats, o.methodology.cutoff_percentile_start);
     c.end = cutoff(c.stats, o.methodology.cutoff_percentile);
     c.budget = o.budget.value_or(std::max<std::int64_t>(100, 2 * c.end.evals));
+    if (o.budget_share)
+        c.budget = std::max<std::int64_t>(1, std::int64_t(std::ceil(*o.budget_share * double(space.entries.size()))));
     c.budget = std::min<std::int64_t>(c.budget, std::int64_t(space.entries.size()));
     c.random_expected = random_baseline(c.stats, c.budget, o.methodology);
     return c;
@@ -90,7 +92,8 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                     for (const ReplayEntry& e : spaces[i].entries) keys.insert(e.config.key());
                     first = transfer_hints(
                         *spaces[i].problem, o.history ? optima : tuned,
-                        [&](const Config& c) { return keys.contains(c.key()); }, transfer_hint_limit(keys.size()));
+                        [&](const Config& c) { return keys.contains(c.key()); },
+                        transfer_hint_limit(keys.size(), out[i].budget));
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)

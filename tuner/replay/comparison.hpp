@@ -26,6 +26,9 @@ struct ComparisonOptions {
     int runs = 20;                                              // seeds seed, seed + 1, ...
     std::uint64_t seed = 1;
     std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
+    // Instead, this share of each space (rounded up, as `auto` does): a problem of an op hands on to the next what its
+    // strategy found within it, as a tuning with that budget would.
+    std::optional<double> budget_share = std::nullopt;
     std::optional<int> batch = std::nullopt;
     bool count_strategy_time = true;
     // Spaces of one op's problems (from the store) are replayed in order, each run starting from the best

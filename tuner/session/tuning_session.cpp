@@ -794,9 +794,9 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 return is_selected_config(space, c, pl.problem, o.config_filters);
             };
             std::size_t stored_hints = 0;
-            const std::vector<Config> hints =
-                transfer_hints(pl.problem, before, is_candidate,
-                               transfer_hint_limit(std::size_t(pl.outcome.valid_configs)), &stored_hints);
+            const std::vector<Config> hints = transfer_hints(
+                pl.problem, before, is_candidate,
+                transfer_hint_limit(std::size_t(pl.outcome.valid_configs), pl.plan.budget), &stored_hints);
             {
                 std::lock_guard lock(mutex);
                 pl.outcome.hints = std::int64_t(hints.size());

@@ -89,8 +89,12 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
     return out;
 }
 
-std::size_t transfer_hint_limit(std::size_t candidates) {
-    return std::clamp<std::size_t>(std::size_t(std::ceil(0.10 * double(candidates))), 2, 16);
+std::size_t transfer_hint_limit(std::size_t candidates, std::optional<std::int64_t> budget) {
+    const std::size_t share = std::clamp<std::size_t>(std::size_t(std::ceil(0.10 * double(candidates))), 2, 16);
+    if (!budget) return share;
+    // Hints that fill the budget would leave a search nothing of its own: a run of small-budget searches would then
+    // hand on its first problems' random draws for ever.
+    return std::min(share, std::size_t(std::max<std::int64_t>(1, (*budget + 1) / 2)));
 }
 
 }  // namespace ktune

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -55,7 +56,8 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
                                    std::size_t* from_history = nullptr);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
-// The winners of the nearest problems come first, so the first few carry nearly all of the gain.
-std::size_t transfer_hint_limit(std::size_t candidates);
+// The winners of the nearest problems come first, so the first few carry nearly all of the gain. With a `budget`
+// (configurations the search measures), at most half of it, so the strategy has its own moves left.
+std::size_t transfer_hint_limit(std::size_t candidates, std::optional<std::int64_t> budget = std::nullopt);
 
 }  // namespace ktune

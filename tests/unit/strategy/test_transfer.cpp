@@ -62,6 +62,13 @@ TEST(TransferHints, TheLimitIsATenthOfTheSpaceBetweenTwoAndSixteen) {
     EXPECT_EQ(transfer_hint_limit(100000), 16u);
 }
 
+TEST(TransferHints, TheLimitLeavesASearchHalfItsBudget) {
+    EXPECT_EQ(transfer_hint_limit(60, 6), 3u);
+    EXPECT_EQ(transfer_hint_limit(60, 7), 4u);  // half, rounded up
+    EXPECT_EQ(transfer_hint_limit(60, 1), 1u);
+    EXPECT_EQ(transfer_hint_limit(60, 500), 6u);
+}
+
 // Every strategy but exhaustive proposes start_with()'s candidates first, in their order, as a batch of their own
 // for the adaptive ones, never twice, and within its budget.
 TEST(StartWith, EveryStrategyProposesTheHintsFirstOnceWithinTheBudget) {
