@@ -98,6 +98,25 @@ TEST(StartWith, EveryStrategyProposesTheHintsFirstOnceWithinTheBudget) {
     }
 }
 
+// Before its model, a forest that started from hints spends whole batches around them: one step along one axis from
+// the fastest hint, then from the next; no random draw while such moves are left.
+TEST(StartWith, AForestSpendsItsFirstBatchAroundTheHints) {
+    auto s = make_strategy("forest", StrategyOptions{.seed = 5});
+    s->begin(rows(Dtype::bf16, 16, 4096), space());
+    s->start_with({block(128, 2), block(512, 8)});
+    for (const Config& c : s->propose()) {
+        Measurement m;
+        m.stats.p50 = c.at("BLOCK") == 128 ? 1.0 : 2.0;
+        s->observe(c, m);
+    }
+    const std::set<std::string> fastest = {"BLOCK=64,VEC=2", "BLOCK=256,VEC=2", "BLOCK=128,VEC=1", "BLOCK=128,VEC=4"};
+    const std::set<std::string> next = {"BLOCK=256,VEC=8", "BLOCK=1024,VEC=8", "BLOCK=512,VEC=4"};
+    const std::vector<Config> batch = s->propose();
+    ASSERT_EQ(batch.size(), 8u);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(fastest.contains(batch[i].key())) << batch[i].key();
+    for (std::size_t i = 4; i < 7; ++i) EXPECT_TRUE(next.contains(batch[i].key())) << batch[i].key();
+}
+
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
     auto s = make_strategy("forest", StrategyOptions{});
     s->begin(rows(Dtype::bf16, 16, 4096), space());
