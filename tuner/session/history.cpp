@@ -58,7 +58,10 @@ std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space,
     std::vector<Config> out;
     for (const ResultRecord& r : rows) {
         if (out.size() == kTransferDepth) break;
-        out.push_back(space.parse_config(r.config_key, store.path()));
+        try {
+            out.push_back(space.parse_config(r.config_key, store.path()));
+        } catch (const Error&) {  // not a configuration of this space: no hint
+        }
     }
     return out;
 }

@@ -93,5 +93,19 @@ TEST_F(TuningHistory, AResumedProblemSeesOnlyWhatWasStoredBeforeItsFirstRun) {
     EXPECT_EQ(hints(p, m_run2 + 1, 16), (std::vector<std::string>{rms(128, 4, 8).key(), rms(512, 8, 1).key()}));
 }
 
+// What a problem of the run hands on when it finishes: its three fastest of the kernel's source, fastest first.
+TEST_F(TuningHistory, AFinishedProblemHandsOnItsThreeFastestOfTheKernelsSource) {
+    const Problem p{Dtype::bf16, {{"M", 16}, {"H", 4096}}};
+    record(p, rms(64, 4, 2).key(), 4.0, m_run1);
+    record(p, rms(128, 4, 8).key(), 2.0, m_run1);
+    record(p, rms(256, 8, 1).key(), 1.0, m_run2);
+    record(p, rms(512, 8, 1).key(), 3.0, m_run2);
+    record(p, rms(1024, 8, 1).key(), 0.5, m_run2, "older-source");
+    record({Dtype::bf16, {{"M", 32}, {"H", 4096}}}, rms(128, 8, 2).key(), 0.1, m_run2);
+    std::vector<std::string> keys;
+    for (const Config& c : stored_fastest(*m_store, m_space, m_kernel, "dev-A", p)) keys.push_back(c.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{rms(256, 8, 1).key(), rms(128, 4, 8).key(), rms(512, 8, 1).key()}));
+}
+
 }  // namespace
 }  // namespace ktune
