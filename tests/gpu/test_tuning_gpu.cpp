@@ -110,6 +110,42 @@ TEST_F(GpuTest, TuningASmallSpaceValidatesEveryConfigurationAndAResumedRunMeasur
     }
 }
 
+// A later run's new problem starts from the stored fastest of an earlier run's (the tuning history), and resuming that
+// run measures nothing again: it sees the history as it stood when the problem was first measured.
+TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothing) {
+    TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
+    o.dtypes = {Dtype::bf16};
+    o.strategy = "random";
+    o.budget = 6;
+    o.problem_filters = {{{"M", 256}, {"H", 4096}}};
+    const TuneSummary earlier = run_tuning(o, nullptr).front();
+    ASSERT_FALSE(earlier.compile_only) << earlier.no_gpu_reason;
+    ASSERT_TRUE(earlier.problems.at(0).best.has_value());
+    EXPECT_EQ(earlier.problems[0].hints, 0);  // nothing stored, nothing before it in the run
+
+    // The same H: the same rules hold at M=16, so what the earlier run measured are candidates there.
+    o.problem_filters = {{{"M", 16}, {"H", 4096}}};
+    const TuneSummary next = run_tuning(o, nullptr).front();
+    ASSERT_EQ(next.problems.size(), 1u);
+    // Its three fastest (kTransferDepth), all stored by the earlier run.
+    EXPECT_EQ(next.problems[0].hints, 3);
+    EXPECT_EQ(next.problems[0].stored_hints, 3);
+    EXPECT_EQ(next.problems[0].measured, 6);
+    Store store = Store::open(db(), Store::Mode::read_only);
+    ResultFilter f;
+    f.problem_key = next.problems[0].problem.key();
+    f.device_key = next.device->key;
+    bool tried_the_winner = false;
+    for (const ResultRecord& r : store.results(f))
+        tried_the_winner |= r.config_key == earlier.problems[0].best->config_key;
+    EXPECT_TRUE(tried_the_winner);
+
+    const TuneSummary resumed = run_tuning(o, nullptr).front();
+    EXPECT_EQ(resumed.problems[0].measured, 0);
+    EXPECT_EQ(resumed.problems[0].skipped, 6);
+    EXPECT_EQ(resumed.problems[0].stored_hints, 3);
+}
+
 TEST_F(GpuTest, TuningOnEveryGpuMeasuresEachConfigurationOnceAndAResumedRunMeasuresNothing) {
     TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
     o.dtypes = {Dtype::bf16};

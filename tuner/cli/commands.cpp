@@ -495,6 +495,7 @@ json tune_summary_json(const TuneSummary& s) {
                    {"measured", po.measured},
                    {"resumed", po.skipped},
                    {"failed", po.failed}};
+        if (po.hints) pj["hints"] = {{"stored", po.stored_hints}, {"this_run", po.hints - po.stored_hints}};
         if (po.best) pj["best"] = record_json(*po.best, s.device);
         j["problems"].push_back(pj);
     }
@@ -529,6 +530,17 @@ void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
                    : "",
                resumed, db_path, s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
                s.time_limit_hit ? "; stopped at the --time limit" : "");
+    std::int64_t searched = 0, hints = 0, stored_hints = 0;
+    for (const auto& po : s.problems) {
+        searched += po.hints > 0;
+        hints += po.hints;
+        stored_hints += po.stored_hints;
+    }
+    if (hints > 0)
+        fmt::print(
+            "transfer: {} searches started from {} hints, {} from stored problems (earlier runs) and {} from this "
+            "run's\n",
+            searched, hints, stored_hints, hints - stored_hints);
     for (const std::string& d : s.dropped_gpus) fmt::print("dropped {}\n", d);
 }
 
@@ -730,7 +742,8 @@ void register_commands(CLI::App& app, GlobalOptions&) {
     tune->add_flag("--force", g_tune.force, "Measure again what the database already holds");
     tune->add_flag("--no-transfer", g_tune.no_transfer,
                    "A search (not exhaustive) starts each problem from the fastest configurations of the most similar "
-                   "problems tuned before it (docs/search.md); this starts it from scratch");
+                   "problems: those of this run tuned before it, and those the database holds for other problems of "
+                   "the kernel on this device from earlier runs (docs/search.md); this starts it from scratch");
     auto* hot = tune->add_flag("--hot", g_tune.hot, "Hot L2: do not flush the L2 cache before each sample");
     tune->add_option("--flush", g_tune.flush,
                      "Cold-L2 flush: clean (the flush's lines are dropped from the L2, so the timed kernel writes none "

@@ -1,6 +1,7 @@
 #include "tuner/cli/commands_replay.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -29,11 +30,12 @@ struct ReplayArgs {
     std::vector<std::string> strategies;
     int runs = 20;
     std::uint64_t seed = 1;
-    std::int64_t budget = 0;
+    std::string budget;
     int batch = 0;
     double cutoff = 0.96;
     bool no_strategy_time = false;
     bool no_transfer = false;
+    bool history = false;
     bool json = false;
 } g_replay;
 
@@ -182,7 +184,24 @@ int cmd_replay(const GlobalOptions& g) {
     o.strategies = g_replay.strategies;
     o.runs = g_replay.runs;
     o.seed = g_replay.seed;
-    if (g_replay.budget > 0) o.budget = g_replay.budget;
+    if (!g_replay.budget.empty()) {
+        // N evaluations, or N % of each space.
+        const bool share = g_replay.budget.back() == '%';
+        const std::string number = share ? g_replay.budget.substr(0, g_replay.budget.size() - 1) : g_replay.budget;
+        double value = 0;
+        const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+        if (ec != std::errc() || end != number.data() + number.size() || !(value > 0) || (share && value > 100) ||
+            (!share && value != std::floor(value)))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("'{}' is neither a number of evaluations nor a share of the space such as 10%",
+                                    g_replay.budget),
+                        "--budget");
+        if (share) {
+            o.budget_share = value / 100;
+        } else {
+            o.budget = std::int64_t(value);
+        }
+    }
     if (g_replay.batch > 0) o.batch = g_replay.batch;
     o.count_strategy_time = !g_replay.no_strategy_time;
     o.methodology.cutoff_percentile = g_replay.cutoff;
@@ -196,6 +215,7 @@ int cmd_replay(const GlobalOptions& g) {
     json out = json::array();
     std::vector<SearchChart> charts;
     o.transfer = !g_replay.no_transfer;
+    o.history = g_replay.history;
     std::vector<ReplaySpace> replayed;
     for (const ReplaySpace& space : spaces) {
         std::vector<TracedStrategy> traced = traces_for(space, traces);
@@ -203,6 +223,16 @@ int cmd_replay(const GlobalOptions& g) {
         if (!traced.empty()) o.traced[space.name] = std::move(traced);
         replayed.push_back(space);
     }
+    const bool problems = std::ranges::any_of(replayed, [](const ReplaySpace& s) { return s.problem.has_value(); });
+    // Which hints the problems started from, said before the results (a T4 file's space is no problem: none).
+    const std::string mode_key = !problems || !o.transfer ? "none" : o.history ? "history" : "run";
+    const std::string mode = mode_key == "none" ? "no transfer: each problem searched from scratch"
+                             : mode_key == "history"
+                                 ? "history: each problem starting from the optima of all the other problems "
+                                   "in the database (never its own), as a new problem tuned with a database"
+                                 : "in-run transfer: each problem starting from the winners its strategy found "
+                                   "at the problems before it, in the tuning's order";
+    if (!g_replay.json) fmt::print("replay mode: {}\n", mode);
     const std::vector<Comparison> comparisons = compare_strategies(replayed, o);
     std::map<std::string, int> meets;  // per strategy: spaces where it came within 2 % in 10 % in 90 % of the runs
     for (const Comparison& c : comparisons) {
@@ -220,6 +250,7 @@ int cmd_replay(const GlobalOptions& g) {
                         {"seconds", {c.start.time_s, c.end.time_s}},
                         {"cutoff_percentile", g_replay.cutoff}}},
                       {"evaluations_per_run", c.budget},
+                      {"transfer", mode_key},
                       {"random_expected", efficiency_json(c.random_expected)}};
             j["strategies"] = json::array();
             for (const Efficiency& e : c.strategies) j["strategies"].push_back(efficiency_json(e));
@@ -255,7 +286,10 @@ int cmd_replay(const GlobalOptions& g) {
         fmt::print(
             "{} spaces{}: where each strategy came within 2 % of the optimum after at most 10 % of the space "
             "in at least 90 % of its runs\n",
-            comparisons.size(), o.transfer ? " (each problem starting from its predecessors' winners)" : "");
+            comparisons.size(),
+            mode_key == "none"      ? " (no transfer)"
+            : mode_key == "history" ? " (history: each problem starting from the other problems' optima)"
+                                    : " (each problem starting from its predecessors' winners)");
         for (const auto& [name, n] : meets) fmt::print("  {:<18} {} of {}\n", name, n, comparisons.size());
     }
     if (g_replay.json) fmt::print("{}\n", out.dump(2));
@@ -305,10 +339,11 @@ void register_replay_commands(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(1, 100000));
     replay->add_option("--seed", g_replay.seed, "The first run's seed")->capture_default_str();
-    replay
-        ->add_option("--budget", g_replay.budget,
-                     "Evaluations per run (default: twice the methodology's budget, at least 100)")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+    replay->add_option(
+        "--budget", g_replay.budget,
+        "Evaluations per run, or a share of each space such as 10% (rounded up; an op's problem then hands "
+        "on what its strategy found within it, as a tuning with that budget would). Default: twice the "
+        "methodology's budget, at least 100");
     replay->add_option("--batch", g_replay.batch, "Configurations per proposal of the adaptive strategies (default 8)")
         ->check(CLI::Range(1, 1 << 20));
     replay
@@ -316,9 +351,15 @@ void register_replay_commands(CLI::App& app) {
                      "The budget ends where random search closes this fraction of the median-to-optimum gap")
         ->capture_default_str()
         ->check(CLI::Range(0.5, 0.999));
-    replay->add_flag("--no-transfer", g_replay.no_transfer,
-                     "Replay each problem of an op on its own, not starting from the winners of the problems "
-                     "before it (as `ktune tune --no-transfer`)");
+    auto* no_transfer = replay->add_flag("--no-transfer", g_replay.no_transfer,
+                                         "Replay each problem of an op on its own, not starting from the winners of "
+                                         "the problems before it (as `ktune tune --no-transfer`)");
+    replay
+        ->add_flag("--history", g_replay.history,
+                   "Start each problem of an op from the optima of all the other problems in the database, never its "
+                   "own (leave-one-out): what `ktune tune` does for a new problem when the database holds the others. "
+                   "Default: from the winners found at the problems before it in the tuning's order")
+        ->excludes(no_transfer);
     replay->add_flag("--no-strategy-time", g_replay.no_strategy_time,
                      "Leave the strategies' own time out of the time axis (runs repeat exactly)");
     replay

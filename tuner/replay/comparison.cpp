@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <unordered_set>
 
@@ -22,21 +23,43 @@ Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o
     c.start = cutoff(c.stats, o.methodology.cutoff_percentile_start);
     c.end = cutoff(c.stats, o.methodology.cutoff_percentile);
     c.budget = o.budget.value_or(std::max<std::int64_t>(100, 2 * c.end.evals));
+    if (o.budget_share)
+        c.budget = std::max<std::int64_t>(1, std::int64_t(std::ceil(*o.budget_share * double(space.entries.size()))));
     c.budget = std::min<std::int64_t>(c.budget, std::int64_t(space.entries.size()));
     c.random_expected = random_baseline(c.stats, c.budget, o.methodology);
     return c;
 }
 
-// The fastest configuration a run found, if any.
-std::optional<Config> best_found(const ReplaySpace& space, const ReplayRun& run) {
-    const Evaluation* best = nullptr;
-    for (const Evaluation& e : run.evaluations)
-        if (!std::isnan(e.value) && (!best || e.value < best->value)) best = &e;
-    if (!best) return std::nullopt;
-    return space.entries[best->entry].config;
+// The fastest configurations (kTransferDepth) among `entries` of the space, fastest first.
+std::vector<Config> fastest_of(const ReplaySpace& space, std::vector<std::size_t> entries) {
+    std::erase_if(entries, [&](std::size_t i) { return space.entries[i].status != Status::ok; });
+    std::ranges::stable_sort(entries, {}, [&](std::size_t i) { return space.entries[i].value; });
+    std::vector<Config> out;
+    for (std::size_t k = 0; k < std::min(entries.size(), kTransferDepth); ++k)
+        out.push_back(space.entries[entries[k]].config);
+    return out;
+}
+
+// The fastest configurations a run found.
+std::vector<Config> fastest_found(const ReplaySpace& space, const ReplayRun& run) {
+    std::vector<std::size_t> entries;
+    for (const Evaluation& e : run.evaluations) entries.push_back(e.entry);
+    return fastest_of(space, entries);
 }
 
 }  // namespace
+
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces) {
+    std::vector<TunedProblem> out;
+    for (const ReplaySpace& space : spaces) {
+        if (!space.problem) continue;
+        std::vector<std::size_t> all(space.entries.size());
+        std::iota(all.begin(), all.end(), std::size_t{0});
+        std::vector<Config> fastest = fastest_of(space, all);
+        if (!fastest.empty()) out.push_back({*space.problem, std::move(fastest), true});
+    }
+    return out;
+}
 
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o) {
     return std::move(compare_strategies(std::vector<ReplaySpace>{space}, o).front());
@@ -45,6 +68,8 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o) {
     std::vector<Comparison> out;
     for (const ReplaySpace& space : spaces) out.push_back(comparison_frame(space, o));
+    // History: every problem's optimum, each problem then seeing all but its own (transfer_hints skips the problem).
+    const std::vector<TunedProblem> optima = o.history ? space_optima(spaces) : std::vector<TunedProblem>{};
     std::vector<std::string> names = o.strategies;
     if (names.empty() && o.traced.empty()) {
         names = strategy_names();
@@ -66,12 +91,14 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                     std::unordered_set<std::string> keys;
                     for (const ReplayEntry& e : spaces[i].entries) keys.insert(e.config.key());
                     first = transfer_hints(
-                        *spaces[i].problem, tuned, [&](const Config& c) { return keys.contains(c.key()); },
-                        transfer_hint_limit(keys.size()));
+                        *spaces[i].problem, o.history ? optima : tuned,
+                        [&](const Config& c) { return keys.contains(c.key()); },
+                        transfer_hint_limit(keys.size(), out[i].budget));
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)
-                    if (auto best = best_found(spaces[i], runs[i].back())) tuned.push_back({*spaces[i].problem, *best});
+                    if (std::vector<Config> fastest = fastest_found(spaces[i], runs[i].back()); !fastest.empty())
+                        tuned.push_back({*spaces[i].problem, std::move(fastest)});
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

@@ -10,6 +10,7 @@
 #include "reports/search_chart.hpp"
 #include "tuner/replay/methodology.hpp"
 #include "tuner/replay/replay.hpp"
+#include "tuner/strategy/transfer.hpp"
 
 namespace ktune {
 
@@ -25,11 +26,17 @@ struct ComparisonOptions {
     int runs = 20;                                              // seeds seed, seed + 1, ...
     std::uint64_t seed = 1;
     std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
+    // Instead, this share of each space (rounded up, as `auto` does): a problem of an op hands on to the next what its
+    // strategy found within it, as a tuning with that budget would.
+    std::optional<double> budget_share = std::nullopt;
     std::optional<int> batch = std::nullopt;
     bool count_strategy_time = true;
     // Spaces of one op's problems (from the store) are replayed in order, each run starting from the best
     // configurations the same strategy and seed found at the problems before it, as `ktune tune` does (transfer.hpp).
     bool transfer = true;
+    // Instead: each problem starts from the optima of all the other problems replayed (never its own), as `ktune tune`
+    // starts a new problem from a database that holds the others (leave-one-out). Needs `transfer`.
+    bool history = false;
     MethodologyOptions methodology = {};
 };
 
@@ -45,7 +52,11 @@ struct Comparison {
 
 // ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
-// One comparison per space; with o.transfer, problems after the first start from their predecessors' winners.
+// The fastest configurations (kTransferDepth: the optimum first) of each space that belongs to a problem, for
+// o.history.
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces);
+// One comparison per space; with o.transfer, problems after the first start from their predecessors' winners, or with
+// o.history every problem from the other problems' optima.
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o);
 // Two charts: best so far against evaluations, and against time.
 std::vector<SearchChart> comparison_charts(const Comparison& c);

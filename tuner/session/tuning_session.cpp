@@ -23,6 +23,7 @@
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/gpu_worker.hpp"
+#include "tuner/session/history.hpp"
 #include "tuner/session/op_lookup.hpp"
 #include "tuner/session/space_file.hpp"
 #include "tuner/session/space_measurer.hpp"
@@ -37,19 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-bool matches(const NamedValues& values, const NamedValues& filter) {
-    for (const auto& [name, value] : filter) {
-        const auto v = lookup(values, name);
-        if (!v || *v != value) return false;
-    }
-    return true;
-}
-
-bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters) {
-    return filters.empty() ||
-           std::any_of(filters.begin(), filters.end(), [&](const NamedValues& f) { return matches(values, f); });
-}
 
 // The space's valid configurations for `p` that the --config filters keep.
 std::vector<Config> selected_configs(const SearchSpace& space, const Problem& p, const TuneOptions& o) {
@@ -601,17 +589,22 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::int64_t expected = 0;               // configurations it will propose: the budget, or every valid one
         ProblemOutcome outcome;
         std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
-        bool transfer = false;  // the first batch waits for the winners of the problems tuned before it
+        bool transfer = false;              // the first batch waits for the winners of the problems tuned before it
+        std::vector<TunedProblem> history;  // transfer: the winners of other problems stored by earlier runs
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
-    // The winners a search starts from: the stored best of each problem of this run finished before it (after its
+    // The winners a search starts from: the stored fastest of each problem of this run finished before it (after its
     // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
+    // And the tuning history: other problems' winners from earlier runs (not this run's problems, which hand theirs on
+    // as they finish), read once, if a problem is searched.
+    std::optional<std::vector<StoredResult>> history;
+    std::set<std::string> history_problems;  // for the notice: those that gave a search at least one winner
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
-        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}};
+        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}};
         // The plan is made on the whole space, so every shard makes the same; a shard then takes its configurations of
         // an exhaustive problem, or a searched problem whole.
         pl.split = pl.plan.name == "exhaustive" && !pl.plan.budget;
@@ -626,6 +619,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         pl.outcome.problem = p;
         pl.outcome.valid_configs = std::int64_t(valid.size());
         pl.expected = std::min(pl.outcome.valid_configs, pl.plan.budget.value_or(pl.outcome.valid_configs));
+        // The history as it stood when this problem was first measured: a resumed run starts from the same hints.
+        std::int64_t history_before = s.run_id;
         if (!o.force) {
             ResultFilter f;
             f.op = kernel.op;
@@ -633,10 +628,18 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             f.device_key = device.key;
             f.source_hash = kernel.source_hash;
             f.problem_key = p.key();
-            for (ResultRecord& r : stores.front().results(f)) pl.stored.emplace(r.config_key, std::move(r.measurement));
+            for (ResultRecord& r : stores.front().results(f)) {
+                history_before = std::min(history_before, r.run_id);
+                pl.stored.emplace(r.config_key, std::move(r.measurement));
+            }
         }
         pl.strategy->begin(p, std::move(valid));
         pl.transfer = o.transfer && !pl.split;
+        if (pl.transfer) {
+            if (!history) history = stored_history(stores.front(), space, kernel, device.key);
+            pl.history = history_winners(*history, p, problems, history_before);
+            for (const TunedProblem& t : pl.history) history_problems.insert(t.problem.key());
+        }
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
             if (!pl.stored.contains(c.key())) measurers.front()->prefetch(c, p.dtype);
@@ -657,6 +660,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         ev.total += total;
         for (GpuWorker* g : group.gpus) progress.gpu(ev, g->ordinal());
     });
+
+    if (!history_problems.empty())
+        progress.notice(fmt::format(
+            "transfer: each search starts from the winners of the most similar problems: this run's as they finish, "
+            "and {} stored by earlier runs of {} on this device (--no-transfer: from scratch)",
+            history_problems.size(), kernel.op));
 
     std::mutex mutex;  // the outcomes and the summary's counts
     std::atomic<bool> time_limit_hit = false;
@@ -740,12 +749,10 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             // Its best, once confirmed, is where a later problem's search starts.
             auto hand_on_best = [&] {
                 if (!o.transfer) return;
-                for (const ResultRecord& r :
-                     stores[lane].best(kernel.op, kernel.variant, device.key, {kernel.source_hash}))
-                    if (r.problem == pl.problem) {
-                        std::lock_guard lock(mutex);
-                        tuned.push_back({r.problem, space.parse_config(r.config_key, "the database")});
-                    }
+                std::vector<Config> fastest = stored_fastest(stores[lane], space, kernel, device.key, pl.problem);
+                if (fastest.empty()) return;
+                std::lock_guard lock(mutex);
+                tuned.push_back({pl.problem, std::move(fastest)});
             };
             if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.
@@ -782,11 +789,20 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 std::lock_guard lock(mutex);
                 before = tuned;
             }
+            before.insert(before.end(), pl.history.begin(), pl.history.end());
             const auto is_candidate = [&](const Config& c) {
-                return space.is_valid(c, pl.problem) && matches_any(c.values, o.config_filters);
+                return is_selected_config(space, c, pl.problem, o.config_filters);
             };
-            pl.strategy->start_with(transfer_hints(pl.problem, before, is_candidate,
-                                                   transfer_hint_limit(std::size_t(pl.outcome.valid_configs))));
+            std::size_t stored_hints = 0;
+            const std::vector<Config> hints = transfer_hints(
+                pl.problem, before, is_candidate,
+                transfer_hint_limit(std::size_t(pl.outcome.valid_configs), pl.plan.budget), &stored_hints);
+            {
+                std::lock_guard lock(mutex);
+                pl.outcome.hints = std::int64_t(hints.size());
+                pl.outcome.stored_hints = std::int64_t(stored_hints);
+            }
+            pl.strategy->start_with(hints);
             batch = pl.strategy->propose();
             for (const Config& c : batch)
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);

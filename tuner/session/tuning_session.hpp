@@ -75,6 +75,9 @@ struct ProblemOutcome {
     Problem problem;
     std::int64_t valid_configs = 0;
     std::int64_t proposed = 0, measured = 0, skipped = 0, failed = 0;
+    // A search's first configurations: the winners of similar problems (transfer), of which stored_hints came from
+    // the database's earlier runs and the others from this run's problems.
+    std::int64_t hints = 0, stored_hints = 0;
     std::optional<ResultRecord> best;
 };
 

@@ -7,8 +7,9 @@
 // from the ten fastest, the whole axes through the three fastest, and 1024 random others. The model alone got stuck:
 // a forest cannot extrapolate, so it kept to the region it knew (on the convolution space on an A4000 of
 // docs/search.md it scored at random search's level). Until max(20, 2 batches, 2 x parameters + 2) results are in,
-// the batches are random; past 512 results the model learns from the 256 fastest and 256 others drawn at random, which
-// keeps a batch's cost flat however long the search runs.
+// the batches are random, or, after hints from similar problems (start_with), around the fastest; past 512 results the
+// model learns from the 256 fastest and 256 others drawn at random, which keeps a batch's cost flat however long the
+// search runs.
 #include <algorithm>
 #include <cmath>
 
@@ -28,15 +29,16 @@ private:
     static constexpr std::size_t kGlobalPool = 1024, kLocalCentres = 10, kAxisCentres = 3;
     static constexpr double kExploration = 0.5, kPatternShare = 0.75;
 
-    // Before the model has enough to learn from, a search that started from similar problems' winners looks around
-    // the fastest of them (one step along one axis) for most of a batch, and draws the rest at random.
+    // Before the model has enough to learn from, a search that started from similar problems' winners spends its
+    // batches around them (one step along one axis from the fastest, then the next fastest); random draws only fill
+    // what is left. With budgets of a few evaluations (a tenth of a small space), random draws there cost what the
+    // hints had gained: docs/search.md.
     std::vector<std::size_t> local_moves(std::size_t n) {
         std::vector<std::size_t> out;
-        const auto wanted = std::size_t(std::ceil(kPatternShare * double(n)));
         for (std::size_t centre : ranked()) {
             for (std::size_t j : unproposed(grid().neighbours(centre)))
-                if (out.size() < wanted && std::find(out.begin(), out.end(), j) == out.end()) out.push_back(j);
-            if (out.size() >= wanted) break;
+                if (out.size() < n && std::find(out.begin(), out.end(), j) == out.end()) out.push_back(j);
+            if (out.size() >= n) break;
         }
         return out;
     }

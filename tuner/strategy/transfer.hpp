@@ -1,32 +1,63 @@
 #pragma once
 // Transfer between the problems of one space: the fastest configuration of a problem is usually fast, often the
 // fastest, at a problem of similar shape. A search starts from those winners, the most similar problem's first, before
-// its own proposals; docs/search.md has what that does on ktune's own spaces, replayed.
+// its own proposals: the winners of this run's problems finished before it, and those the database holds for other
+// problems from earlier runs (the tuning history). docs/search.md has what that does on ktune's own spaces, replayed.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "core/types.hpp"
 
 namespace ktune {
 
+// How many of its fastest configurations a tuned problem hands on: its winner, then runners-up, which come after the
+// winners of all the similar problems (where few winners are valid at a problem, the next fastest of the nearest ones
+// are better guesses than none).
+inline constexpr std::size_t kTransferDepth = 3;
+
 struct TunedProblem {
     Problem problem;
-    Config best;
+    std::vector<Config> fastest;  // its fastest configurations, fastest first, at most kTransferDepth
+    bool stored = false;          // from the tuning history (an earlier run), not from this run
 };
 
-// How alike two problems are, smaller is closer: another dtype is farther than any shape; then the sum over the axes
-// of |log2 a - log2 b| (an axis only one of them has counts as 1 against it).
+// An ok result of the tuning history, as history_winners() weighs it.
+struct StoredResult {
+    Problem problem;
+    Config config;
+    std::tuple<double, bool, double> rank;  // best_rank() of its measurement (core/measurement.hpp): smaller is faster
+    std::int64_t run_id = 0;
+    bool current_source = true;  // measured with the kernel source being tuned
+};
+
+// The tuning history's fastest configurations (kTransferDepth) of each problem but `problem` and those of `exclude`
+// (this run's own problems, which hand on theirs as they finish), counting only results of runs before `before_run`:
+// a resumed run passes the run of the problem's own first result, so it starts from the hints the first run had and
+// measures nothing again. Of the current kernel source, or of any source where a problem has no result of this one
+// (a kernel edit keeps its history as hints). Marked stored, ordered by problem key.
+std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
+                                          const std::vector<Problem>& exclude, std::int64_t before_run);
+
+// How alike two problems are, smaller is closer: a dtype of another width is farther than any shape, one of the same
+// width (fp16, bf16) counts 1; then the sum over the axes of |log2 a - log2 b| (an axis only one of them has counts as
+// 1 against it).
 double problem_distance(const Problem& a, const Problem& b);
 
-// The best configurations of `tuned` (other problems of the same space), the most similar problem's first, each once,
-// only those `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in
-// `tuned`.
+// The fastest configurations of `tuned` (other problems of the same space): every problem's winner, the most similar
+// problem's first, then every problem's second fastest in the same order, and so on; each once, only those
+// `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in `tuned`.
+// `from_history`, when given, receives how many of the hints came from stored problems.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
-                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit);
+                                   const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
+                                   std::size_t* from_history = nullptr);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
-// The winners of the nearest problems come first, so the first few carry nearly all of the gain.
-std::size_t transfer_hint_limit(std::size_t candidates);
+// The winners of the nearest problems come first, so the first few carry nearly all of the gain. With a `budget`
+// (configurations the search measures), at most half of it, so the strategy has its own moves left.
+std::size_t transfer_hint_limit(std::size_t candidates, std::optional<std::int64_t> budget = std::nullopt);
 
 }  // namespace ktune

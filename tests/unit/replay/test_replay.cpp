@@ -131,3 +131,57 @@ TEST(ReplayTransfer, ALaterProblemStartsFromTheWinnerOfAnEarlierOne) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// Three problems, each with its own optimum far from the rest: M=16's at B=27, M=32's at B=3, M=64's at B=7. At M=32
+// and M=64 the other's optimum is within 1 % too; at M=16 neither is. With --history, M=32 and M=64 start from each
+// other's optimum and find it at once; M=16 would only if its own optimum leaked into its hints.
+std::vector<ReplaySpace> three_problems() {
+    std::vector<ReplaySpace> out;
+    for (const auto& [m, own, shared] : {std::tuple{16, 27, 0}, std::tuple{32, 3, 7}, std::tuple{64, 7, 3}}) {
+        ReplaySpace s;
+        s.name = "p" + std::to_string(m);
+        s.problem = Problem{Dtype::bf16, {{"M", m}}};
+        for (std::int64_t b = 1; b <= 40; ++b) {
+            ReplayEntry e;
+            e.config = Config{{{"B", b}}};
+            e.value = b == own ? 1.0 : b == shared ? 1.005 : 2.0 + double(b % 5);
+            e.cost_s = 0.01;
+            s.entries.push_back(e);
+        }
+        out.push_back(s);
+    }
+    return out;
+}
+
+TEST(ReplayHistory, EachProblemStartsFromTheOtherProblemsOptimaNeverItsOwn) {
+    ComparisonOptions o;
+    o.strategies = {"forest", "random"};
+    o.runs = 10;
+    o.budget = 40;
+    o.count_strategy_time = false;
+    o.history = true;
+    const std::vector<Comparison> c = compare_strategies(three_problems(), o);
+    ASSERT_EQ(c.size(), 3u);
+    for (std::size_t s = 0; s < 2; ++s) {
+        // 10 % of 40: within 1 % in the first 4 evaluations.
+        EXPECT_LT(c[0].strategies[s].share_within_small[0], 0.5) << c[0].strategies[s].strategy;
+        EXPECT_DOUBLE_EQ(c[1].strategies[s].share_within_small[0], 1.0) << c[1].strategies[s].strategy;
+        EXPECT_DOUBLE_EQ(c[2].strategies[s].share_within_small[0], 1.0) << c[2].strategies[s].strategy;
+    }
+}
+
+TEST(ReplayHistory, TheOptimaAreEachProblemsFastestOkConfiguration) {
+    std::vector<ReplaySpace> spaces = three_problems();
+    spaces[0].entries[26].status = Status::invalid_result;  // B=27 failed at M=16: its optimum is the next fastest
+    const std::vector<TunedProblem> optima = space_optima(spaces);
+    ASSERT_EQ(optima.size(), 3u);
+    EXPECT_EQ(optima[0].fastest.at(0).key(), "B=5");  // 2.0, the first of the fastest of the rest
+    EXPECT_EQ(optima[1].fastest.at(0).key(), "B=3");
+    EXPECT_EQ(optima[2].fastest.at(0).key(), "B=7");
+}
+
+}  // namespace
+}  // namespace ktune

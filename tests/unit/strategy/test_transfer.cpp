@@ -26,22 +26,24 @@ std::vector<std::string> keys(const std::vector<Config>& cs) {
     return out;
 }
 
-TEST(ProblemDistance, AnotherDtypeIsFartherThanAnyShape) {
+TEST(ProblemDistance, ADtypeOfAnotherWidthIsFartherThanAnyShapeOneOfTheSameWidthOneStep) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     EXPECT_DOUBLE_EQ(problem_distance(p, p), 0);
     EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 64, 4096)), 2);  // log2(64 / 16)
-    EXPECT_LT(problem_distance(p, rows(Dtype::bf16, 1 << 20, 1)), problem_distance(p, rows(Dtype::fp16, 16, 4096)));
+    EXPECT_LT(problem_distance(p, rows(Dtype::bf16, 1 << 20, 1)), problem_distance(p, rows(Dtype::fp32, 16, 4096)));
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::fp16, 16, 4096)), 1);
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::fp16, 32, 4096)), 2);
 }
 
 TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLimit) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     const std::vector<TunedProblem> tuned = {
-        {rows(Dtype::fp16, 16, 4096), block(64)},     // other dtype: last
-        {rows(Dtype::bf16, 4096, 4096), block(512)},  // far
-        {rows(Dtype::bf16, 32, 4096), block(128)},    // nearest
-        {rows(Dtype::bf16, 1, 4096), block(128)},     // same winner again: once
-        {rows(Dtype::bf16, 64, 4096), block(2048)},   // not a candidate here
-        {p, block(1024)},                             // the problem itself: skipped
+        {rows(Dtype::fp32, 16, 4096), {block(64)}},     // another width: last
+        {rows(Dtype::bf16, 4096, 4096), {block(512)}},  // far
+        {rows(Dtype::bf16, 32, 4096), {block(128)}},    // nearest
+        {rows(Dtype::bf16, 1, 4096), {block(128)}},     // same winner again: once
+        {rows(Dtype::bf16, 64, 4096), {block(2048)}},   // not a candidate here
+        {p, {block(1024)}},                             // the problem itself: skipped
     };
     const auto in_space = [](const Config& c) {
         for (const Config& s : space())
@@ -58,6 +60,13 @@ TEST(TransferHints, TheLimitIsATenthOfTheSpaceBetweenTwoAndSixteen) {
     EXPECT_EQ(transfer_hint_limit(5), 2u);
     EXPECT_EQ(transfer_hint_limit(60), 6u);
     EXPECT_EQ(transfer_hint_limit(100000), 16u);
+}
+
+TEST(TransferHints, TheLimitLeavesASearchHalfItsBudget) {
+    EXPECT_EQ(transfer_hint_limit(60, 6), 3u);
+    EXPECT_EQ(transfer_hint_limit(60, 7), 4u);  // half, rounded up
+    EXPECT_EQ(transfer_hint_limit(60, 1), 1u);
+    EXPECT_EQ(transfer_hint_limit(60, 500), 6u);
 }
 
 // Every strategy but exhaustive proposes start_with()'s candidates first, in their order, as a batch of their own
@@ -89,12 +98,116 @@ TEST(StartWith, EveryStrategyProposesTheHintsFirstOnceWithinTheBudget) {
     }
 }
 
+// Before its model, a forest that started from hints spends whole batches around them: one step along one axis from
+// the fastest hint, then from the next; no random draw while such moves are left.
+TEST(StartWith, AForestSpendsItsFirstBatchAroundTheHints) {
+    auto s = make_strategy("forest", StrategyOptions{.seed = 5});
+    s->begin(rows(Dtype::bf16, 16, 4096), space());
+    s->start_with({block(128, 2), block(512, 8)});
+    for (const Config& c : s->propose()) {
+        Measurement m;
+        m.stats.p50 = c.at("BLOCK") == 128 ? 1.0 : 2.0;
+        s->observe(c, m);
+    }
+    const std::set<std::string> fastest = {"BLOCK=64,VEC=2", "BLOCK=256,VEC=2", "BLOCK=128,VEC=1", "BLOCK=128,VEC=4"};
+    const std::set<std::string> next = {"BLOCK=256,VEC=8", "BLOCK=1024,VEC=8", "BLOCK=512,VEC=4"};
+    const std::vector<Config> batch = s->propose();
+    ASSERT_EQ(batch.size(), 8u);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(fastest.contains(batch[i].key())) << batch[i].key();
+    for (std::size_t i = 4; i < 7; ++i) EXPECT_TRUE(next.contains(batch[i].key())) << batch[i].key();
+}
+
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
     auto s = make_strategy("forest", StrategyOptions{});
     s->begin(rows(Dtype::bf16, 16, 4096), space());
     s->start_with({block(256)});
     EXPECT_EQ(keys(s->propose()), (std::vector<std::string>{"BLOCK=256,VEC=4"}));
     EXPECT_EQ(s->propose().size(), 8u);
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+StoredResult stored(const Problem& p, std::int64_t block, double us, std::int64_t run, bool current = true) {
+    return StoredResult{p, Config{{{"BLOCK", block}, {"VEC", 4}}}, {us, false, 0.0}, run, current};
+}
+
+std::vector<std::string> winners(const std::vector<TunedProblem>& tuned) {
+    std::vector<std::string> out;
+    for (const TunedProblem& t : tuned) {
+        std::string line = t.problem.key();
+        for (const Config& c : t.fastest) line += " " + c.key();
+        out.push_back(line + (t.stored ? "" : " !"));
+    }
+    return out;
+}
+
+TEST(HistoryWinners, EachOtherProblemsFastestStoredBeforeTheRunNeverThisRunsProblems) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}, {"H", 4096}}};
+    const Problem near = Problem{Dtype::bf16, {{"M", 32}, {"H", 4096}}};
+    const Problem far = Problem{Dtype::bf16, {{"M", 4096}, {"H", 4096}}};
+    const Problem in_run = Problem{Dtype::bf16, {{"M", 64}, {"H", 4096}}};
+    const std::vector<StoredResult> history = {
+        stored(p, 1024, 0.5, 1),        // the problem itself: never its own hint
+        stored(near, 256, 3.0, 1),      //
+        stored(near, 128, 2.0, 2),      // near's fastest
+        stored(near, 64, 1.0, 5),       // faster, but recorded by the run being resumed (5) or a later one
+        stored(far, 512, 9.0, 1),       //
+        stored(in_run, 64, 0.1, 1),     // a problem of this run: it hands its winner on when it finishes
+        stored(far, 64, 8.0, 2, false)  // another kernel source: far has a result of this one
+    };
+    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 5)),
+              (std::vector<std::string>{"bf16:M=32,H=4096 BLOCK=128,VEC=4 BLOCK=256,VEC=4",
+                                        "bf16:M=4096,H=4096 BLOCK=512,VEC=4"}));
+    // A later run sees what run 5 stored.
+    EXPECT_EQ(winners(history_winners(history, p, {p, in_run}, 6)).front(),
+              "bf16:M=32,H=4096 BLOCK=64,VEC=4 BLOCK=128,VEC=4 BLOCK=256,VEC=4");
+    // Nothing before the first run.
+    EXPECT_TRUE(history_winners(history, p, {p}, 1).empty());
+}
+
+TEST(HistoryWinners, AnotherSourcesWinnerStandsInWhereTheKernelsOwnHasNone) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
+    const auto w = history_winners({stored(q, 256, 2.0, 1, false), stored(q, 128, 3.0, 1, false)}, p, {p}, 9);
+    EXPECT_EQ(winners(w), (std::vector<std::string>{"bf16:M=32 BLOCK=256,VEC=4 BLOCK=128,VEC=4"}));
+}
+
+TEST(HistoryWinners, AProblemHandsOnItsThreeFastest) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
+    std::vector<StoredResult> history;
+    for (std::int64_t b : {64, 128, 256, 512, 1024}) history.push_back(stored(q, b, 1.0 / double(b), 1));
+    ASSERT_EQ(kTransferDepth, 3u);
+    EXPECT_EQ(winners(history_winners(history, p, {p}, 2)),
+              (std::vector<std::string>{"bf16:M=32 BLOCK=1024,VEC=4 BLOCK=512,VEC=4 BLOCK=256,VEC=4"}));
+}
+
+TEST(TransferHints, EveryProblemsWinnerComesBeforeAnyRunnerUp) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    const std::vector<TunedProblem> tuned = {
+        {rows(Dtype::bf16, 4096, 4096), {block(512), block(1024, 8)}},  // far
+        {rows(Dtype::bf16, 32, 4096), {block(128), block(256)}},        // near
+    };
+    const auto all = [](const Config&) { return true; };
+    EXPECT_EQ(keys(transfer_hints(p, tuned, all, 16)),
+              (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=256,VEC=4", "BLOCK=1024,VEC=8"}));
+    EXPECT_EQ(keys(transfer_hints(p, tuned, all, 3)),
+              (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=256,VEC=4"}));
+}
+
+TEST(TransferHints, CountTheHintsThatCameFromStoredProblems) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}};
+    const std::vector<TunedProblem> tuned = {{Problem{Dtype::bf16, {{"M", 32}}}, {Config{{{"B", 1}}}}, false},
+                                             {Problem{Dtype::bf16, {{"M", 64}}}, {Config{{{"B", 2}}}}, true},
+                                             {Problem{Dtype::bf16, {{"M", 1}}}, {Config{{{"B", 3}}}}, true}};
+    std::size_t from_history = 99;
+    const auto all = [](const Config&) { return true; };
+    EXPECT_EQ(transfer_hints(p, tuned, all, 2, &from_history).size(), 2u);
+    EXPECT_EQ(from_history, 1u);  // M=32 (this run's), then M=64 (stored); M=1 is past the limit
+    EXPECT_EQ(transfer_hints(p, tuned, all, 3, &from_history).size(), 3u);
+    EXPECT_EQ(from_history, 2u);
 }
 
 }  // namespace

@@ -1,0 +1,79 @@
+#include "tuner/session/history.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "core/error.hpp"
+
+namespace ktune {
+
+bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters) {
+    const auto matches = [&](const NamedValues& filter) {
+        return std::ranges::all_of(filter, [&](const auto& item) {
+            const auto v = lookup(values, item.first);
+            return v && *v == item.second;
+        });
+    };
+    return filters.empty() || std::ranges::any_of(filters, matches);
+}
+
+std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                         const std::string& device_key) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.status = Status::ok;
+    std::vector<StoredResult> out;
+    std::map<std::string, std::optional<Config>> parsed;  // by configuration key: each parsed once
+    for (const ResultRecord& r : store.results(f)) {
+        if (!(r.measurement.rank_us() > 0)) continue;
+        auto [it, added] = parsed.try_emplace(r.config_key);
+        if (added) {
+            try {
+                it->second = space.parse_config(r.config_key, store.path());
+            } catch (const Error&) {  // another source's parameters
+            }
+        }
+        if (!it->second) continue;
+        out.push_back(
+            {r.problem, *it->second, best_rank(r.measurement), r.run_id, r.kernel.source_hash == kernel.source_hash});
+    }
+    return out;
+}
+
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.source_hash = kernel.source_hash;
+    f.problem_key = problem.key();
+    f.status = Status::ok;
+    std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
+    std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
+    std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+    std::vector<Config> out;
+    for (const ResultRecord& r : rows) {
+        if (out.size() == kTransferDepth) break;
+        try {
+            out.push_back(space.parse_config(r.config_key, store.path()));
+        } catch (const Error&) {  // not a configuration of this space: no hint
+        }
+    }
+    return out;
+}
+
+bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p,
+                        const std::vector<NamedValues>& config_filters) {
+    // parse_config does not check that an integer is among its parameter's values.
+    for (const ParameterSpec& param : space.parameters()) {
+        const auto v = lookup(c.values, param.name);
+        if (!v || std::ranges::find(param.values, *v) == param.values.end()) return false;
+    }
+    return space.is_valid(c, p) && matches_any(c.values, config_filters);
+}
+
+}  // namespace ktune

@@ -1,0 +1,35 @@
+#pragma once
+// The tuning history as transfer hints (tuner/strategy/transfer.hpp): what the database holds for other problems of
+// the kernel on this device, read for `ktune tune`, and the check that a stored configuration is a candidate of the
+// problem being searched.
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+#include "results/store.hpp"
+#include "tuner/space/search_space.hpp"
+#include "tuner/strategy/transfer.hpp"
+
+namespace ktune {
+
+// The ok, timed results the store holds for the kernel's op and variant on the device, of any kernel source
+// (history_winners prefers the kernel's own), each parsed as a configuration of `space`; rows whose configuration is
+// not one (another source's parameters) are left out.
+std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                         const std::string& device_key);
+
+// The problem's fastest ok, timed results of the kernel (its source) on the device, fastest first (best_rank's
+// order, then the earlier row, as Store::best), at most kTransferDepth: what a finished problem hands on to the
+// searches of the run after it.
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem);
+
+// Whether the values match all the named values of any filter (`--config`); no filter: true.
+bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters);
+
+// Whether a configuration read from the database is a candidate of the problem: each value one its parameter
+// declares, every constraint and prune rule holding at the problem, and within the --config filters (none: all).
+bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p,
+                        const std::vector<NamedValues>& config_filters);
+
+}  // namespace ktune
