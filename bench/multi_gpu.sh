@@ -55,7 +55,10 @@ run() {
   start=$(date +%s.%N)
   for spec in "${spaces[@]}"; do
     IFS=: read -ra parts <<<"$spec"
-    left=$(python3 -c "import time; print(max(1, int($run_s - (time.time() - $start))))")
+    left=$(python3 -c "import time; print(int($run_s - (time.time() - $start)))")
+    # Past the limit, stop: a space started with a second left still starts its workers and calibrates (seconds each;
+    # with ALL=1 that alone overran a 400 s call on 2026-11-27).
+    ((left >= 5)) || break
     KTUNE_CACHE_DIR=$work/$name/cache "$ktune" --db "$work/$name/results.db" tune "${parts[0]}" "${parts[@]:1}" \
       "$@" --time "$left" --quiet >"$out/$name/${parts[0]}.txt" 2>"$out/$name/${parts[0]}.log" || true
   done
