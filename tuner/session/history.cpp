@@ -18,6 +18,16 @@ bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filt
     return filters.empty() || std::ranges::any_of(filters, matches);
 }
 
+ResultFilter problem_results(const KernelInfo& kernel, const std::string& device_key, const Problem& problem) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.source_hash = kernel.source_hash;
+    f.problem_key = problem.key();
+    return f;
+}
+
 std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                                          const std::string& device_key) {
     ResultFilter f;
@@ -45,12 +55,7 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 
 std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                                    const std::string& device_key, const Problem& problem) {
-    ResultFilter f;
-    f.op = kernel.op;
-    f.variant = kernel.variant;
-    f.device_key = device_key;
-    f.source_hash = kernel.source_hash;
-    f.problem_key = problem.key();
+    ResultFilter f = problem_results(kernel, device_key, problem);
     f.status = Status::ok;
     std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
     std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });

@@ -24,6 +24,9 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                                    const std::string& device_key, const Problem& problem);
 
+// The store's rows of the kernel (its op, variant and source) at one problem on the device, of any status.
+ResultFilter problem_results(const KernelInfo& kernel, const std::string& device_key, const Problem& problem);
+
 // Whether the values match all the named values of any filter (`--config`); no filter: true.
 bool matches_any(const NamedValues& values, const std::vector<NamedValues>& filters);
 

@@ -171,12 +171,7 @@ int confirm_leaders(const SearchSpace& space, const Problem& p, const KernelInfo
 
     // The problem's ok results, read once; confirmations update this ranking in place rather than reading the
     // store (and every result's raw samples) again after each one.
-    ResultFilter f;
-    f.op = kernel.op;
-    f.variant = kernel.variant;
-    f.device_key = device_key;
-    f.source_hash = kernel.source_hash;
-    f.problem_key = p.key();
+    ResultFilter f = problem_results(kernel, device_key, p);
     f.status = Status::ok;
     // By configuration key: the rank Store::best will order them by (best_rank), so that the configuration confirmed
     // last is the one stored as best, ties included.
@@ -622,13 +617,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         // The history as it stood when this problem was first measured: a resumed run starts from the same hints.
         std::int64_t history_before = s.run_id;
         if (!o.force) {
-            ResultFilter f;
-            f.op = kernel.op;
-            f.variant = kernel.variant;
-            f.device_key = device.key;
-            f.source_hash = kernel.source_hash;
-            f.problem_key = p.key();
-            for (ResultRecord& r : stores.front().results(f)) {
+            for (ResultRecord& r : stores.front().results(problem_results(kernel, device.key, p))) {
                 history_before = std::min(history_before, r.run_id);
                 pl.stored.emplace(r.config_key, std::move(r.measurement));
             }
