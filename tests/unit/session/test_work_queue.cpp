@@ -72,16 +72,20 @@ TEST(WorkQueue, ALostLaneIsDroppedAndItsTaskFinishesOnAnother) {
     Log log;
     std::vector<std::string> dropped;
     std::mutex dropped_mutex;
+    std::atomic<bool> lost{false};
     run_lanes(
         3, q,
         [&](std::size_t lane, const WorkTask& t) {
             if (lane == 1) throw LaneLost{"GPU 1: the worker did not start again"};
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            // The other lanes hold their first tasks until lane 1 has taken one and been lost: otherwise they could
+            // finish all seven before lane 1's thread asks for work (seen in CI), and nothing would be dropped.
+            for (int i = 0; i < 5000 && !lost; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
             log.add(lane, t);
         },
         [&](std::size_t lane, const std::string& reason) {
             std::lock_guard lock(dropped_mutex);
             dropped.push_back(std::to_string(lane) + ": " + reason);
+            lost = true;
         });
     EXPECT_TRUE(q.finished());
     ASSERT_EQ(dropped.size(), 1u);
