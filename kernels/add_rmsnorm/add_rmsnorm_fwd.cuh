@@ -50,6 +50,7 @@
 // call, against the kernel before: best kernel time -6 to -15 % at M = 1 and 16 in all three variants (bf16 M=1
 // H=4096 2.21 -> 1.89 us), M >= 256 within 1 % (2026-11-26).
 #include "kernels/common/ktune_cluster.cuh"
+#include "kernels/common/dependent_launch.cuh"
 
 namespace ktune::dev::add_rmsnorm {
 
@@ -429,6 +430,10 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     add_rmsnorm_fwd(T* __restrict__ y, T* __restrict__ residual_out, const T* __restrict__ x,
                     const T* __restrict__ residual, const T* __restrict__ w, int rows, int hidden,
                     long long x_row_stride, long long residual_row_stride, long long y_row_stride, float eps) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     const ktune::dev::add_rmsnorm::Dims d{rows, hidden, x_row_stride, residual_row_stride, y_row_stride,
                                           1.0f / static_cast<float>(hidden), eps};
     ktune::dev::add_rmsnorm::run<T, BLOCK, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER, OFFSET, false>(y, residual_out, x,
@@ -440,6 +445,10 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     add_rmsnorm_fwd_inplace(T* __restrict__ y, T* residual, const T* __restrict__ x, const T* __restrict__ w,
                             int rows, int hidden, long long x_row_stride, long long residual_row_stride,
                             long long y_row_stride, float eps) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     const ktune::dev::add_rmsnorm::Dims d{rows, hidden, x_row_stride, residual_row_stride, y_row_stride,
                                           1.0f / static_cast<float>(hidden), eps};
     ktune::dev::add_rmsnorm::run<T, BLOCK, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER, OFFSET, true>(y, residual, x,

@@ -14,12 +14,17 @@
 // * (HEAD_DIM + 2) * 4, (2 * SPLITS + 1) * GROUP * 4) bytes of dynamic shared memory; no static shared memory, so
 // 48 KiB and less need no opt-in.
 #include "kernels/attention/decode_attention_mma_walk.cuh"
+#include "kernels/common/dependent_launch.cuh"
 
 template <typename T, int HEAD_DIM, int GROUP, int WARPS, int TOKENS, int STAGES, int SPLITS>
 __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
     decode_attention_mma(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
                          const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
                          int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale, int max_splits) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     static_assert(sizeof(T) == 2, "decode_attention_mma: T is __half or __nv_bfloat16");
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "decode_attention_mma: HEAD_DIM a multiple of 64, <= 256");
     static_assert(GROUP >= 1 && GROUP <= 16, "decode_attention_mma: GROUP in [1, 16]");

@@ -21,6 +21,7 @@
 //
 // Tunables and launch: as the tensor-core kernel's (decode_attention_mma.cuh).
 #include "kernels/attention/decode_attention_mma_walk.cuh"
+#include "kernels/common/dependent_launch.cuh"
 
 namespace ktune::dev::decode_attention {
 
@@ -132,6 +133,10 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
                             const T* __restrict__ v_cache, const int* __restrict__ seq_lens,
                             float* __restrict__ scratch, int batch, int q_heads, int kv_heads, int head_dim,
                             int max_len, float scale, int max_splits) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     static_assert(sizeof(T) == 2, "decode_attention_mma_l2: T is __half or __nv_bfloat16");
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "decode_attention_mma_l2: HEAD_DIM a multiple of 64, <= 256");
     static_assert(GROUP >= 1 && GROUP <= 16, "decode_attention_mma_l2: GROUP in [1, 16]");

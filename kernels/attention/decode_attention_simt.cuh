@@ -20,6 +20,7 @@
 // and less need no opt-in. The pipeline needs k and v aligned to the access size (8 or 16 bytes); otherwise every lane
 // loads its elements one by one, without it.
 #include "kernels/attention/decode_attention_common.cuh"
+#include "kernels/common/dependent_launch.cuh"
 
 namespace ktune::dev::decode_attention {
 
@@ -76,6 +77,10 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
                           const T* __restrict__ v_cache, const int* __restrict__ seq_lens, float* __restrict__ scratch,
                           int batch, int q_heads, int kv_heads, int head_dim, int max_len, float scale,
                           int max_splits) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     static_assert(sizeof(T) == 2, "decode_attention_simt: T is __half or __nv_bfloat16");
     static_assert(VEC == 4 || VEC == 8 || VEC == 16, "decode_attention_simt: VEC is 4, 8 or 16");
     static_assert(HEAD_DIM % VEC == 0, "decode_attention_simt: HEAD_DIM % VEC == 0");

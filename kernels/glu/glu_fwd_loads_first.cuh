@@ -23,11 +23,16 @@
 // Launch: block = BLOCK threads (1-D); grid.x = ceil_div(cols, BLOCK * VEC) column tiles and grid.y rows; any other
 // grid is correct (the general loop walks it). No shared memory.
 #include "kernels/glu/glu_common.cuh"
+#include "kernels/common/dependent_launch.cuh"
 
 template <typename T, ktune::dev::glu::Act ACT, ktune::dev::glu::Layout LAYOUT, int BLOCK, int VEC>
 __global__ void __launch_bounds__(BLOCK)
     glu_fwd_loads_first(T* __restrict__ out, const T* __restrict__ gate, const T* __restrict__ up, int rows,
                         int cols, long long gate_row_stride, long long up_row_stride, long long out_row_stride) {
+    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
+    // one may start its own early part now.
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
     static_assert(sizeof(T) == 4 || sizeof(T) == 2, "glu_fwd_loads_first: T is float, __half or __nv_bfloat16");
     static_assert(BLOCK >= 32 && BLOCK <= 1024 && BLOCK % 32 == 0,
                   "glu_fwd_loads_first: BLOCK a multiple of 32 in [32, 1024]");

@@ -41,6 +41,7 @@
 // Any M, N, K: rows past N or M and k past K load zeros (outputs past N, M are not written). W and x 16-byte aligned
 // and K % 8 == 0 take the tuned path; otherwise (checked once per launch) a plain path loads element by element, one
 // chunk per step, in registers.
+#include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
@@ -333,6 +334,20 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
         for (int f = 0; f < M_FRAGS; ++f)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[tn][f][r] = 0.0f;
+
+    // Programmatic launch (dependent_launch.cuh): the weights are constant, so the block asks L2 for its warps' first
+    // step of each of its rows while the kernel before, which wrote x, finishes (no more: a larger prefetch ahead of
+    // the loop's own loads delayed them, 4-9 % at 3072 x 3072 alone); x, y and scratch only after it has.
+    if (blockIdx.z == 0 && tid < 16 * TILES_N && is_aligned(w, 16) && K % 8 == 0) {
+        const int n = tile0 * 16 + tid;
+        const unsigned from = 64u * c_begin;
+        const unsigned to = min(min(64u * ln.c_end, row_bytes), from + 64u * WARPS * UNROLL);
+        if (n < N && to > from)
+            ktune::dev::prefetch_l2(wb + static_cast<unsigned long long>(n) * row_bytes + from,
+                                    ktune::dev::early_bytes(1ull * N * SPLIT_K, to - from, 128));
+    }
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
 
     const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0;
     if (fast) {

@@ -53,6 +53,7 @@
 // rows (x aligned and K % 8 == 0) and, for INT4, 16-byte aligned scales and zero points and a power-of-two number of
 // 64-k chunks per group; otherwise (checked once per launch) a plain path reads weights byte by byte and x element
 // by element, one chunk per warp step.
+#include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
@@ -212,16 +213,6 @@ __device__ __forceinline__ unsigned load_u8(const unsigned char* p) {
     unsigned v;
     asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
-}
-
-// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned): no registers, no reply to wait for, so a warp can
-// have several steps of weights on their way from DRAM beside the one it holds in registers.
-__device__ __forceinline__ void prefetch_l2(const unsigned char* p, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-    for (unsigned off = 0; off < bytes; off += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
-#endif
 }
 
 // ---- the shared-memory ring (STAGES > 1, sm_90): bulk copies completing on an mbarrier --------------------------
@@ -789,6 +780,18 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
         for (int f = 0; f < M_FRAGS; ++f)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[tn][f][r] = 0.0f;
+
+    // Programmatic launch (dependent_launch.cuh): the weights are constant, so the block asks L2 for its warps' first
+    // step of each of its tiles (contiguous in the packed layout) while the kernel before, which wrote x, finishes (no
+    // more: a prefetch of the whole k range ahead of the loop's own loads delayed them, 10-20 % alone at decode
+    // sizes); x, y and scratch only after it has.
+    if (blockIdx.z == 0 && tid < TILES_N && tile0 + tid < tiles && c_end > c_begin && w_aligned)
+        prefetch_l2(w + (static_cast<long long>(tile0 + tid) * chunks_per_row + c_begin) * layout::TILE_BYTES,
+                    ktune::dev::early_bytes(1ull * tiles * SPLIT_K,
+                                            min(c_end - c_begin, WARPS * UNROLL) * layout::TILE_BYTES,
+                                            layout::TILE_BYTES));
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
 
     // INT4: chunks per group (group is a multiple of CHUNK_K); a shift when it is a power of two, as it always is in
     // practice (64, 128), so no division runs per chunk.
