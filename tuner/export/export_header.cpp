@@ -398,8 +398,11 @@ std::string call_arguments(const Model& m, Dtype dtype) {
     return args;
 }
 
-// One `case` of a launch switch: the instance, its shared-memory opt-in, the launch and its error into `err`.
-void write_launch_case(Writer& w, const std::string& label, const std::string& kernel, const std::string& args) {
+// One `case` of a launch switch: the instance, its shared-memory opt-in, the launch and its error into `err`. A kernel
+// that waits in-kernel for the one before it (kernel.programmatic_launch) launches with the programmatic stream
+// serialization attribute where detail::programmatic_launch() allows it.
+void write_launch_case(Writer& w, const std::string& label, const std::string& kernel, const std::string& args,
+                       bool programmatic) {
     w.linef("    {}: {{", label);
     w.linef("        auto* kernel = &::{};", kernel);
     w.line("        static const bool ktune_clusters = detail::allow_large_clusters(kernel);");
@@ -408,8 +411,22 @@ void write_launch_case(Writer& w, const std::string& label, const std::string& k
     w.line("            err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,");
     w.line("                                       static_cast<int>(g.shared_bytes));");
     w.line("        if (err == cudaSuccess) {");
-    w.linef("            kernel<<<grid, block, g.shared_bytes, stream>>>({});", args);
-    w.line("            err = cudaGetLastError();");
+    if (programmatic) {
+        w.line("            cudaLaunchAttribute attribute = {};");
+        w.line("            attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;");
+        w.line("            attribute.val.programmaticStreamSerializationAllowed = 1;");
+        w.line("            cudaLaunchConfig_t launch = {};");
+        w.line("            launch.gridDim = grid;");
+        w.line("            launch.blockDim = block;");
+        w.line("            launch.dynamicSmemBytes = g.shared_bytes;");
+        w.line("            launch.stream = stream;");
+        w.line("            launch.attrs = &attribute;");
+        w.line("            launch.numAttrs = detail::programmatic_launch(device) ? 1 : 0;");
+        w.linef("            err = cudaLaunchKernelEx(&launch, kernel, {});", args);
+    } else {
+        w.linef("            kernel<<<grid, block, g.shared_bytes, stream>>>({});", args);
+        w.line("            err = cudaGetLastError();");
+    }
     w.line("        }");
     w.line("        break;");
     w.line("    }");
@@ -574,7 +591,7 @@ void render_reference(Writer& w, const Model& m) {
     w.line("    switch (dtype) {");
     for (Dtype dt : exported_dtypes(m))
         write_launch_case(w, "case " + dtype_enum(dt), instance_name(space.reference_name(dt), space.file()),
-                          call_arguments(m, dt));
+                          call_arguments(m, dt), false);
     w.line("    default: return Status::unsupported_dtype;");
     w.line("    }");
     w.line("    return err == cudaSuccess ? Status::ok : Status::cuda_error;");
@@ -675,6 +692,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("#include <cstdint>");
     w.line("#include <limits>");
     w.line("#ifndef KTUNE_TUNED_HOST_ONLY");
+    w.line("#include <atomic>");
     w.line("#include <cuda_runtime.h>");
     std::set<std::string> included;
     for (const SearchSpace* k : m.kernels)
@@ -997,7 +1015,8 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    switch (c.config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
         const std::string args = call_arguments(m, m.configs[i].dtype);
-        write_launch_case(w, fmt::format("case {}", i), m.configs[i].kernel, args);
+        write_launch_case(w, fmt::format("case {}", i), m.configs[i].kernel, args,
+                          m.kernels[m.configs[i].alternative]->programmatic_launch());
     }
     w.line("    default: return Status::no_config;");
     w.line("    }");

@@ -30,6 +30,7 @@ struct ParsedSpace {
     std::string op, variant = "default";
     std::string kernel_source, kernel_name, reference_source, reference_name, library;
     bool arch_specific = false;        // kernel.arch_specific: compiled for sm_90a rather than sm_90
+    bool programmatic_launch = false;  // kernel.programmatic_launch: waits in-kernel for the kernel before it
     std::vector<std::string> defines;  // parameters passed as -DNAME=VALUE
     std::vector<std::pair<std::string, std::string>> reference_defines;  // -DNAME=VALUE for the reference
     std::vector<ParameterSpec> parameters;
@@ -217,7 +218,8 @@ detail::ParsedSpace Loader::load(const Located& root) {
 
     const Located& kernel_node = *find_field(top, "kernel");
     auto kernel = kernel_node.fields(
-        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines", "arch_specific"},
+        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines", "arch_specific",
+         "programmatic_launch"},
         {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
@@ -236,6 +238,16 @@ detail::ParsedSpace Loader::load(const Located& root) {
         if (library != nullptr && flag == "true")
             a->fail("a library baseline is not compiled: arch_specific does not apply");
         out.arch_specific = flag == "true";
+    }
+    if (const Located* a = find_field(kernel, "programmatic_launch")) {
+        // The kernel calls griddepcontrol.wait before it touches what the kernel before it wrote
+        // (kernels/common/dependent_launch.cuh): exported headers may then launch it before that one has finished.
+        const std::string flag = a->text();
+        if (flag != "true" && flag != "false")
+            a->fail(fmt::format("programmatic_launch is true or false, not '{}'", excerpt(flag)));
+        if (library != nullptr && flag == "true")
+            a->fail("a library baseline is launched by its library: programmatic_launch does not apply");
+        out.programmatic_launch = flag == "true";
     }
     out.kernel_name = find_field(kernel, "name")->text();
     check_kernel_name(*find_field(kernel, "name"), out.defines);
@@ -836,6 +848,7 @@ SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string&
     s.m_kernel_source = std::move(p.kernel_source);
     s.m_kernel_name = std::move(p.kernel_name);
     s.m_arch_specific = p.arch_specific;
+    s.m_programmatic_launch = p.programmatic_launch;
     s.m_defines = std::move(p.defines);
     s.m_reference_defines = std::move(p.reference_defines);
     s.m_reference_source = std::move(p.reference_source);

@@ -121,6 +121,9 @@ public:
     // kernel.arch_specific: the tuned kernel uses features of the arch-specific target (wgmma: sm_90a), so it is
     // compiled for target_arch(device arch) and runs on that architecture only; the reference is compiled as usual.
     bool arch_specific() const { return m_arch_specific; }
+    // kernel.programmatic_launch: the kernel waits in-kernel (griddepcontrol.wait) for the kernel before it before it
+    // touches that one's data, so exported headers launch it with programmatic dependent launch (Hopper and later).
+    bool programmatic_launch() const { return m_programmatic_launch; }
     // The architecture the tuned kernel is compiled for on a device of `arch` ("sm_90" -> "sm_90a" if arch_specific).
     std::string target_arch(const std::string& arch) const;
     const std::vector<ParameterSpec>& parameters() const { return m_parameters; }
@@ -192,6 +195,7 @@ private:
     std::string m_file, m_op, m_variant = "default", m_alternative;
     std::string m_kernel_source, m_kernel_name, m_reference_source, m_reference_name, m_library;
     bool m_arch_specific = false;
+    bool m_programmatic_launch = false;
     std::vector<std::string> m_defines;
     std::vector<std::pair<std::string, std::string>> m_reference_defines;
     std::vector<ParameterSpec> m_parameters;

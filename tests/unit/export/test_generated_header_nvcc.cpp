@@ -159,7 +159,7 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
     for (const auto& e : std::filesystem::directory_iterator(source_root() + "/search_spaces"))
         if (e.path().extension() == ".yaml") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    std::set<std::string> seen, declared, library;
+    std::set<std::string> seen, declared, library, programmatic;
     std::vector<std::string> builtin;
     for (const auto& f : files) {
         const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(f.string());
@@ -167,7 +167,10 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
         declared.insert(s.op() + "/" + s.variant());
         if (s.is_library()) library.insert(s.op() + "/" + s.variant());
         if (s.is_library() || !seen.insert(s.op() + "/" + s.variant()).second) continue;
-        for (const SearchSpace& k : kernels) record_one_per_dtype(store, k);
+        for (const SearchSpace& k : kernels) {
+            record_one_per_dtype(store, k);
+            if (k.programmatic_launch()) programmatic.insert("ktune_tuned_" + s.op() + "_" + s.variant() + ".hpp");
+        }
         exported.push_back({export_header(store, builtin_options(s, f.string(), out)), source_root()});
         builtin.push_back(s.op() + "/" + s.variant());
     }
@@ -223,6 +226,15 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
         const bool wgmma = stem.rfind("gemm_act_", 0) == 0 || stem.rfind("ffn_gated_", 0) == 0 ||
                            stem.rfind("prefill_attention_", 0) == 0;
         EXPECT_EQ(read_text(e.result.header_path).find("-arch=sm_90a") != std::string::npos, wgmma) << stem;
+    }
+    // The kernels that wait for the kernel before them (kernel.programmatic_launch) launch with the attribute, the
+    // others as plain launches: the decode path's weight-streaming and small kernels at least.
+    EXPECT_GE(programmatic.size(), 5u);
+    for (const Exported& e : exported) {
+        const std::string text = read_text(e.result.header_path);
+        EXPECT_EQ(text.find("cudaLaunchAttributeProgrammaticStreamSerialization") != std::string::npos,
+                  programmatic.contains(e.result.file_name))
+            << e.result.file_name;
     }
     const auto attention = std::find_if(exported.begin(), exported.end(),
                                         [&](const Exported& e) { return stem_of(e.result) == "decode_attention_fwd"; });

@@ -44,6 +44,17 @@ TEST(ArchSpecific, OnlyTrueOrFalseIsAccepted) {
     EXPECT_THROW(SearchSpace::load_alternatives_string(space_yaml(", arch_specific: yes please"), "t.yaml"), Error);
 }
 
+// kernel.programmatic_launch: read per alternative like arch_specific; the exporter launches such a kernel with the
+// programmatic stream serialization attribute (tests/unit/export/test_generated_header_nvcc.cpp).
+TEST(ArchSpecific, TheLoaderReadsProgrammaticLaunchPerAlternative) {
+    const auto kernels = SearchSpace::load_alternatives_string(space_yaml(", programmatic_launch: true"), "t.yaml");
+    ASSERT_EQ(kernels.size(), 2u);
+    EXPECT_TRUE(kernels[0].programmatic_launch());
+    EXPECT_FALSE(kernels[1].programmatic_launch());
+    EXPECT_FALSE(kernels[0].arch_specific());
+    EXPECT_THROW(SearchSpace::load_alternatives_string(space_yaml(", programmatic_launch: 1"), "t.yaml"), Error);
+}
+
 TEST(ArchSpecific, TheCompileKeyTellsTheArchitecturesApart) {
     EXPECT_NE(compile_key("k.cuh", "k<1>", {}, "sm_90a"), compile_key("k.cuh", "k<1>", {}, "sm_90"));
     EXPECT_EQ(compile_key("k.cuh", "k<1>", {}), compile_key("k.cuh", "k<1>", {}, ""));

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <limits>
 #ifndef KTUNE_TUNED_HOST_ONLY
+#include <atomic>
 #include <cuda_runtime.h>
 #include "kernels/attention/decode_attention_simt.cuh"
 #include "kernels/attention/decode_attention_mma.cuh"
@@ -273,8 +274,8 @@ inline bool aligned(const void* p, int bytes) {
 }  // namespace ktune_tuned
 #endif  // KTUNE_TUNED_COMMON_V2
 
-#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V2)
-#define KTUNE_TUNED_COMMON_CUDA_V2
+#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V3)
+#define KTUNE_TUNED_COMMON_CUDA_V3
 namespace ktune_tuned {
 
 // Fills *out for CUDA device `device` (every field, so the exact level can match). Returns Status::cuda_error with
@@ -311,10 +312,26 @@ inline bool allow_large_clusters(Kernel* kernel) {
     return true;
 }
 
+inline std::atomic<bool>& programmatic_launch_flag() {
+    static std::atomic<bool> on{true};
+    return on;
+}
+
+// Whether a kernel declared kernel.programmatic_launch launches with the programmatic stream serialization attribute
+// on this device (Hopper and later): it may then start while the kernel before it finishes.
+inline bool programmatic_launch(const DeviceProps& device) {
+    return device.cc_major >= 9 && programmatic_launch_flag().load(std::memory_order_relaxed);
+}
+
 }  // namespace detail
 
+// Programmatic dependent launch of the kernels that allow it (on by default, Hopper and later): such a kernel waits
+// in-kernel for the one before it, so it may start (and prefetch its weights) while that one finishes. Off: every
+// launch is plainly stream-ordered (to measure the difference, or to rule it out). For all headers of this process.
+inline void set_programmatic_launch(bool on) { detail::programmatic_launch_flag().store(on, std::memory_order_relaxed); }
+
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_CUDA_V2
+#endif  // KTUNE_TUNED_COMMON_CUDA_V3
 
 namespace ktune_tuned {
 namespace decode_attention_fwd_table {
@@ -643,8 +660,17 @@ inline Status decode_attention_fwd(const DeviceProps& device, Dtype dtype, void*
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
         if (err == cudaSuccess) {
-            kernel<<<grid, block, g.shared_bytes, stream>>>(static_cast<__half*>(out), static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), seq_lens, scratch, static_cast<int>(ktune_arg6), static_cast<int>(ktune_arg7), static_cast<int>(ktune_arg8), static_cast<int>(ktune_arg9), static_cast<int>(ktune_arg10), static_cast<float>(ktune_arg11), static_cast<int>(ktune_arg12));
-            err = cudaGetLastError();
+            cudaLaunchAttribute attribute = {};
+            attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attribute.val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchConfig_t launch = {};
+            launch.gridDim = grid;
+            launch.blockDim = block;
+            launch.dynamicSmemBytes = g.shared_bytes;
+            launch.stream = stream;
+            launch.attrs = &attribute;
+            launch.numAttrs = detail::programmatic_launch(device) ? 1 : 0;
+            err = cudaLaunchKernelEx(&launch, kernel, static_cast<__half*>(out), static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), seq_lens, scratch, static_cast<int>(ktune_arg6), static_cast<int>(ktune_arg7), static_cast<int>(ktune_arg8), static_cast<int>(ktune_arg9), static_cast<int>(ktune_arg10), static_cast<float>(ktune_arg11), static_cast<int>(ktune_arg12));
         }
         break;
     }
@@ -656,8 +682,17 @@ inline Status decode_attention_fwd(const DeviceProps& device, Dtype dtype, void*
             err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(g.shared_bytes));
         if (err == cudaSuccess) {
-            kernel<<<grid, block, g.shared_bytes, stream>>>(static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), seq_lens, scratch, static_cast<int>(ktune_arg6), static_cast<int>(ktune_arg7), static_cast<int>(ktune_arg8), static_cast<int>(ktune_arg9), static_cast<int>(ktune_arg10), static_cast<float>(ktune_arg11), static_cast<int>(ktune_arg12));
-            err = cudaGetLastError();
+            cudaLaunchAttribute attribute = {};
+            attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attribute.val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchConfig_t launch = {};
+            launch.gridDim = grid;
+            launch.blockDim = block;
+            launch.dynamicSmemBytes = g.shared_bytes;
+            launch.stream = stream;
+            launch.attrs = &attribute;
+            launch.numAttrs = detail::programmatic_launch(device) ? 1 : 0;
+            err = cudaLaunchKernelEx(&launch, kernel, static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), seq_lens, scratch, static_cast<int>(ktune_arg6), static_cast<int>(ktune_arg7), static_cast<int>(ktune_arg8), static_cast<int>(ktune_arg9), static_cast<int>(ktune_arg10), static_cast<float>(ktune_arg11), static_cast<int>(ktune_arg12));
         }
         break;
     }

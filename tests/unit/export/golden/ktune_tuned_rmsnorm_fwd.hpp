@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #ifndef KTUNE_TUNED_HOST_ONLY
+#include <atomic>
 #include <cuda_runtime.h>
 #include "kernels/rmsnorm/rmsnorm_fwd.cuh"
 #endif
@@ -266,8 +267,8 @@ inline bool aligned(const void* p, int bytes) {
 }  // namespace ktune_tuned
 #endif  // KTUNE_TUNED_COMMON_V2
 
-#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V2)
-#define KTUNE_TUNED_COMMON_CUDA_V2
+#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_COMMON_CUDA_V3)
+#define KTUNE_TUNED_COMMON_CUDA_V3
 namespace ktune_tuned {
 
 // Fills *out for CUDA device `device` (every field, so the exact level can match). Returns Status::cuda_error with
@@ -304,10 +305,26 @@ inline bool allow_large_clusters(Kernel* kernel) {
     return true;
 }
 
+inline std::atomic<bool>& programmatic_launch_flag() {
+    static std::atomic<bool> on{true};
+    return on;
+}
+
+// Whether a kernel declared kernel.programmatic_launch launches with the programmatic stream serialization attribute
+// on this device (Hopper and later): it may then start while the kernel before it finishes.
+inline bool programmatic_launch(const DeviceProps& device) {
+    return device.cc_major >= 9 && programmatic_launch_flag().load(std::memory_order_relaxed);
+}
+
 }  // namespace detail
 
+// Programmatic dependent launch of the kernels that allow it (on by default, Hopper and later): such a kernel waits
+// in-kernel for the one before it, so it may start (and prefetch its weights) while that one finishes. Off: every
+// launch is plainly stream-ordered (to measure the difference, or to rule it out). For all headers of this process.
+inline void set_programmatic_launch(bool on) { detail::programmatic_launch_flag().store(on, std::memory_order_relaxed); }
+
 }  // namespace ktune_tuned
-#endif  // KTUNE_TUNED_COMMON_CUDA_V2
+#endif  // KTUNE_TUNED_COMMON_CUDA_V3
 
 namespace ktune_tuned {
 namespace rmsnorm_fwd_table {
