@@ -5,7 +5,9 @@
   compile         torch.compile(model.forward, mode="reduce-overhead") (CUDA graphs)
   ktune           ktune_torch.llama.patch_model, eager launches
   ktune+graph     the patched model's decode step (embedding, layers, norm, lm_head, greedy pick, position advance)
-                  captured once in a CUDA graph and replayed
+                  captured once in a CUDA graph and replayed; ktune's kernels that allow it launch with programmatic
+                  dependent launch (Hopper: a kernel starts, and prefetches its weights, while the one before ends)
+  ktune+graph+serial  the same with programmatic dependent launch off: every kernel waits for the one before
 with --weights bf16, int4, int8 (lm_head bf16) or int4+head, int8+head (lm_head quantized too): quantized weights only
 for the ktune modes, checked against eager over the same weights quantized and dequantized. Per step: CUDA-event time of the step; p50, p95,
 p99 ms and tokens/s (batch / mean step time). Outputs: the greedy tokens of each ktune mode against eager's over the
@@ -161,6 +163,11 @@ def run_steps(model, mode, batch, args, device, prefill_forward=None):
     """Generator: prefill and the first (not steady) steps, then a pause (yield) before the timed steady steps; returns
     the run's numbers. The pause lets a torch.compile baseline compile every batch size first and time later."""
     step_fn = ktune_step if mode.startswith("ktune") else compile_step if mode == "compile" else hf_step
+    graph_mode = mode.startswith("ktune+graph")
+    if mode.startswith("ktune"):
+        from ktune_torch import ops
+
+        ops.set_programmatic_launch(mode != "ktune+graph+serial")  # captured into the graph as its edges
     d = Decoder(model, batch, args.prompt, args.steps, device, step_fn, prefill_forward)
     tokens, times = [], []
     cuda = device.type == "cuda"
@@ -181,7 +188,7 @@ def run_steps(model, mode, batch, args, device, prefill_forward=None):
                 # Another run_steps may have run meanwhile and left its no_grad block, re-enabling grad mode: a
                 # compiled step would then miss its guards and recompile inside the timed steps.
                 torch.set_grad_enabled(False)
-            if mode == "ktune+graph" and i == 1:
+            if graph_mode and i == 1:
                 # step 0 ran eagerly on a side stream (warm-up: lazy initialisation); now capture one step
                 graph = torch.cuda.CUDAGraph()
                 # thread_local: a kernel's one-time attribute calls (large shared memory) may run while capturing
@@ -195,7 +202,7 @@ def run_steps(model, mode, batch, args, device, prefill_forward=None):
             if graph is not None:
                 graph.replay()
                 logits = logits_static
-            elif mode == "ktune+graph" and i == 0:
+            elif graph_mode and i == 0:
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
@@ -315,7 +322,7 @@ def print_table(docs):
     print(f"\n## {data['title']}\n")
     print("| batch | weights | mode | p50 ms | p95 ms | p99 ms | p99/p50 | tokens/s | tokens vs eager |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    order = {"eager": 0, "compile": 1, "ktune": 2, "ktune+graph": 3}
+    order = {"eager": 0, "compile": 1, "ktune": 2, "ktune+graph+serial": 3, "ktune+graph": 4}
     for r in sorted(data["results"], key=lambda r: (r["batch"], r["weights"] != "bf16", r["weights"],
                                                    order.get(r["mode"], 9))):
         print(f"| {r['batch']} | {r['weights']} | {r['mode']} | {r['p50_ms']:.3f} | {r['p95_ms']:.3f} | "
@@ -467,8 +474,8 @@ def main():
                           quantize_lm_head=head)
         for batch in args.batch:
             dispatch_steps(patched, batch, args, device, w)
-            for mode in ("ktune", "ktune+graph"):
-                if mode not in modes or (mode == "ktune+graph" and device.type != "cuda"):
+            for mode in ("ktune", "ktune+graph", "ktune+graph+serial"):
+                if mode not in modes or (mode.startswith("ktune+graph") and device.type != "cuda"):
                     continue
                 add(run(patched, mode, batch, args, device), w)
         del patched

@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -33,6 +33,7 @@ _c_i = ctypes.c_int
 _SIGNATURES = {
     "ktune_torch_abi_version": ([], _c_i),
     "ktune_torch_ops_built": ([], _c_i),
+    "ktune_torch_set_programmatic_launch": ([_c_i], None),
     "ktune_torch_status_message": ([_c_i], ctypes.c_char_p),
     "ktune_torch_last_choice": ([_c_p, _c_p, _c_p], ctypes.c_char_p),
     "ktune_torch_rms_norm": ([_c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, ctypes.c_float, _c_p], _c_i),

@@ -51,6 +51,15 @@ def shape_scratch(key, elements, device):
     return s
 
 
+def set_programmatic_launch(on):
+    """Programmatic dependent launch of the kernels that allow it (on by default; Hopper and later): such a kernel may
+    start, and prefetch its weights, while the one before it finishes. Off: every launch waits for the one before.
+    Launches read it when they are made: a CUDA graph keeps what was set while it was captured."""
+    lib = _lib.load()
+    if lib is not None:
+        lib.ktune_torch_set_programmatic_launch(1 if on else 0)
+
+
 def _rows(x):
     """x as a [M, H] contiguous view (the kernels take unit-stride rows)."""
     x = x.contiguous()

@@ -97,7 +97,17 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 3; }
+int ktune_torch_abi_version() { return 4; }
+
+// Programmatic dependent launch of the exported kernels that allow it (on by default, Hopper and later); 0 turns it
+// off for the whole process (every launch then waits for the one before), to measure what it gains.
+void ktune_torch_set_programmatic_launch(int on) {
+#ifdef KTUNE_TUNED_COMMON_CUDA_V3
+    ktune_tuned::set_programmatic_launch(on != 0);
+#else
+    (void)on;
+#endif
+}
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
