@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where a decode step's time goes (issue 26): the Llama-3.2-3B-shaped model of decode.py, patched by ktune_torch
-(--weights bf16 or int4), one decode step at --batch run eagerly under torch.profiler, its GPU kernels grouped by name:
+(--weights bf16, int4, int8; +head: lm_head too), one decode step at --batch run eagerly under torch.profiler, its GPU kernels grouped by name:
 calls, total and mean kernel time, the share of the step's kernel time, and for the linears the bytes read (weights)
 against --bandwidth (GB/s, e.g. the device's copy/read roofline). Then the same step captured in a CUDA graph, timed:
 the difference between the graph's step time and the kernels' sum is what launches and gaps cost inside the graph.
@@ -27,7 +27,8 @@ def kernel_family(name):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--weights", default="bf16", choices=["bf16", "int4", "int8"])
+    p.add_argument("--weights", default="bf16", choices=["bf16", "int4", "int8", "int4+head", "int8+head"],
+                   help="int4+head, int8+head: lm_head quantized too")
     p.add_argument("--prompt", type=int, default=512)
     p.add_argument("--cache", type=int, default=641)
     p.add_argument("--steps", type=int, default=3, help="profiled eager steps (the table is per step)")
@@ -45,7 +46,8 @@ def main():
     if args.layers:
         cfg.num_hidden_layers = args.layers
     model = bench.build_model(cfg, device, torch.bfloat16)
-    llama.patch_model(model, weights=args.weights, max_batch=args.batch)
+    weights, _, head = args.weights.partition("+")
+    llama.patch_model(model, weights=weights, max_batch=args.batch, quantize_lm_head=head == "head")
     cache = StaticCache(config=model.config, max_cache_len=args.cache)
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.prompt), device=device)
     tok = torch.zeros(args.batch, 1, dtype=torch.long, device=device)
