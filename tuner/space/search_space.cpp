@@ -217,10 +217,9 @@ detail::ParsedSpace Loader::load(const Located& root) {
     }
 
     const Located& kernel_node = *find_field(top, "kernel");
-    auto kernel = kernel_node.fields(
-        {"source", "library", "name", "reference", "reference_source", "defines", "reference_defines", "arch_specific",
-         "programmatic_launch"},
-        {"name", "reference"});
+    auto kernel = kernel_node.fields({"source", "library", "name", "reference", "reference_source", "defines",
+                                      "reference_defines", "arch_specific", "programmatic_launch"},
+                                     {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
     if ((source == nullptr) == (library == nullptr))
