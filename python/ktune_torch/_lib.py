@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -24,6 +24,7 @@ OP_BITS = {
     "linear_int8": 8,
     "add_rms_norm_eps": 9,
     "linear_skinny": 10,
+    "rope_neox_cache": 11,
 }
 
 _c_ll = ctypes.c_longlong
@@ -43,6 +44,11 @@ _SIGNATURES = {
     "ktune_torch_add_rms_norm_inplace": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_rope_neox": (
         [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],
+        _c_i,
+    ),
+    "ktune_torch_rope_neox_cache": (
+        [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll,
+         _c_ll, _c_ll, _c_p],
         _c_i,
     ),
     "ktune_torch_swiglu": ([_c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
