@@ -16,7 +16,7 @@ rm -rf "$out" && mkdir -p "$out"
 k() { "$root/build-gpu/ktune" --root "$root" --db "$out/ktune.db" --cache-dir "$out/cache" "$@"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
 
-e2e=",HQ=24,HK=8,D=128,R=128,P=131072,X
+e2e=",HQ=24,HK=8,D=128,R=128,P=131072,L=641,SQ=5120,SK=5120,SV=5120"  # decode.py's StaticCache: 512 + 128 + 1 rows
 echo "== rope_neox_cache: the space's bf16 problems (M 1, 8, 16, 64; L 4096), exhaustive"
 k tune search_spaces/rope_neox_cache.yaml --dtype bf16 --strategy exhaustive --time 90 --quiet > "$out/tune_space.log" 2>&1 ||
   { tail -5 "$out/tune_space.log"; echo "tuning the space failed" >&2; exit 1; }
