@@ -286,8 +286,8 @@ int ktune_torch_rope_neox_cache(int dtype, void* q, const void* k, const void* v
                                                 cache_rows, cache_len, sq, sk, sv, stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)q, (void)k, (void)v, (void)k_cache, (void)v_cache, (void)positions, (void)cos_cache,
-        (void)sin_cache, (void)tokens, (void)heads_q, (void)heads_k, (void)head_dim, (void)rotary_dim,
-        (void)cache_rows, (void)cache_len, (void)sq, (void)sk, (void)sv, (void)stream;
+        (void)sin_cache, (void)tokens, (void)heads_q, (void)heads_k, (void)head_dim, (void)rotary_dim, (void)cache_rows,
+        (void)cache_len, (void)sq, (void)sk, (void)sv, (void)stream;
     return k_not_built;
 #endif
 }
