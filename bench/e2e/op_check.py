@@ -5,8 +5,8 @@ Runs a Llama-3.2-3B-shaped model (random bf16 weights, --layers of them) patched
 a prefill of --prompt tokens and --steps decode steps (ktune_torch.llama.decode_step), at each --batch. Every call of
 ktune_torch.ops' rms_norm, add_rms_norm, rope_neox_, rope_neox_cache_, swiglu, decode_attention and dense_linear runs
 as the model runs it and again as the op's torch math (fp32, one rounding: the semantics the kernels are validated
-against), on copies of the same inputs; prints, per op and shape, the largest difference against the largest output. The op whose
-kernel disagrees is the one to look at when a model's outputs drift.
+against), on copies of the same inputs; prints, per op and shape, the largest difference against the largest output.
+The op whose kernel disagrees is the one to look at when a model's outputs drift.
 
   KTUNE_TORCH_LIB=.../libktune_torch_ops.so python3 bench/e2e/op_check.py --batch 1 8
 """
