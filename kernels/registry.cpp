@@ -17,6 +17,7 @@
     X(layernorm, fwd_nobias)        /* kernels/layernorm/layernorm_cpu_reference.cpp */ \
     X(rope, neox)                   /* kernels/rope/rope_cpu_reference.cpp */ \
     X(rope, gptj)                   /* kernels/rope/rope_cpu_reference.cpp */ \
+    X(rope, neox_cache)             /* kernels/rope/rope_cpu_reference.cpp */ \
     X(glu, swiglu)                  /* kernels/glu/glu_cpu_reference.cpp */ \
     X(glu, swiglu_cat)              /* kernels/glu/glu_cpu_reference.cpp */ \
     X(glu, geglu)                   /* kernels/glu/glu_cpu_reference.cpp */ \

@@ -114,6 +114,9 @@ if [ -z "$db" ]; then
   # q, k: rows of the fused qkv output (token stride 5120)
   # shellcheck disable=SC2046
   tune rope_neox $(each "M=@,HQ=24,HK=8,D=128,R=128,P=131072,SQ=5120,SK=5120")
+  # decode_step's RoPE + KV-cache write: one token per sequence, into the StaticCache of $len rows (decode rows only)
+  tune rope_neox_cache "M=1,HQ=24,HK=8,D=128,R=128,P=131072,L=$len,SQ=5120,SK=5120,SV=5120" \
+    "M=8,HQ=24,HK=8,D=128,R=128,P=131072,L=$len,SQ=5120,SK=5120,SV=5120"
   search=("${thorough[@]}")
   tune decode_attention "B=1,L=$len,HQ=24,HK=8,D=128,U=1" "B=8,L=$len,HQ=24,HK=8,D=128,U=1"
   # patch_model's fused projections: qkv (3072 + 2 x 1024 rows), o, gate_up (2 x 8192), down; the dense skinny
@@ -144,7 +147,7 @@ if ! "$root/scripts/build_torch_ops.sh" --db "$db" --ktune "$k" --out "$out/lib"
   problems+=("building the op library FAILED ($out/build.log): the ktune rows are torch math, not ktune")
 fi
 cat "$out/build.log"
-for op in rmsnorm add_rmsnorm_eps glu_swiglu rope_neox decode_attention linear_skinny linear_int4; do
+for op in rmsnorm add_rmsnorm_eps glu_swiglu rope_neox rope_neox_cache decode_attention linear_skinny linear_int4; do
   { grep "left out" "$out/build.log" || true; } | grep -qw "$op" && problems+=("$op is not in the op library: its calls take the torch fallback")
 done
 

@@ -3,10 +3,10 @@
 
 Runs a Llama-3.2-3B-shaped model (random bf16 weights, --layers of them) patched by ktune_torch.llama.patch_model:
 a prefill of --prompt tokens and --steps decode steps (ktune_torch.llama.decode_step), at each --batch. Every call of
-ktune_torch.ops' rms_norm, add_rms_norm, rope_neox_, swiglu, decode_attention and dense_linear runs as the model
-runs it and again as the op's torch math (fp32, one rounding: the semantics the kernels are validated against), on
-copies of the same inputs; prints, per op and shape, the largest difference against the largest output. The op whose
-kernel disagrees is the one to look at when a model's outputs drift.
+ktune_torch.ops' rms_norm, add_rms_norm, rope_neox_, rope_neox_cache_, swiglu, decode_attention and dense_linear runs
+as the model runs it and again as the op's torch math (fp32, one rounding: the semantics the kernels are validated
+against), on copies of the same inputs; prints, per op and shape, the largest difference against the largest output.
+The op whose kernel disagrees is the one to look at when a model's outputs drift.
 
   KTUNE_TORCH_LIB=.../libktune_torch_ops.so python3 bench/e2e/op_check.py --batch 1 8
 """
@@ -49,8 +49,8 @@ def main():
         s[1] = max([s[1]] + [r.abs().max().item() for r in ref])
         s[2] += 1
 
-    orig = {n: getattr(ops, n) for n in ("rms_norm", "add_rms_norm", "rope_neox_", "swiglu", "decode_attention",
-                                         "dense_linear")}
+    orig = {n: getattr(ops, n) for n in ("rms_norm", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
+                                         "decode_attention", "dense_linear")}
 
     def rms_norm(x, w, eps):
         y = orig["rms_norm"](x, w, eps)
@@ -79,6 +79,14 @@ def main():
             keep[koff:koff + k.shape[1] * k.shape[2]] = False
             record("rope_neox_ (beside q, k)", (tuple(q.shape), q.stride(0)), [rows[:, keep]], [before[:, keep]])
 
+    def rope_neox_cache_(q, k, v, kc, vc, pos, cos, sin):
+        # the whole caches compared: the token's rows written, every other row as it was; k itself not rotated
+        qr, kcr, vcr, k_before = q.clone(), kc.clone(), vc.clone(), k.clone()
+        ops._rope_neox_cache_math(qr, k, v, kcr, vcr, pos, cos, sin)
+        orig["rope_neox_cache_"](q, k, v, kc, vc, pos, cos, sin)
+        record("rope_neox_cache_", (tuple(q.shape), tuple(kc.shape), q.stride(0)), [q, kc, vc, k],
+               [qr, kcr, vcr, k_before])
+
     def swiglu(g, u):
         y = orig["swiglu"](g, u)
         record("swiglu", tuple(g.shape), [y], [ops._swiglu_math(g, u)])
@@ -97,8 +105,9 @@ def main():
                    [F.linear(x.float(), w.float(), None if b is None else b.float()).to(x.dtype)])
         return y
 
-    for n, f in dict(rms_norm=rms_norm, add_rms_norm=add_rms_norm, rope_neox_=rope_neox_, swiglu=swiglu,
-                     decode_attention=decode_attention, dense_linear=dense_linear).items():
+    for n, f in dict(rms_norm=rms_norm, add_rms_norm=add_rms_norm, rope_neox_=rope_neox_,
+                     rope_neox_cache_=rope_neox_cache_, swiglu=swiglu, decode_attention=decode_attention,
+                     dense_linear=dense_linear).items():
         setattr(ops, n, f)
 
     cfg = bench.llama_3b_config(tiny=a.tiny)

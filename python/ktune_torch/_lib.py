@@ -24,6 +24,7 @@ OP_BITS = {
     "linear_int8": 8,
     "add_rms_norm_eps": 9,
     "linear_skinny": 10,
+    "rope_neox_cache": 11,
 }
 
 _c_ll = ctypes.c_longlong
@@ -44,6 +45,11 @@ _SIGNATURES = {
     "ktune_torch_add_rms_norm_inplace": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_rope_neox": (
         [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],
+        _c_i,
+    ),
+    "ktune_torch_rope_neox_cache": (
+        [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll,
+         _c_ll, _c_ll, _c_p],
         _c_i,
     ),
     "ktune_torch_swiglu": ([_c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),

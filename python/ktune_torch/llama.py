@@ -3,10 +3,12 @@
 patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the forwards of the model's modules:
   - each decoder layer: input RMSNorm (ktune::rms_norm), the post-attention residual add fused with its RMSNorm
     (ktune::add_rms_norm), the MLP's SwiGLU (ktune::swiglu); the final norm (ktune::rms_norm);
-  - attention: NeoX RoPE in place on q and k (ktune::rope_neox_, fp32 cos/sin caches built once from the model's own
-    inv_freq and attention scaling); the cache update is the model's Cache.update; one-token steps (decode) run
-    ktune::decode_attention straight on the cache's tensors (HF StaticCache keeps [B, HKV, max_len, D], the kernel's
-    layout: no copy), longer ones (prefill) run torch's SDPA;
+  - attention: NeoX RoPE (fp32 cos/sin caches built once from the model's own inv_freq and attention scaling). In
+    decode_step() over a StaticCache, one launch (ktune::rope_neox_cache_) rotates q in place and writes the token's
+    rotated k and its v straight into the cache at each sequence's position; elsewhere (prefill, generate()) RoPE is
+    in place on q and k (ktune::rope_neox_) and the cache update is the model's Cache.update. One-token steps
+    (decode) run ktune::decode_attention straight on the cache's tensors (HF StaticCache keeps [B, HKV, max_len, D],
+    the kernel's layout: no copy), longer ones (prefill) run torch's SDPA;
   - the projections of attention and MLP: bf16 through ops.dense_linear (ktune::linear_skinny at decode sizes, M <=
     16, where that shape was tuned on this chip; F.linear elsewhere), or INT4 (group 128) / INT8 weight-only through
     ktune::linear_int4 / linear_int8 with the weights quantized and packed here (the bf16 weights are dropped).
@@ -62,28 +64,33 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         qkv = self.qkv_proj(hidden_states).view(b * s, -1)
         q = qkv[:, :hq * d].view(b * s, hq, d)
         k = qkv[:, hq * d:(hq + hk) * d].view(b * s, hk, d)
-        v = qkv[:, (hq + hk) * d:].view(b, s, hk, d).transpose(1, 2)
+        v = qkv[:, (hq + hk) * d:].view(b * s, hk, d)
     else:
         q = self.q_proj(hidden_states).view(b * s, hq, d)
         k = self.k_proj(hidden_states).view(b * s, hk, d)
-        v = self.v_proj(hidden_states).view(b, s, hk, d).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(b * s, hk, d)
     step = kwargs.get("ktune_positions")  # decode_step's: converted once per step, not once per layer
     positions = step[0] if step is not None else position_ids.reshape(-1).to(torch.int32)
-    ops.rope_neox_(q, k, positions, sh.cos, sh.sin)
-    q = q.view(b, s, hq, d).transpose(1, 2)
-    k = k.view(b, s, hk, d).transpose(1, 2)
-    layer_cache = _static_layer(cache, self.layer_idx) if step is not None else None
+    layer_cache = _static_layer(cache, self.layer_idx) if step is not None and s == 1 else None
+    if layer_cache is not None and layer_cache.keys.shape[0] != b:
+        layer_cache = None  # a cache for more sequences than this step's: HF's update writes it
     if layer_cache is not None:
-        # decode_step: the token's k, v straight into the static cache (two copies; HF's update adds three kernels of
-        # position arithmetic a layer); decode_step advances the layers' own lengths once a step, all layers at once.
-        layer_cache.keys.index_copy_(2, position_ids[0], k)
-        layer_cache.values.index_copy_(2, position_ids[0], v)
+        # decode_step: one launch rotates q and k and writes the token's k, v straight into the static cache at each
+        # sequence's position (HF's update adds three kernels of position arithmetic and two copies a layer);
+        # decode_step advances the layers' own lengths once a step, all layers at once.
+        ops.rope_neox_cache_(q, k, v, layer_cache.keys, layer_cache.values, positions, sh.cos, sh.sin)
+        q = q.view(b, s, hq, d).transpose(1, 2)
         k_all, v_all = layer_cache.keys, layer_cache.values
-    elif cache is not None:
-        # transformers 5.x takes (k, v, layer_idx[, cache_kwargs]); older StaticCache layers read cache_position.
-        k_all, v_all = cache.update(k, v, self.layer_idx, {"cache_position": position_ids[0]})
     else:
-        k_all, v_all = k, v
+        ops.rope_neox_(q, k, positions, sh.cos, sh.sin)
+        q = q.view(b, s, hq, d).transpose(1, 2)
+        k = k.view(b, s, hk, d).transpose(1, 2)
+        v = v.view(b, s, hk, d).transpose(1, 2)
+        if cache is not None:
+            # transformers 5.x takes (k, v, layer_idx[, cache_kwargs]); older StaticCache layers read cache_position.
+            k_all, v_all = cache.update(k, v, self.layer_idx, {"cache_position": position_ids[0]})
+        else:
+            k_all, v_all = k, v
 
     if s == 1 and k_all.is_contiguous() and v_all.is_contiguous():
         # Decode: the kernel reads the first seq_lens[b] tokens of the cache in place.
@@ -105,9 +112,10 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
 
 
 def _static_layer(cache, idx):
-    """The layer of a StaticCache whose keys / values decode_step may write itself, as its update() would (index_copy_
-    at the positions): a plain StaticLayer (not a sliding window), initialised by the prefill; None for anything else.
-    Where the layer counts its length in a tensor (cumulative_length), decode_step advances it."""
+    """The layer of a StaticCache whose keys / values decode_step may write itself, as its update() would (at each
+    sequence's position, through ktune::rope_neox_cache_): a plain StaticLayer (not a sliding window), initialised by
+    the prefill; None for anything else. Where the layer counts its length in a tensor (cumulative_length), decode_step
+    advances it."""
     layers = getattr(cache, "layers", None)
     if layers is None or idx >= len(layers):
         return None

@@ -230,6 +230,52 @@ def _(q, k, positions, cos_cache, sin_cache):
     return None
 
 
+@torch.library.custom_op("ktune::rope_neox_cache_", mutates_args=("q", "k_cache", "v_cache"))
+def rope_neox_cache_(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                     positions: torch.Tensor, cos_cache: torch.Tensor, sin_cache: torch.Tensor) -> None:
+    """A decode step's RoPE and KV-cache write: token m of q [M, HQ, D], k and v [M, HK, D] (unit-stride heads, any
+    token stride) is sequence m's new token, at position positions[m] (int32 [M]). q is rotated in place as rope_neox_
+    does; k rotated and v as it is are written into row positions[m] of k_cache and v_cache [M, HK, L, D] (HF
+    StaticCache's layout); k is left as it was. cos_cache, sin_cache fp32 [P, R / 2]."""
+    _rope_neox_cache_math(q, k, v, k_cache, v_cache, positions, cos_cache, sin_cache)
+
+
+def _rope_neox_cache_math(q, k, v, k_cache, v_cache, positions, cos_cache, sin_cache):
+    kr = k.clone()
+    _rope_neox_math(q, kr, positions, cos_cache, sin_cache)
+    rows = torch.arange(q.shape[0], device=q.device)
+    pos = positions.long()
+    k_cache[rows, :, pos] = kr.to(k_cache.dtype)  # [M, HK, D] into [M, HK, L, D] at (m, :, positions[m])
+    v_cache[rows, :, pos] = v.to(v_cache.dtype)
+
+
+@rope_neox_cache_.register_kernel("cuda")
+def _(q, k, v, k_cache, v_cache, positions, cos_cache, sin_cache):
+    lib = _lib.get("rope_neox_cache_")
+    m, hq, d = q.shape
+    hk, length = k_cache.shape[1], k_cache.shape[2]
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.stride(2) != 1 or t.stride(1) != d:
+            raise ValueError(f"ktune_torch.rope_neox_cache_: {name} needs unit-stride heads ([M, H, D] with any token "
+                             "stride)")
+    if k_cache.shape != (m, hk, length, d) or v_cache.shape != k_cache.shape:
+        raise ValueError(f"ktune_torch.rope_neox_cache_: the caches must be [M, HK, L, D] = [{m}, {hk}, L, {d}], not "
+                         f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
+    same_dtype = all(t.dtype == q.dtype for t in (k, v, k_cache, v_cache))
+    if (lib is not None and same_dtype and k_cache.is_contiguous() and v_cache.is_contiguous() and _lib.launched(
+            lib.ktune_torch_rope_neox_cache(_dtype(q), _ptr(q), _ptr(k), _ptr(v), _ptr(k_cache), _ptr(v_cache),
+                                            _ptr(positions.contiguous()), _ptr(cos_cache), _ptr(sin_cache), m, hq, hk,
+                                            d, 2 * cos_cache.shape[1], cos_cache.shape[0], length, q.stride(0),
+                                            k.stride(0), v.stride(0), _stream()), "rope_neox_cache_")):
+        return
+    _rope_neox_cache_math(q, k, v, k_cache, v_cache, positions, cos_cache, sin_cache)
+
+
+@rope_neox_cache_.register_fake
+def _(q, k, v, k_cache, v_cache, positions, cos_cache, sin_cache):
+    return None
+
+
 def rope_cache(inv_freq, max_positions, scaling=1.0):
     """fp32 cos and sin caches [max_positions, len(inv_freq)] as HF's rotary embedding computes them."""
     t = torch.arange(max_positions, dtype=torch.float32, device=inv_freq.device)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Loads the op library built from the synthetic database (scripts/build_torch_ops.sh --synthetic) with ctypes, no
-torch: the ABI version, the ops exported into it (all eleven), the status of a launch here (no device) and the message
+torch: the ABI version, the ops exported into it (all twelve), the status of a launch here (no device) and the message
 of an op left out, the scratch sizes from the exported tables, and the packing functions on a small matrix.
   check_library.py LIBRARY"""
 

@@ -16,8 +16,8 @@ torch.manual_seed(0)
 
 
 def test_ops_are_registered():
-    for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "swiglu", "decode_attention",
-                 "linear_int4", "linear_int8", "linear_skinny"):
+    for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
+                 "decode_attention", "linear_int4", "linear_int8", "linear_skinny"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -35,6 +35,8 @@ def test_fake_shapes():
         kc = torch.empty(2, 2, 100, 32, dtype=torch.bfloat16)
         out = ops.decode_attention(q, kc, kc, torch.empty(2, dtype=torch.int32), torch.empty(4))
         assert out.shape == q.shape
+        assert ops.rope_neox_cache_(q, kc[:, :, 0], kc[:, :, 1], kc, kc, torch.empty(2, dtype=torch.int32),
+                                    torch.empty(16, 16), torch.empty(16, 16)) is None
         x2 = torch.empty(4, 128, dtype=torch.bfloat16)
         y4 = ops.linear_int4(x2, torch.empty(10, dtype=torch.uint8), torch.empty(10, dtype=torch.bfloat16),
                              torch.empty(10, dtype=torch.uint8), torch.empty(4), 48, 128, 64)
@@ -92,6 +94,43 @@ def test_rope_neox_matches_hf_formula():
     ops.rope_neox_(q, k, pos, cos.double(), sin.double())
     torch.testing.assert_close(q, want_q, rtol=1e-5, atol=1e-5)  # the caches are fp32
     torch.testing.assert_close(k, want_k, rtol=1e-5, atol=1e-5)
+
+
+def _qkv_views(m, hq, hk, d, dtype, strided):
+    """q [M, HQ, D], k and v [M, HK, D]: views of one fused projection's rows (strided), or tensors of their own."""
+    if strided:
+        qkv = torch.randn(m, (hq + 2 * hk) * d + 3, dtype=dtype)  # 3 elements of padding per row
+        return (qkv[:, :hq * d].view(m, hq, d), qkv[:, hq * d:(hq + hk) * d].view(m, hk, d),
+                qkv[:, (hq + hk) * d:(hq + 2 * hk) * d].view(m, hk, d))
+    return torch.randn(m, hq, d, dtype=dtype), torch.randn(m, hk, d, dtype=dtype), torch.randn(m, hk, d, dtype=dtype)
+
+
+@pytest.mark.parametrize("m,hq,hk,d,r,strided,dtype", [
+    (1, 4, 2, 16, 16, False, torch.float32),
+    (3, 4, 2, 16, 16, True, torch.float32),
+    (5, 6, 2, 32, 16, True, torch.float32),  # partial rotary: k's dims R.. go into the cache unrotated
+    (4, 2, 1, 8, 4, False, torch.bfloat16),
+    (2, 8, 8, 64, 64, True, torch.float16),
+])
+def test_rope_neox_cache_is_rope_neox_then_index_copy(m, hq, hk, d, r, strided, dtype):
+    length = 11
+    q, k, v = _qkv_views(m, hq, hk, d, dtype, strided)
+    k_before = k.clone()
+    kc, vc = torch.randn(m, hk, length, d, dtype=dtype), torch.randn(m, hk, length, d, dtype=dtype)
+    cos, sin = ops.rope_cache(torch.rand(r // 2), 16)
+    pos = torch.tensor([10, 0, 3, 7, 1][:m], dtype=torch.int32)
+    want_q, want_k, want_kc, want_vc = q.clone(), k.clone(), kc.clone(), vc.clone()
+    ops.rope_neox_(want_q, want_k, pos, cos, sin)
+    for i in range(m):  # sequence i's token into row pos[i] of its own cache
+        want_kc[i].index_copy_(1, pos[i:i + 1].long(), want_k[i].unsqueeze(1))
+        want_vc[i].index_copy_(1, pos[i:i + 1].long(), v[i].unsqueeze(1))
+    ops.rope_neox_cache_(q, k, v, kc, vc, pos, cos, sin)
+    assert torch.equal(q, want_q)
+    assert torch.equal(kc, want_kc)
+    assert torch.equal(vc, want_vc)
+    assert torch.equal(k, k_before)  # k itself is not rotated
+    if r < d:
+        assert torch.equal(kc[0, :, pos[0], r:], k_before[0, :, r:])
 
 
 def test_swiglu():
@@ -181,6 +220,10 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.ktune.decode_attention.default,
                           (torch.randn(2, 4, 16), torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16),
                            torch.tensor([9, 4], dtype=torch.int32), torch.zeros(4)))
+    q, k, v = _qkv_views(3, 4, 2, 16, torch.float32, strided=True)
+    torch.library.opcheck(torch.ops.ktune.rope_neox_cache_.default,
+                          (q, k, v, torch.randn(3, 2, 9, 16), torch.randn(3, 2, 9, 16),
+                           torch.tensor([1, 8, 3], dtype=torch.int32), cos, sin))
 
 
 def _tiny_llama(seed=0, bias=False):
@@ -259,7 +302,9 @@ def test_torch_compile_traces_the_ops_through_their_fake_implementations():
         q, k = q.clone(), k.clone()
         ops.rope_neox_(q, k, pos, cos, sin)
         a = ops.decode_attention(q, kc, vc, lens, torch.zeros(4))
-        return ops.swiglu(y, r), a
+        q2, kc2, vc2 = q.clone(), kc.clone(), vc.clone()
+        ops.rope_neox_cache_(q2, k, k, kc2, vc2, pos, cos, sin)
+        return ops.swiglu(y, r), a, q2, kc2, vc2
 
     cos, sin = ops.rope_cache(torch.rand(8), 32)
     args = (torch.randn(2, 32), torch.rand(32) + 0.5, torch.randn(2, 4, 16), torch.randn(2, 2, 16),
@@ -291,12 +336,16 @@ def test_decode_step_matches_the_model_forward_on_cpu():
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
 
 
-def test_decode_steps_leave_the_cache_as_hf_does():
-    """decode_step writes k, v into the static cache itself: three steps of it, then one of HF's own forward over the
-    same cache, give the logits of four HF steps (the cache's positions and its length counter kept as HF keeps them)."""
+def test_decode_steps_leave_the_cache_as_hf_does(monkeypatch):
+    """decode_step writes k, v into the static cache itself (ktune::rope_neox_cache_): three steps of it, then one of
+    HF's own forward over the same cache, give the logits of four HF steps (the cache's positions and its length
+    counter kept as HF keeps them)."""
     from transformers import StaticCache
     ref, patched = _tiny_llama(), _tiny_llama()
     ktune_torch.llama.patch_model(patched)
+    calls = []
+    fused_op = ops.rope_neox_cache_
+    monkeypatch.setattr(ops, "rope_neox_cache_", lambda *a: calls.append(1) or fused_op(*a))
     ids = torch.randint(0, 97, (2, 9))
     pos = torch.arange(9)[None].expand(2, -1)
     toks = torch.randint(0, 97, (2, 4))
@@ -317,6 +366,7 @@ def test_decode_steps_leave_the_cache_as_hf_does():
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
     assert caches[1].get_seq_length() == caches[0].get_seq_length() == 13
     assert ktune_torch.llama._static_layer(caches[1], 0) is not None  # the direct write was what ran
+    assert len(calls) == 3 * 2  # every decode step's every layer
 
 
 def test_linear_skinny_cpu_and_fake():

@@ -60,6 +60,31 @@ def test_rope(m):
     torch.testing.assert_close(k.cpu(), kc, **BF16)
 
 
+@pytest.mark.parametrize("m,r,pad", [(1, 128, 0), (8, 128, 0), (8, 64, 0), (3, 128, 1)])
+def test_rope_neox_cache(m, r, pad):
+    """q, k, v as views of the fused qkv projection's rows (token stride 5120, or 5121: the kernel's element path, as
+    partial rotary r = 64 takes k's dims r.. into the cache unrotated), caches [M, 8, 641, 128]."""
+    need("rope_neox_cache")
+    qkv = torch.randn(m, 5120 + pad, device=dev, dtype=torch.bfloat16)
+    q, k, v = qkv[:, :3072].view(m, 24, 128), qkv[:, 3072:4096].view(m, 8, 128), qkv[:, 4096:5120].view(m, 8, 128)
+    kc = torch.randn(m, 8, 641, 128, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    inv_freq = 1.0 / (500000 ** (torch.arange(0, r, 2, dtype=torch.float32, device=dev) / r))
+    cos, sin = ops.rope_cache(inv_freq, 131072)
+    pos = torch.randint(0, 641, (m,), device=dev, dtype=torch.int32)
+    want = [t.cpu() for t in (q, k, v, kc, vc)]
+    k_before = k.clone()
+    ops.rope_neox_cache_(*want, pos.cpu(), cos.cpu(), sin.cpu())
+    _lib.trace(True)
+    ops.rope_neox_cache_(q, k, v, kc, vc, pos, cos, sin)
+    ran = _lib.trace(False)
+    assert all(kernel != "torch math" for (_, kernel, _) in ran), ran
+    torch.testing.assert_close(q.cpu(), want[0], **BF16)
+    assert torch.equal(k, k_before)
+    torch.testing.assert_close(kc.cpu(), want[3], **BF16)  # the token's rows, and every other row untouched
+    assert torch.equal(vc.cpu(), want[4])  # v is copied exactly
+
+
 @pytest.mark.parametrize("b", [1, 8])
 def test_decode_attention_on_a_static_cache(b):
     need("decode_attention")

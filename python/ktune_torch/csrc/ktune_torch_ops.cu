@@ -34,6 +34,10 @@
 #include "ktune_tuned_rope_neox.hpp"
 #define KT_HAS_ROPE 1
 #endif
+#if __has_include("ktune_tuned_rope_neox_cache.hpp")
+#include "ktune_tuned_rope_neox_cache.hpp"
+#define KT_HAS_ROPE_CACHE 1
+#endif
 #if __has_include("ktune_tuned_glu_swiglu.hpp")
 #include "ktune_tuned_glu_swiglu.hpp"
 #define KT_HAS_SWIGLU 1
@@ -111,7 +115,7 @@ void ktune_torch_set_programmatic_launch(int on) {
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9, linear_skinny 10.
+// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -146,6 +150,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_LINEAR_SKINNY
     m |= 1 << 10;
+#endif
+#ifdef KT_HAS_ROPE_CACHE
+    m |= 1 << 11;
 #endif
     return m;
 }
@@ -270,6 +277,27 @@ int ktune_torch_rope_neox(int dtype, void* q, void* k, const std::int32_t* posit
 #else
     (void)dtype, (void)q, (void)k, (void)positions, (void)cos_cache, (void)sin_cache, (void)tokens, (void)heads_q,
         (void)heads_k, (void)head_dim, (void)rotary_dim, (void)cache_rows, (void)sq, (void)sk, (void)stream;
+    return k_not_built;
+#endif
+}
+
+// A decode step's NeoX RoPE and KV-cache write: q [M, HQ, D] (token stride sq) rotated in place, k [M, HK, D] (stride
+// sk) rotated into k_cache and v (stride sv) copied into v_cache, both [M, HK, L, D] contiguous, at row positions[m] of
+// sequence m; positions int32 [M]; cos/sin caches fp32 [P, R / 2].
+int ktune_torch_rope_neox_cache(int dtype, void* q, const void* k, const void* v, void* k_cache, void* v_cache,
+                                const std::int32_t* positions, const float* cos_cache, const float* sin_cache,
+                                long long tokens, long long heads_q, long long heads_k, long long head_dim,
+                                long long rotary_dim, long long cache_rows, long long cache_len, long long sq,
+                                long long sk, long long sv, void* stream) {
+#ifdef KT_HAS_ROPE_CACHE
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(kt::rope_neox_cache(*props, dtype_of(dtype), q, k, v, k_cache, v_cache, positions,
+                                                cos_cache, sin_cache, tokens, heads_q, heads_k, head_dim, rotary_dim,
+                                                cache_rows, cache_len, sq, sk, sv, stream_of(stream), &t_last_choice));
+#else
+    (void)dtype, (void)q, (void)k, (void)v, (void)k_cache, (void)v_cache, (void)positions, (void)cos_cache,
+        (void)sin_cache, (void)tokens, (void)heads_q, (void)heads_k, (void)head_dim, (void)rotary_dim, (void)cache_rows,
+        (void)cache_len, (void)sq, (void)sk, (void)sv, (void)stream;
     return k_not_built;
 #endif
 }

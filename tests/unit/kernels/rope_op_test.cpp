@@ -229,6 +229,107 @@ TEST(RopeOp, RejectsMissingUnknownAndEmptyAxes) {
     expect_bad_input(neox(), {{"M", 0}, {"HQ", 4}, {"HK", 2}, {"D", 8}}, "M=0");
 }
 
+// ---- rope/neox_cache: RoPE and the KV-cache write of a decode step
+
+const DeclaredOp& neox_cache() { return declared_op("rope", "neox_cache"); }
+
+TEST(RopeCacheOp, TakesQInPlaceKAndVAsInputsAndBothCachesAsInouts) {
+    const auto specs =
+        neox_cache().buffers(problem(Dtype::bf16, {{"M", 3}, {"HQ", 4}, {"HK", 2}, {"D", 8}, {"P", 16}, {"L", 10}}));
+    ASSERT_EQ(specs.size(), 8u);
+    EXPECT_EQ(buffer(specs, "q").role, BufferRole::inout);
+    EXPECT_EQ(buffer(specs, "q").elements, 3 * 4 * 8);
+    EXPECT_EQ(buffer(specs, "k").role, BufferRole::input);
+    EXPECT_EQ(buffer(specs, "v").role, BufferRole::input);
+    EXPECT_EQ(buffer(specs, "v").elements, 3 * 2 * 8);
+    for (const char* cache : {"k_cache", "v_cache"}) {
+        EXPECT_EQ(buffer(specs, cache).role, BufferRole::inout) << cache;
+        EXPECT_EQ(buffer(specs, cache).type, ElemType::bf16) << cache;
+        EXPECT_EQ(buffer(specs, cache).elements, 3 * 2 * 10 * 8) << cache;
+    }
+    // positions must address a row of both the cos/sin caches and the KV caches: [0, min(L, P))
+    EXPECT_EQ(buffer(specs, "positions").lo, 0.0);
+    EXPECT_EQ(buffer(specs, "positions").hi, 10.0);
+    EXPECT_EQ(buffer(specs, "cos_cache").elements, 16 * 4);
+}
+
+TEST(RopeCacheOp, PassesArgumentsInKernelOrder) {
+    // the strides differ, to tell them apart
+    NamedValues shape{{"M", 5}, {"HQ", 24}, {"HK", 8}, {"D", 128}, {"R", 64}, {"L", 300}};
+    shape.insert(shape.end(), {{"SQ", 5120}, {"SK", 5121}, {"SV", 5122}});
+    const auto args = neox_cache().arguments(problem(Dtype::fp16, shape));
+    ASSERT_EQ(args.size(), 17u);
+    const char* names[] = {"q", "k", "v", "k_cache", "v_cache", "positions", "cos_cache", "sin_cache"};
+    for (int i = 0; i < 8; ++i) {
+        EXPECT_EQ(args[i].kind, KernelArg::Kind::buffer);
+        EXPECT_EQ(args[i].buffer, names[i]);
+    }
+    const std::int64_t ints[] = {5, 24, 8, 128, 64, 300};
+    for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(args[8 + i].kind, KernelArg::Kind::i32);
+        EXPECT_EQ(args[8 + i].integer, ints[i]);
+    }
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(args[14 + i].kind, KernelArg::Kind::i64);
+        EXPECT_EQ(args[14 + i].integer, 5120 + i);
+    }
+}
+
+TEST(RopeCacheOp, CountsQTwiceAndKAndVReadAndWrittenOnceAsBytesMoved) {
+    EXPECT_DOUBLE_EQ(neox_cache().bytes_moved(problem(Dtype::bf16, {{"M", 8}, {"HQ", 24}, {"HK", 8}, {"D", 128}})),
+                     2.0 * 8 * 24 * 128 * 2 + 4.0 * 8 * 8 * 128 * 2 + 4.0 * 8 + 8.0 * 128 * 4);
+}
+
+// Two tokens (sequences) at positions 1 and 0, one q head and one kv head, D = 4, R = 2, caches of L = 2 rows. Row 0
+// of the cos/sin caches is the identity, row 1 a 90-degree turn: (a, b) -> (-b, a).
+HostBuffers two_sequences() {
+    return {{"q", {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0}},
+            {"k", {10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0}},
+            {"v", {-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0}},
+            {"k_cache", std::vector<double>(16, 9.0)},
+            {"v_cache", std::vector<double>(16, 9.0)},
+            {"positions", {1.0, 0.0}},
+            {"cos_cache", {1.0, 0.0}},
+            {"sin_cache", {0.0, 1.0}}};
+}
+const Problem two_sequences_shape =
+    problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 4}, {"R", 2}, {"P", 2}, {"L", 2}});
+
+TEST(RopeCacheOp, RotatesQInPlaceLeavingItsDimsPastTheRotaryDim) {
+    HostBuffers b = two_sequences();
+    cpu_reference(neox_cache(), two_sequences_shape, b);
+    EXPECT_EQ(b["q"], (std::vector<double>{-2.0, 1.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0}));
+}
+
+TEST(RopeCacheOp, WritesRotatedKAndCopiedVIntoTheCacheRowOfEachSequencesPosition) {
+    HostBuffers b = two_sequences();
+    const HostBuffers before = b;
+    cpu_reference(neox_cache(), two_sequences_shape, b);
+    // Sequence 0 at position 1 (its rows 2..3 of [M, HK, L, D] = elements 4..7), sequence 1 at position 0 (8..11);
+    // k's dims R.. copied unrotated.
+    const std::vector<double> k_cache{9, 9, 9, 9, -20, 10, 30, 40, 50, 60, 70, 80, 9, 9, 9, 9};
+    const std::vector<double> v_cache{9, 9, 9, 9, -1, -2, -3, -4, -5, -6, -7, -8, 9, 9, 9, 9};
+    EXPECT_EQ(b["k_cache"], k_cache);
+    EXPECT_EQ(b["v_cache"], v_cache);
+    EXPECT_EQ(b["k"], before.at("k"));  // k itself is not rotated
+}
+
+TEST(RopeCacheOp, RejectsAPositionPastTheKvCache) {
+    HostBuffers b = two_sequences();
+    b["positions"] = {2.0, 0.0};  // L = 2 rows; P = 3 would allow it
+    b["cos_cache"] = {1.0, 0.0, 1.0};
+    b["sin_cache"] = {0.0, 1.0, 0.0};
+    const Problem p = problem(Dtype::fp32, {{"M", 2}, {"HQ", 1}, {"HK", 1}, {"D", 4}, {"R", 2}, {"P", 3}, {"L", 2}});
+    EXPECT_THROW(cpu_reference(neox_cache(), p, b), Error);
+}
+
+TEST(RopeCacheOp, RejectsATokenStrideSmallerThanTheHeadsAndAnOddRotaryDim) {
+    expect_bad_input(neox_cache(), {{"M", 2}, {"HQ", 4}, {"HK", 2}, {"D", 8}, {"SV", 15}}, "SV=15");
+    expect_bad_input(neox_cache(), {{"M", 2}, {"HQ", 4}, {"HK", 2}, {"D", 8}, {"SK", 15}}, "SK=15");
+    expect_bad_input(neox_cache(), {{"M", 1}, {"HQ", 1}, {"HK", 1}, {"D", 8}, {"R", 5}}, "R=5");
+    expect_bad_input(neox_cache(), {{"M", 1}, {"HQ", 1}, {"HK", 1}, {"D", 8}, {"L", 0}}, "L=0");
+}
+
 TEST(FastDivmod, MatchesIntegerDivisionForSmallAndLargeDivisorsAndDividends) {
     const unsigned divisors[] = {1, 2, 3, 5, 7, 8, 10, 40, 64, 96, 127, 1000, 65537, 1u << 20, 2147483647u};
     const unsigned dividends[] = {0, 1, 2, 3, 39, 40, 41, 1279, 1280, 65535, 65536, 1000000, 2147483646u, 2147483647u};

@@ -127,7 +127,7 @@ TEST(DeclaredOps, EveryStrideShorterThanItsRowIsRefused) {
     int checked = 0;
     for (const SearchSpace& s : spaces()) {
         const DeclaredOp& op = *s.declared_op();
-        for (const char* stride : {"S", "SO", "SQ", "SK"})
+        for (const char* stride : {"S", "SO", "SQ", "SK", "SV"})
             if (op.has_axis(stride)) {
                 const Problem base = s.problems().front();
                 const std::int64_t row = *lookup(op.resolved(base).shape, stride);
