@@ -133,10 +133,6 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
                             const T* __restrict__ v_cache, const int* __restrict__ seq_lens,
                             float* __restrict__ scratch, int batch, int q_heads, int kv_heads, int head_dim,
                             int max_len, float scale, int max_splits) {
-    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
-    // one may start its own early part now.
-    ktune::dev::wait_prior_grids();
-    ktune::dev::launch_dependents();
     static_assert(sizeof(T) == 2, "decode_attention_mma_l2: T is __half or __nv_bfloat16");
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256, "decode_attention_mma_l2: HEAD_DIM a multiple of 64, <= 256");
     static_assert(GROUP >= 1 && GROUP <= 16, "decode_attention_mma_l2: GROUP in [1, 16]");
@@ -169,13 +165,17 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const T* qh = q + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;
 
-    int len = seq_lens[b];
     {
-        // The length's DRAM round trip is on every block's critical path: spend it fetching the first tiles.
+        // The first tiles of the cache (up to max_len: no length needed) asked into L2 before the wait of a
+        // programmatic launch (dependent_launch.cuh), while the kernel before finishes: L2 is where writes land, so
+        // a line it is still writing is safe to request. seq_lens, q and the cache are read only after the wait.
         const long long hb = (static_cast<long long>(b) * kv_heads + hk) * max_len * HEAD_DIM;
         prefetch_first_tiles<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES, SPLITS>(k_cache + hb, v_cache + hb, qh,
                                                                                 max_len);
     }
+    ktune::dev::wait_prior_grids();
+    ktune::dev::launch_dependents();
+    int len = seq_lens[b];
     len = len < 0 ? 0 : (len > max_len ? max_len : len);
     const int chunk = (len + SPLITS - 1) / SPLITS;
     Walk wk;
