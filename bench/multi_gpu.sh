@@ -10,6 +10,8 @@
 #   ALL=1                                  every space under search_spaces/ (the whole default space of every op:
 #                                          about 50 000 configurations, hours on one GPU)
 #   RUN_S=200                              wall-time limit of each run; a run that hits it is compared by throughput
+#   WARM=1                                 then both runs again, each on its now warm compile cache (fresh databases):
+#                                          the ratio without compiling tells GPU-bound from compile-bound
 #   OUT=DIR                                where the summary goes (default out/multi_gpu)
 # Needs: CUDA toolkit and driver, cmake + ninja (for the build), python3.
 set -euo pipefail
@@ -46,9 +48,10 @@ echo "multi_gpu: $gpus GPUs; spaces: ${spaces[*]}; each run at most ${run_s} s" 
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# run NAME TUNE-OPTIONS...: every space in turn, cold cache, one database; prints the wall seconds.
+# run NAME TUNE-OPTIONS...: every space in turn into a database of its own; the compile cache is NAME's, cold, or for
+# NAME-warm the one NAME left; prints the wall seconds.
 run() {
-  local name=$1
+  local name=$1 cache=${1%-warm}
   shift
   mkdir -p "$work/$name" "$out/$name"
   local start end left
@@ -59,18 +62,19 @@ run() {
     # Past the limit, stop: a space started with a second left still starts its workers and calibrates (seconds each;
     # with ALL=1 that alone overran a 400 s call on 2026-11-27).
     ((left >= 5)) || break
-    KTUNE_CACHE_DIR=$work/$name/cache "$ktune" --db "$work/$name/results.db" tune "${parts[0]}" "${parts[@]:1}" \
+    KTUNE_CACHE_DIR=$work/$cache/cache "$ktune" --db "$work/$name/results.db" tune "${parts[0]}" "${parts[@]:1}" \
       "$@" --time "$left" --quiet >"$out/$name/${parts[0]}.txt" 2>"$out/$name/${parts[0]}.log" || true
   done
   end=$(date +%s.%N)
   python3 -c "print($end - $start)"
 }
-multi_s=$(run all_gpus --gpus all)
-single_s=$(run one_gpu --device 0)
-
-python3 - "$work/all_gpus/results.db" "$work/one_gpu/results.db" "$multi_s" "$single_s" "$gpus" "$out" <<'PY'
+# compare ALL_DB ONE_DB ALL_S ONE_S LABEL: the throughput ratio and the best configurations' agreement, appended to
+# the summary (.txt) and written to multi_gpu_summary[_LABEL].json (cold: no suffix).
+compare() {
+python3 - "$1" "$2" "$3" "$4" "$gpus" "$out" "$5" <<'PY'
 import json, sqlite3, sys
 multi_db, single_db, multi_s, single_s, gpus, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+label = sys.argv[7]
 
 def load(path):
     c = sqlite3.connect(path)
@@ -113,9 +117,11 @@ summary = {
     "worst_best_difference": round(worst, 4),
     "disagreements": disagree[:20],
 }
-json.dump(summary, open(f"{out}/multi_gpu_summary.json", "w"), indent=1)
+suffix = "" if label == "cold" else "_" + label
+json.dump(summary, open(f"{out}/multi_gpu_summary{suffix}.json", "w"), indent=1)
 target = 3.5 if gpus >= 4 else 1.8 if gpus >= 2 else 1.0
 lines = [
+    f"{label} compile caches:",
     f"all GPUs: {m_n} measurements in {multi_s:.1f} s ({m_n / multi_s:.2f}/s){' (time limit hit)' if m_limited else ''}",
     f"one GPU:  {s_n} measurements in {single_s:.1f} s ({s_n / single_s:.2f}/s){' (time limit hit)' if s_limited else ''}",
     f"throughput ratio {summary['throughput_ratio']:.2f}x on {gpus} GPUs (target >= {target}x)"
@@ -129,3 +135,12 @@ with open(f"{out}/multi_gpu_summary.txt", "a") as f:
     f.write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
+}
+multi_s=$(run all_gpus --gpus all)
+single_s=$(run one_gpu --device 0)
+compare "$work/all_gpus/results.db" "$work/one_gpu/results.db" "$multi_s" "$single_s" cold
+if [ -n "${WARM:-}" ]; then
+  multi_s=$(run all_gpus-warm --gpus all)
+  single_s=$(run one_gpu-warm --device 0)
+  compare "$work/all_gpus-warm/results.db" "$work/one_gpu-warm/results.db" "$multi_s" "$single_s" warm
+fi
