@@ -52,7 +52,7 @@ std::string calibration_difference(const DeviceInfo& a, const DeviceInfo& b) {
     compare("launch floor (events)", a.launch_floor_us, b.launch_floor_us, kLaunchFloorNoise, kLaunchFloorNoiseUs,
             "us");
     compare("launch floor (CUPTI)", a.launch_floor_cupti_us, b.launch_floor_cupti_us, kLaunchFloorNoise,
-            kLaunchFloorNoiseUs, "us");
+            kLaunchFloorCuptiNoiseUs, "us");
     std::string out;
     for (const std::string& d : differences) out += (out.empty() ? "" : "; ") + d;
     return out;

@@ -20,6 +20,11 @@ DeviceInfo gpu(const std::string& key, double launch_floor_us, const std::string
 TEST(Calibration, MeasurementsWithinNoiseAgree) {
     EXPECT_EQ(calibration_difference(gpu("k", 3.23, "a"), gpu("k", 3.30, "b")), "");
     EXPECT_EQ(calibration_difference(gpu("k", 3.23, "a", 3000), gpu("k", 3.23, "b", 3060)), "");
+    // Two H100s of one host (2026-11-27): the CUPTI floor's own noise.
+    DeviceInfo a = gpu("k", 3.23, "a"), b = gpu("k", 3.23, "b");
+    a.launch_floor_cupti_us = 0.86;
+    b.launch_floor_cupti_us = 1.02;
+    EXPECT_EQ(calibration_difference(a, b), "");
     // Never measured on one side: nothing to compare.
     EXPECT_EQ(calibration_difference(gpu("k", 0, "a", 0), gpu("k", 5.0, "b")), "");
 }
