@@ -10,8 +10,21 @@
 
 namespace ktune {
 
-WorkQueue::WorkQueue(const std::vector<std::size_t>& parts) : m_parts_left(parts) {
-    for (std::size_t p = 0; p < parts.size(); ++p) {
+WorkQueue::WorkQueue(const std::vector<std::size_t>& parts, const std::vector<std::size_t>& order)
+    : m_parts_left(parts) {
+    std::vector<std::size_t> problems = order;
+    if (problems.empty())
+        for (std::size_t p = 0; p < parts.size(); ++p) problems.push_back(p);
+    std::vector<char> seen(parts.size(), 0);
+    for (const std::size_t p : problems) {
+        if (p >= parts.size() || seen[p])
+            throw Error(ErrorCategory::internal,
+                        fmt::format("work queue: the order names problem {} twice or of {}", p, parts.size()));
+        seen[p] = 1;
+    }
+    if (problems.size() != parts.size())
+        throw Error(ErrorCategory::internal, "work queue: the order leaves problems out");
+    for (const std::size_t p : problems) {
         for (std::size_t i = 0; i < parts[p]; ++i) m_ready.push_back(WorkTask{p, i, false});
         if (parts[p] == 0) m_ready.push_back(WorkTask{p, 0, true});
         m_tasks_left += parts[p] + 1;

@@ -4,7 +4,7 @@
 // (tests/unit/session/test_work_queue.cpp).
 //
 // A problem's configurations are measured in parts, any part on any lane; once every part of a problem is done, its
-// finish task (confirming its leaders) runs, before any part of a later problem, so problems complete in order.
+// finish task (confirming its leaders) runs, before any part of a later problem (in the queue's order).
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -31,8 +31,9 @@ struct LaneLost {
 
 class WorkQueue {
 public:
-    // parts[i]: how many measure tasks problem i has (0: only its finish task).
-    explicit WorkQueue(const std::vector<std::size_t>& parts);
+    // parts[i]: how many measure tasks problem i has (0: only its finish task). order: the problems in the order their
+    // tasks are handed out (empty: 0, 1, ...), e.g. the costliest first, so that no long problem starts last.
+    explicit WorkQueue(const std::vector<std::size_t>& parts, const std::vector<std::size_t>& order = {});
 
     // The next task, waiting while none is ready but some are running (their problem's finish task may follow);
     // nullopt when everything is done or the queue was stopped.

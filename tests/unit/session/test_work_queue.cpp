@@ -22,6 +22,22 @@ struct Log {
     }
 };
 
+TEST(WorkQueue, HandsOutProblemsInTheGivenOrder) {
+    WorkQueue q({1, 2, 1}, {2, 0, 1});
+    std::vector<WorkTask> got;
+    for (int i = 0; i < 4; ++i) {
+        const std::optional<WorkTask> t = q.next();
+        ASSERT_TRUE(t);
+        got.push_back(*t);
+    }
+    EXPECT_EQ(got[0].problem, 2u);
+    EXPECT_EQ(got[1].problem, 0u);
+    EXPECT_EQ(got[2].problem, 1u);
+    EXPECT_EQ(got[3].problem, 1u);
+    EXPECT_THROW(WorkQueue({1, 1}, {0, 0}), Error);
+    EXPECT_THROW(WorkQueue({1, 1}, {1}), Error);
+}
+
 TEST(WorkQueue, EveryPartRunsOnceAndEachProblemFinishesAfterAllItsParts) {
     WorkQueue q({3, 0, 5});
     Log log;
