@@ -252,7 +252,6 @@ __global__ void __cluster_dims__(SPLITS, 1, 1) __launch_bounds__(WARPS * 32)
                                                                                 max_len);
     }
     ktune::dev::wait_prior_grids();
-    ktune::dev::launch_dependents();
     int len = seq_lens[b];
     // The cluster (this (sequence, kv head)'s SPLITS blocks: grid x = cluster x = SPLITS) sets up its merge right
     // behind the first loads, so the cluster barrier's arrival overlaps the walk. The rank owns a slice of the outputs;
@@ -343,6 +342,9 @@ __global__ void __cluster_dims__(SPLITS, 1, 1) __launch_bounds__(WARPS * 32)
             }
         }
     }
+    // The next kernel may start once every block is past its walk of the cache (dependent_launch.cuh): asked at the
+    // start, its blocks waited on the SMs beside this one's for the whole walk.
+    ktune::dev::launch_dependents();
     __syncthreads();
 
     T* ob = out + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;

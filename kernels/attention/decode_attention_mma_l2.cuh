@@ -174,7 +174,6 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
                                                                                 max_len);
     }
     ktune::dev::wait_prior_grids();
-    ktune::dev::launch_dependents();
     int len = seq_lens[b];
     len = len < 0 ? 0 : (len > max_len ? max_len : len);
     const int chunk = (len + SPLITS - 1) / SPLITS;
@@ -192,6 +191,9 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(WARPS * 32)
 
     walk_with_fallback<T, HEAD_DIM, GROUP, WARPS, TOKENS, STAGES, SPLITS, true>(wk, len, split, k_cache, v_cache, smem,
                                                                                 qh, qscale, ms, ls, as, warp, lane);
+    // The next kernel may start once every block is past its walk of the cache (dependent_launch.cuh): asked at the
+    // start, its blocks waited on the SMs beside this one's for the whole walk.
+    ktune::dev::launch_dependents();
     __syncthreads();
 
     T* ob = out + (static_cast<long long>(b) * q_heads + static_cast<long long>(hk) * GROUP) * HEAD_DIM;

@@ -347,7 +347,6 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
                                     ktune::dev::early_bytes(1ull * N * SPLIT_K, to - from, 128));
     }
     ktune::dev::wait_prior_grids();
-    ktune::dev::launch_dependents();
 
     const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0;
     if (fast) {
@@ -360,6 +359,9 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
         run_registers<T, false, 1, WARPS>(acc, ln, c_begin, warp);
     }
 
+    // The next kernel may start once every block is past its weight stream (dependent_launch.cuh): asked at the start,
+    // its blocks waited on the SMs beside this one's for the whole stream.
+    ktune::dev::launch_dependents();
     // Warps reduce in warp order through shared memory (the ring's bytes: every warp is past its loop).
     __syncthreads();
     float(*red)[VALUES][32] = reinterpret_cast<float(*)[VALUES][32]>(smem);

@@ -791,7 +791,6 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
                                             min(c_end - c_begin, WARPS * UNROLL) * layout::TILE_BYTES,
                                             layout::TILE_BYTES));
     ktune::dev::wait_prior_grids();
-    ktune::dev::launch_dependents();
 
     // INT4: chunks per group (group is a multiple of CHUNK_K); a shift when it is a power of two, as it always is in
     // practice (64, 128), so no division runs per chunk.
@@ -846,6 +845,9 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
             return;
     }
 
+    // The next kernel may start once every block is past its weight stream (dependent_launch.cuh): asked at the start,
+    // its blocks waited on the SMs beside this one's for the whole stream.
+    ktune::dev::launch_dependents();
     if (!grid_ok) return;  // uniform over the grid: no block waits at the barrier below for one that left
 
     // Warps reduce in warp order through shared memory.
