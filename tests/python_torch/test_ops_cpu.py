@@ -463,6 +463,40 @@ def test_skinny_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monk
     assert ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1) is None
 
 
+class _FakeSwigluLinearLib:
+    """Stands in for the op library: swiglu_linear built, `tuned` the (M, N, K) tuned on this chip."""
+
+    def __init__(self, tuned):
+        self.tuned, self.queries = tuned, 0
+
+    def ktune_torch_ops_built(self):
+        from ktune_torch import _lib
+        return 1 << _lib.OP_BITS["swiglu_linear"]
+
+    def ktune_torch_swiglu_linear_tuned(self, dtype, m, n, k):
+        self.queries += 1
+        return int((m, n, k) in self.tuned)
+
+    def ktune_torch_swiglu_linear_scratch(self, dtype, m, n, k):
+        return 200 + m
+
+
+def test_swiglu_linear_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monkeypatch):
+    from ktune_torch import _lib
+
+    fake = _FakeSwigluLinearLib({(1, 48, 32)})
+    monkeypatch.setattr(_lib, "load", lambda: fake)
+    monkeypatch.setattr(ops, "_swiglu_linear_plan", {})
+    monkeypatch.setattr(ops, "_scratch_pool", {})
+    w = torch.randn(48, 32, dtype=torch.bfloat16)
+    s1 = ops._swiglu_linear_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
+    s2 = ops._swiglu_linear_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
+    assert s1 is s2 and s1.numel() == 201 and not s1.any()  # K is the weight's 32, not gate_up's 64
+    assert ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None  # not tuned: unfused
+    ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
+    assert fake.queries == 2
+
+
 def test_patch_model_routes_lm_head_through_dense_linear(monkeypatch):
     calls = []
     real = ops.dense_linear
