@@ -131,6 +131,8 @@ if [ -z "$db" ]; then
     done
   done
   tune linear_skinny "${dense[@]}"
+  # the MLP's SwiGLU fused into the down projection (bf16 weights): gate_up [M, 2 x 8192] against down [3072, 8192]
+  tune linear_skinny_swiglu "M=1,N=3072,K=8192" "M=8,N=3072,K=8192"
   [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   search=("${quick[@]}")
   # RMSNorm's backward at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
@@ -147,7 +149,7 @@ if ! "$root/scripts/build_torch_ops.sh" --db "$db" --ktune "$k" --out "$out/lib"
   problems+=("building the op library FAILED ($out/build.log): the ktune rows are torch math, not ktune")
 fi
 cat "$out/build.log"
-for op in rmsnorm add_rmsnorm_eps glu_swiglu rope_neox rope_neox_cache decode_attention linear_skinny linear_int4; do
+for op in rmsnorm add_rmsnorm_eps glu_swiglu rope_neox rope_neox_cache decode_attention linear_skinny linear_skinny_swiglu linear_int4; do
   { grep "left out" "$out/build.log" || true; } | grep -qw "$op" && problems+=("$op is not in the op library: its calls take the torch fallback")
 done
 

@@ -1,11 +1,30 @@
-// The CPU reference of linear_skinny/fwd (kernels/linear_skinny/linear_skinny_fwd.op.yaml): y = x W^T with W dense
-// [N, K] row-major, in double. The scratch is the kernel's own and has no reference value.
+// The CPU references of linear_skinny/fwd (kernels/linear_skinny/linear_skinny_fwd.op.yaml): y = x W^T with W dense
+// [N, K] row-major, in double; and of linear_skinny/fwd_swiglu (linear_skinny_swiglu.op.yaml): the same with x =
+// silu(gate) * up from gate_up [M, 2K], rounded to the problem's type first as the unfused swiglu + linear do. The
+// scratch is the kernel's own and has no reference value.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/op.hpp"
 
 namespace ktune {
+namespace {
+
+// v rounded to nearest (ties to even) with the significant bits of dtype (fp16 11, subnormal below 2^-14; bf16 8;
+// fp32 24); overflow is not modelled (the op's inputs stay far from it).
+double round_to(Dtype dtype, double v) {
+    if (v == 0.0 || !std::isfinite(v)) return v;
+    const int bits = dtype == Dtype::fp16 ? 11 : dtype == Dtype::bf16 ? 8 : 24;
+    const int min_exp = dtype == Dtype::fp16 ? -24 : dtype == Dtype::bf16 ? -133 : -149;  // of the smallest ulp
+    int e = 0;
+    std::frexp(v, &e);  // v = f 2^e, 0.5 <= |f| < 1
+    const int ulp_exp = std::max(e - bits, min_exp);
+    return std::ldexp(std::nearbyint(std::ldexp(v, -ulp_exp)), ulp_exp);
+}
+
+}  // namespace
 
 void linear_skinny_fwd_cpu_reference(const Problem& p, HostBuffers& buffers) {
     const char* key = "linear_skinny/fwd";
@@ -19,6 +38,29 @@ void linear_skinny_fwd_cpu_reference(const Problem& p, HostBuffers& buffers) {
             double acc = 0.0;
             for (std::int64_t k = 0; k < ins; ++k)
                 acc += x[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
+            y[static_cast<std::size_t>(m * outs + n)] = acc;
+        }
+}
+
+void linear_skinny_fwd_swiglu_cpu_reference(const Problem& p, HostBuffers& buffers) {
+    const char* key = "linear_skinny/fwd_swiglu";
+    const std::int64_t rows = axis(p, "M", key), outs = axis(p, "N", key), ins = axis(p, "K", key);
+    const std::vector<double>& gate_up = host_input(buffers, "gate_up", rows * 2 * ins, key);
+    const std::vector<double>& w = host_input(buffers, "w", outs * ins, key);
+    std::vector<double> a(static_cast<std::size_t>(rows * ins));
+    for (std::int64_t m = 0; m < rows; ++m)
+        for (std::int64_t k = 0; k < ins; ++k) {
+            const double g = gate_up[static_cast<std::size_t>(m * 2 * ins + k)];
+            const double u = gate_up[static_cast<std::size_t>(m * 2 * ins + ins + k)];
+            a[static_cast<std::size_t>(m * ins + k)] = round_to(p.dtype, g / (1.0 + std::exp(-g)) * u);
+        }
+    std::vector<double>& y = buffers["y"];
+    y.assign(static_cast<std::size_t>(rows * outs), 0.0);
+    for (std::int64_t m = 0; m < rows; ++m)
+        for (std::int64_t n = 0; n < outs; ++n) {
+            double acc = 0.0;
+            for (std::int64_t k = 0; k < ins; ++k)
+                acc += a[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
             y[static_cast<std::size_t>(m * outs + n)] = acc;
         }
 }

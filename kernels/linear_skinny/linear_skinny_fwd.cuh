@@ -41,8 +41,15 @@
 // Any M, N, K: rows past N or M and k past K load zeros (outputs past N, M are not written). W and x 16-byte aligned
 // and K % 8 == 0 take the tuned path; otherwise (checked once per launch) a plain path loads element by element, one
 // chunk per step, in registers.
+//
+// SwiGLU x (SWIGLU, the kernel linear_skinny_swiglu_fwd): x is not in memory but x[m, k] = T(silu(gate_up[m, k]) *
+// gate_up[m, K + k]) of a gate_up [M, 2K] (row stride 2K elements, W's stays K), computed where x is loaded: the
+// 16 bytes of x become 16 of gate and 16 of up K elements further, combined by ktune::swiglu's decode-size arithmetic
+// (glu_fast, kernels/glu/glu_common.cuh) and rounded to T, so the mmas see the very x the unfused pair would. The
+// fast path needs gate_up (not x) 16-byte aligned; zeros past M or K stay zeros (silu(0) * 0 = 0).
 #include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
+#include "kernels/glu/glu_common.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
 namespace ktune::dev::linear_skinny {
@@ -160,6 +167,7 @@ struct Lanes {
     bool x_live[M_FRAGS];
     int k_limit;  // K - 8t
     int c_end;
+    unsigned x_up;  // SWIGLU: bytes from a gate element to its up (2K)
 };
 
 // One chunk's mmas: W rows g, g + 8 of each tile (wv[tn][0], wv[tn][1]) against each fragment's x (xv[f]).
@@ -175,22 +183,52 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[TILES_N][M_FRAGS][4], con
         }
 }
 
-// x of chunk c for every fragment (zeros past M, K or the warp's chunks).
-template <bool FAST, int TILES_N, int M_FRAGS>
+// 8 elements of x from their gate (g) and up (u): silu(g) * u as ktune::swiglu computes it, rounded to T.
+template <typename T>
+__device__ __forceinline__ uint4 swiglu_x(const uint4& g, const uint4& u) {
+    const unsigned gw[4] = {g.x, g.y, g.z, g.w}, uw[4] = {u.x, u.y, u.z, u.w};
+    unsigned out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float fg[2], fu[2], fo[2];
+        unpack_word(T{}, gw[j], fg);
+        unpack_word(T{}, uw[j], fu);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) fo[e] = ktune::dev::glu::glu_fast<ktune::dev::glu::Act::silu>(fg[e], fu[e]);
+        out[j] = pack_word<T>(fo);
+    }
+    return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// x of chunk c for every fragment (zeros past M, K or the warp's chunks); SWIGLU: from its gate and up.
+template <typename T, bool SWIGLU, bool FAST, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void load_x_chunk(uint4 (&xv)[M_FRAGS], const Lanes<TILES_N, M_FRAGS>& ln, int c) {
     const bool in = c < ln.c_end;
 #pragma unroll
     for (int f = 0; f < M_FRAGS; ++f) {
         const unsigned char* p = ln.x_row[f] + 64ll * c;
-        if constexpr (FAST)
+        if constexpr (SWIGLU) {
+            // Both loads before the math, so that they are in flight together.
+            uint4 g, u;
+            if constexpr (FAST) {
+                const bool live = in && ln.x_live[f] && 32 * c < ln.k_limit;
+                g = load_v4_if<false>(p, live);
+                u = load_v4_if<false>(p + ln.x_up, live);
+            } else {
+                g = load_elems(p, in && ln.x_live[f], ln.k_limit - 32 * c);
+                u = load_elems(p + ln.x_up, in && ln.x_live[f], ln.k_limit - 32 * c);
+            }
+            xv[f] = swiglu_x<T>(g, u);
+        } else if constexpr (FAST) {
             xv[f] = load_v4_if<false>(p, in && ln.x_live[f] && 32 * c < ln.k_limit);
-        else
+        } else {
             xv[f] = load_elems(p, in && ln.x_live[f], ln.k_limit - 32 * c);
+        }
     }
 }
 
 // STAGES 1 (and the plain path, U 1): a step's weights in registers, all loads before the first mma.
-template <typename T, bool FAST, int U, int WARPS, int TILES_N, int M_FRAGS>
+template <typename T, bool SWIGLU, bool FAST, int U, int WARPS, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void run_registers(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
                                               int c_begin, int warp) {
     constexpr int STRIDE = WARPS * U;
@@ -214,14 +252,14 @@ __device__ __forceinline__ void run_registers(float (&acc)[TILES_N][M_FRAGS][4],
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             uint4 xv[M_FRAGS];
-            load_x_chunk<FAST>(xv, ln, c + u);
+            load_x_chunk<T, SWIGLU, FAST>(xv, ln, c + u);
             chunk_mma<T>(acc, wv[u], xv);
         }
     }
 }
 
 // STAGES > 1: the warp's ring of S slots of one step each (slot layout: chunk u, tile tn, row h, lane: 16 bytes).
-template <typename T, int U, int S, int WARPS, int TILES_N, int M_FRAGS>
+template <typename T, bool SWIGLU, int U, int S, int WARPS, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
                                          int c_begin, int warp, int lane, unsigned ring) {
     constexpr int STRIDE = WARPS * U;
@@ -250,7 +288,7 @@ __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], cons
         issue(c + (S - 1) * STRIDE, slot == 0 ? S - 1 : slot - 1);
         uint4 xv[U][M_FRAGS];
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_x_chunk<true>(xv[u], ln, c + u);
+        for (int u = 0; u < U; ++u) load_x_chunk<T, SWIGLU, true>(xv[u], ln, c + u);
         cp_async_wait<S - 1>();  // this step's group (S - 1 groups issued after it)
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -267,7 +305,9 @@ __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], cons
     cp_async_wait<0>();  // the zero-fills past the warp's chunks land before the ring's bytes are reused
 }
 
-template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT>
+// x: x [M, K], or with SWIGLU gate_up [M, 2K] (header comment).
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT,
+          bool SWIGLU = false>
 __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                        const T* __restrict__ bias, float* __restrict__ scratch, int M, int N, int K,
                                        int max_split_k) {
@@ -308,9 +348,11 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     Lanes<TILES_N, M_FRAGS> ln;
     ln.c_end = static_cast<int>(min(cpr, blockIdx.y * per_split + per_split));
     ln.k_limit = K - 8 * t;
+    ln.x_up = 2u * static_cast<unsigned>(K);
     const unsigned char* wb = reinterpret_cast<const unsigned char*>(w);
     const unsigned char* xb = reinterpret_cast<const unsigned char*>(x);
-    const unsigned row_bytes = 2u * static_cast<unsigned>(K);
+    const unsigned row_bytes = 2u * static_cast<unsigned>(K);           // of W (and of x)
+    const unsigned x_row_bytes = SWIGLU ? 2u * row_bytes : row_bytes;  // gate_up's rows hold 2K elements
 #pragma unroll
     for (int tn = 0; tn < TILES_N; ++tn)
 #pragma unroll
@@ -324,7 +366,7 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     for (int f = 0; f < M_FRAGS; ++f) {
         const int m = m0 + 8 * f + g;
         ln.x_live[f] = m < M;
-        ln.x_row[f] = xb + static_cast<unsigned long long>(m < M ? m : 0) * row_bytes + 16u * t;
+        ln.x_row[f] = xb + static_cast<unsigned long long>(m < M ? m : 0) * x_row_bytes + 16u * t;
     }
 
     float acc[TILES_N][M_FRAGS][4];
@@ -351,12 +393,12 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0;
     if (fast) {
         if constexpr (STAGES > 1)
-            run_ring<T, UNROLL, STAGES, WARPS>(acc, ln, c_begin, warp, lane,
+            run_ring<T, SWIGLU, UNROLL, STAGES, WARPS>(acc, ln, c_begin, warp, lane,
                                                static_cast<unsigned>(__cvta_generic_to_shared(smem)));
         else
-            run_registers<T, true, UNROLL, WARPS>(acc, ln, c_begin, warp);
+            run_registers<T, SWIGLU, true, UNROLL, WARPS>(acc, ln, c_begin, warp);
     } else {
-        run_registers<T, false, 1, WARPS>(acc, ln, c_begin, warp);
+        run_registers<T, SWIGLU, false, 1, WARPS>(acc, ln, c_begin, warp);
     }
 
     // The next kernel may start once every block is past its weight stream (dependent_launch.cuh): asked at the start,
@@ -442,4 +484,16 @@ __global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blo
                           int max_split_k) {
     ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, ACT>(y, x, w, bias, scratch,
                                                                                                  M, N, K, max_split_k);
+}
+
+// The down projection of a SwiGLU MLP (search_spaces/linear_skinny_swiglu.yaml, op linear_skinny/fwd_swiglu):
+// y = (silu(gate) * up) W^T with gate_up [M, 2K] (gate columns [0, K), up [K, 2K)), W [N, K], no bias, no activation;
+// x = silu(gate) * up is formed as it is loaded (SWIGLU in the header comment). Same launch and scratch as
+// linear_skinny_fwd.
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blocks(WARPS, TILES_N, M_FRAGS))
+    linear_skinny_swiglu_fwd(T* __restrict__ y, const T* __restrict__ gate_up, const T* __restrict__ w,
+                             float* __restrict__ scratch, int M, int N, int K, int max_split_k) {
+    ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, 0, true>(
+        y, gate_up, w, nullptr, scratch, M, N, K, max_split_k);
 }

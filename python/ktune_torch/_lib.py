@@ -25,6 +25,7 @@ OP_BITS = {
     "add_rms_norm_eps": 9,
     "linear_skinny": 10,
     "rope_neox_cache": 11,
+    "swiglu_linear": 12,
 }
 
 _c_ll = ctypes.c_longlong
@@ -65,6 +66,9 @@ _SIGNATURES = {
     "ktune_torch_linear_skinny_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_skinny_tuned": ([_c_i, _c_ll, _c_ll, _c_ll], _c_i),
     "ktune_torch_linear_skinny": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_swiglu_linear_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_swiglu_linear_tuned": ([_c_i, _c_ll, _c_ll, _c_ll], _c_i),
+    "ktune_torch_swiglu_linear": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_int4_weight_bytes": ([_c_ll, _c_ll], _c_ll),
     "ktune_torch_int4_params": ([_c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_int8_weight_bytes": ([_c_ll, _c_ll], _c_ll),
@@ -100,7 +104,7 @@ def load():
         if lib.ktune_torch_abi_version() != ABI_VERSION:
             raise OSError(f"{path} has ABI {lib.ktune_torch_abi_version()}, this package needs {ABI_VERSION}: rebuild it")
         _lib = lib
-    except OSError as e:
+    except (OSError, AttributeError) as e:  # AttributeError: a library older than a symbol this package calls
         _load_error = f"ktune_torch: cannot load {path}: {e} (build it: scripts/build_torch_ops.sh --db DB)"
     return _lib
 

@@ -12,7 +12,9 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
   - the projections of attention and MLP: bf16 through ops.dense_linear (ktune::linear_skinny at decode sizes, M <=
     16, where that shape was tuned on this chip; F.linear elsewhere), or INT4 (group 128) / INT8 weight-only through
     ktune::linear_int4 / linear_int8 with the weights quantized and packed here (the bf16 weights are dropped).
-    lm_head stays bf16, through ops.dense_linear too, unless quantize_lm_head.
+    lm_head stays bf16, through ops.dense_linear too, unless quantize_lm_head. With fused projections and bf16
+    weights, the MLP's SwiGLU and down projection are one kernel (ops.swiglu_dense_linear: ktune::swiglu_linear at
+    M <= 16 where that shape was tuned on this chip; ktune::swiglu then ops.dense_linear elsewhere).
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
 (static shapes) and torch.compile traces the custom ops through their fake implementations.
 
@@ -141,8 +143,11 @@ def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None
 def _mlp_forward(self, x):
     if hasattr(self, "gate_up_proj"):  # one projection; swiglu reads its two halves in place (row stride 2I)
         gate_up = self.gate_up_proj(x)
+        down = self.down_proj
+        if isinstance(down, torch.nn.Linear):  # bf16: the fused SwiGLU + down projection where tuned (decode sizes)
+            return ops.swiglu_dense_linear(gate_up, down.weight, down.bias)
         i = gate_up.shape[-1] // 2
-        return self.down_proj(ops.swiglu(gate_up[..., :i], gate_up[..., i:]))
+        return down(ops.swiglu(gate_up[..., :i], gate_up[..., i:]))
     return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
 
 

@@ -534,3 +534,77 @@ def dense_linear(x, weight, bias=None):
             y = linear_skinny(x, weight, scratch)
             return y if bias is None else y + bias
     return torch.nn.functional.linear(x, weight, bias)
+
+
+# --------------------------------------------------------------------------------------- SwiGLU + down projection
+@torch.library.custom_op("ktune::swiglu_linear", mutates_args=("scratch",))
+def swiglu_linear(gate_up: torch.Tensor, weight: torch.Tensor, scratch: torch.Tensor) -> torch.Tensor:
+    """y = (silu(gate) * up) W^T (no bias) from gate_up [..., 2K] (gate the first K columns, up the last K), W dense
+    [N, K] in gate_up's dtype, for decode-sized M (<= 64): ktune::swiglu then ktune::linear_skinny in one kernel, the
+    product rounded to the dtype first as the pair does; scratch fp32, swiglu_linear_scratch_elements() long, one per
+    shape, zero-filled once (swiglu_dense_linear keeps one)."""
+    return _swiglu_linear_math(gate_up, weight)
+
+
+def _swiglu_linear_math(gate_up, weight):
+    k = gate_up.shape[-1] // 2
+    return torch.nn.functional.linear(_swiglu_math(gate_up[..., :k], gate_up[..., k:]), weight)
+
+
+@swiglu_linear.register_kernel("cuda")
+def _(gate_up, weight, scratch):
+    lib = _lib.get("swiglu_linear")
+    n, k = weight.shape
+    if lib is not None and weight.is_contiguous() and weight.dtype == gate_up.dtype and gate_up.shape[-1] == 2 * k:
+        g2 = _rows(gate_up)
+        y = g2.new_empty(g2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_swiglu_linear(_dtype(g2), _ptr(y), _ptr(g2), _ptr(weight), _ptr(scratch),
+                                                       g2.shape[0], n, k, _stream()), "swiglu_linear"):
+            return y.view(*gate_up.shape[:-1], n)
+    return _swiglu_linear_math(gate_up, weight)
+
+
+@swiglu_linear.register_fake
+def _(gate_up, weight, scratch):
+    return gate_up.new_empty(*gate_up.shape[:-1], weight.shape[0])
+
+
+# Per (device, dtype, M, N, K): the scratch's elements, or 0 where the fused kernel is not used (as _skinny_plan).
+_swiglu_linear_plan = {}
+
+
+def swiglu_linear_scratch_elements(dtype, m, n, k):
+    """fp32 elements of the fused SwiGLU down projection's scratch for M x N x K (-1 without the op in the library)."""
+    lib = _lib.load()
+    if lib is None or not _lib.has_op("swiglu_linear"):
+        return -1
+    return lib.ktune_torch_swiglu_linear_scratch(_DTYPES[dtype], m, n, k)
+
+
+def _swiglu_linear_scratch(gate_up, weight, m):
+    n, k = weight.shape
+    key = (gate_up.device, gate_up.dtype, m, n, k)
+    if key not in _swiglu_linear_plan:
+        elements = 0
+        lib = _lib.load()
+        if lib is not None and _lib.has_op("swiglu_linear") and \
+                lib.ktune_torch_swiglu_linear_tuned(_DTYPES[gate_up.dtype], m, n, k):
+            elements = max(lib.ktune_torch_swiglu_linear_scratch(_DTYPES[gate_up.dtype], m, n, k), 0)
+        _swiglu_linear_plan[key] = elements
+    elements = _swiglu_linear_plan[key]
+    return shape_scratch(("swiglu_linear", gate_up.dtype, m, n, k), elements, gate_up.device) if elements else None
+
+
+def swiglu_dense_linear(gate_up, weight, bias=None):
+    """down_proj(swiglu(gate, up)) of a fused gate_up [..., 2K] and a dense W [N, K]: ktune::swiglu_linear on CUDA for
+    M <= SKINNY_MAX_M at shapes it was tuned at on this chip (fp16/bf16, contiguous weight of gate_up's dtype); else
+    ops.swiglu on the two halves in place, then dense_linear."""
+    k = gate_up.shape[-1] // 2
+    gate, up = gate_up[..., :k], gate_up[..., k:]
+    m = skinny_eligible(gate, weight) if gate_up.is_cuda and gate_up.shape[-1] == 2 * k else 0
+    if m:
+        scratch = _swiglu_linear_scratch(gate_up, weight, m)
+        if scratch is not None:
+            y = swiglu_linear(gate_up, weight, scratch)
+            return y if bias is None else y + bias
+    return dense_linear(swiglu(gate, up), weight, bias)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Loads the op library built from the synthetic database (scripts/build_torch_ops.sh --synthetic) with ctypes, no
-torch: the ABI version, the ops exported into it (all twelve), the status of a launch here (no device) and the message
+torch: the ABI version, the ops exported into it (all thirteen), the status of a launch here (no device) and the message
 of an op left out, the scratch sizes from the exported tables, and the packing functions on a small matrix.
   check_library.py LIBRARY"""
 
@@ -38,6 +38,12 @@ want = (-(-n // 16) * -(-m // 8) + 3) // 4 * 4 + min(16, (1 << 24) // (m * n)) *
 got = lib.ktune_torch_linear_skinny_scratch(2, m, n, k)
 assert got == want, (got, want)
 assert lib.ktune_torch_linear_skinny_tuned(2, m, n, k) == 0
+# The fused SwiGLU down projection's scratch: linear_skinny's layout at the same M, N (K the down projection's).
+m, n, k = 1, 3072, 8192
+want = (-(-n // 16) * -(-m // 8) + 3) // 4 * 4 + min(16, (1 << 24) // (m * n)) * m * n
+got = lib.ktune_torch_swiglu_linear_scratch(2, m, n, k)
+assert got == want, (got, want)
+assert lib.ktune_torch_swiglu_linear_tuned(2, m, n, k) == 0
 # Packing: sizes, and an INT8 matrix whose bytes all land somewhere distinct.
 n, k = 16, 32
 assert lib.ktune_torch_int8_weight_bytes(n, k) == 512

@@ -17,7 +17,7 @@ torch.manual_seed(0)
 
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
-                 "decode_attention", "linear_int4", "linear_int8", "linear_skinny"):
+                 "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -213,6 +213,8 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.ktune.rms_norm.default, (x, w, 1e-5))
     torch.library.opcheck(torch.ops.ktune.add_rms_norm.default, (x, torch.randn(4, 32), w, 1e-5))
     torch.library.opcheck(torch.ops.ktune.swiglu.default, (x, torch.randn(4, 32)))
+    torch.library.opcheck(torch.ops.ktune.swiglu_linear.default, (torch.randn(4, 64), torch.randn(24, 32),
+                                                                  torch.zeros(4)))
     cos, sin = ops.rope_cache(torch.rand(8), 16)
     torch.library.opcheck(torch.ops.ktune.rope_neox_.default,
                           (torch.randn(3, 4, 16), torch.randn(3, 2, 16), torch.tensor([1, 2, 3], dtype=torch.int32),
@@ -380,6 +382,26 @@ def test_linear_skinny_cpu_and_fake():
         assert y.shape == (2, 1, 48) and y.dtype == torch.bfloat16
 
 
+@pytest.mark.parametrize("shape,n,k", [((1, 64), 48, 32), ((3, 128), 16, 64), ((2, 5, 40), 8, 20)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_swiglu_linear_is_swiglu_then_linear(shape, n, k, dtype):
+    gate_up = torch.randn(*shape, dtype=dtype) * 2
+    w = torch.randn(n, k, dtype=dtype)
+    want = torch.nn.functional.linear(ops.swiglu(gate_up[..., :k], gate_up[..., k:]), w)
+    got = ops.swiglu_linear(gate_up, w, torch.zeros(4))
+    assert got.shape == (*shape[:-1], n) and got.dtype == dtype
+    assert torch.equal(got, want)
+    # the dispatcher: on CPU the unfused pair, bias included
+    b = torch.randn(n, dtype=dtype)
+    a = ops.swiglu(gate_up[..., :k], gate_up[..., k:])
+    assert torch.equal(ops.swiglu_dense_linear(gate_up, w, b), torch.nn.functional.linear(a, w, b))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y = ops.swiglu_linear(torch.empty(*shape, dtype=dtype), torch.empty(n, k, dtype=dtype), torch.empty(4))
+        assert y.shape == (*shape[:-1], n) and y.dtype == dtype
+
+
 def test_dense_linear_takes_the_skinny_kernel_only_where_it_may():
     w = torch.randn(48, 64, dtype=torch.bfloat16)
     assert ops.skinny_eligible(torch.randn(1, 1, 64, dtype=torch.bfloat16), w) == 1
@@ -439,6 +461,40 @@ def test_skinny_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monk
     monkeypatch.setattr(ops, "_skinny_plan", {})
     monkeypatch.setattr(_lib, "load", lambda: None)  # no library: cuBLAS
     assert ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1) is None
+
+
+class _FakeSwigluLinearLib:
+    """Stands in for the op library: swiglu_linear built, `tuned` the (M, N, K) tuned on this chip."""
+
+    def __init__(self, tuned):
+        self.tuned, self.queries = tuned, 0
+
+    def ktune_torch_ops_built(self):
+        from ktune_torch import _lib
+        return 1 << _lib.OP_BITS["swiglu_linear"]
+
+    def ktune_torch_swiglu_linear_tuned(self, dtype, m, n, k):
+        self.queries += 1
+        return int((m, n, k) in self.tuned)
+
+    def ktune_torch_swiglu_linear_scratch(self, dtype, m, n, k):
+        return 200 + m
+
+
+def test_swiglu_linear_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monkeypatch):
+    from ktune_torch import _lib
+
+    fake = _FakeSwigluLinearLib({(1, 48, 32)})
+    monkeypatch.setattr(_lib, "load", lambda: fake)
+    monkeypatch.setattr(ops, "_swiglu_linear_plan", {})
+    monkeypatch.setattr(ops, "_scratch_pool", {})
+    w = torch.randn(48, 32, dtype=torch.bfloat16)
+    s1 = ops._swiglu_linear_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
+    s2 = ops._swiglu_linear_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
+    assert s1 is s2 and s1.numel() == 201 and not s1.any()  # K is the weight's 32, not gate_up's 64
+    assert ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None  # not tuned: unfused
+    ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
+    assert fake.queries == 2
 
 
 def test_patch_model_routes_lm_head_through_dense_linear(monkeypatch):

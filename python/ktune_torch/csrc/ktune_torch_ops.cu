@@ -54,6 +54,10 @@
 #include "ktune_tuned_linear_skinny_fwd.hpp"
 #define KT_HAS_LINEAR_SKINNY 1
 #endif
+#if __has_include("ktune_tuned_linear_skinny_fwd_swiglu.hpp")
+#include "ktune_tuned_linear_skinny_fwd_swiglu.hpp"
+#define KT_HAS_SWIGLU_LINEAR 1
+#endif
 #if __has_include("ktune_tuned_linear_int8_fwd.hpp")
 #include "ktune_tuned_linear_int8_fwd.hpp"
 #define KT_HAS_LINEAR_INT8 1
@@ -115,7 +119,7 @@ void ktune_torch_set_programmatic_launch(int on) {
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11.
+// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -153,6 +157,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_ROPE_CACHE
     m |= 1 << 11;
+#endif
+#ifdef KT_HAS_SWIGLU_LINEAR
+    m |= 1 << 12;
 #endif
     return m;
 }
@@ -438,6 +445,42 @@ int ktune_torch_linear_skinny(int dtype, void* y, const void* x, const void* w, 
         kt::linear_skinny_fwd(*props, dtype_of(dtype), y, x, w, scratch, m, n, k, stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)y, (void)x, (void)w, (void)scratch, (void)m, (void)n, (void)k, (void)stream;
+    return k_not_built;
+#endif
+}
+// The SwiGLU down projection (linear_skinny/fwd_swiglu): y [M, N] = (silu(gate) * up) W^T from gate_up [M, 2K], W
+// dense [N, K]. Scratch and tuned query as the skinny linear's, with K the down projection's input features.
+long long ktune_torch_swiglu_linear_scratch(int dtype, long long m, long long n, long long k) {
+#ifdef KT_HAS_SWIGLU_LINEAR
+    const long long shape[3] = {m, n, k};
+    int scratch = -1;
+    for (int i = 0; i < kt::linear_skinny_fwd_swiglu_table::buffer_count; ++i)
+        if (kt::linear_skinny_fwd_swiglu_table::buffer_roles[i] == kt::BufferRole::scratch) scratch = i;
+    return scratch < 0 ? -1 : kt::linear_skinny_fwd_swiglu_table::buffer_elements(scratch, shape, dtype_of(dtype));
+#else
+    (void)dtype, (void)m, (void)n, (void)k;
+    return -1;
+#endif
+}
+int ktune_torch_swiglu_linear_tuned(int dtype, long long m, long long n, long long k) {
+#ifdef KT_HAS_SWIGLU_LINEAR
+    const kt::DeviceProps* props = current_props();
+    if (props == nullptr) return 0;
+    const kt::Choice c = kt::linear_skinny_fwd_swiglu_select(*props, dtype_of(dtype), m, n, k);
+    return c.exact_bucket && c.level <= kt::Level::same_chip ? 1 : 0;
+#else
+    (void)dtype, (void)m, (void)n, (void)k;
+    return 0;
+#endif
+}
+int ktune_torch_swiglu_linear(int dtype, void* y, const void* gate_up, const void* w, float* scratch, long long m,
+                              long long n, long long k, void* stream) {
+#ifdef KT_HAS_SWIGLU_LINEAR
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(kt::linear_skinny_fwd_swiglu(*props, dtype_of(dtype), y, gate_up, w, scratch, m, n, k,
+                                                         stream_of(stream), &t_last_choice));
+#else
+    (void)dtype, (void)y, (void)gate_up, (void)w, (void)scratch, (void)m, (void)n, (void)k, (void)stream;
     return k_not_built;
 #endif
 }

@@ -1,11 +1,14 @@
 // linear_skinny/fwd (kernels/linear_skinny/): cuBLAS's linear/fwd buffers plus the split-K scratch of the weight-only
-// kernels' layout, in the argument order of linear_skinny_fwd, and a CPU reference that is the plain product.
+// kernels' layout, in the argument order of linear_skinny_fwd, and a CPU reference that is the plain product; the
+// SwiGLU variant linear_skinny/fwd_swiglu: gate_up [M, 2K] for x, and x = silu(gate) * up rounded to T first.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -16,6 +19,7 @@ namespace ktune {
 namespace {
 
 const DeclaredOp& skinny() { return declared_op("linear_skinny", "fwd"); }
+const DeclaredOp& skinny_swiglu() { return declared_op("linear_skinny", "fwd_swiglu"); }
 
 const BufferSpec& buffer(const std::vector<BufferSpec>& specs, const std::string& name) {
     for (const BufferSpec& b : specs)
@@ -61,6 +65,52 @@ TEST(LinearSkinnyOp, CpuReferenceIsThePlainProduct) {
             double expected = 0;
             for (int k = 0; k < 4; ++k) expected += b["x"][std::size_t(m * 4 + k)] * b["w"][std::size_t(n * 4 + k)];
             EXPECT_DOUBLE_EQ(b["y"][std::size_t(m * 3 + n)], expected) << m << "," << n;
+        }
+}
+
+TEST(LinearSkinnySwigluOp, TakesGateUpOfTwiceKColumnsAndTheSkinnyScratch) {
+    const Problem p{Dtype::bf16, {{"M", 3}, {"N", 5}, {"K", 7}}};
+    const auto args = skinny_swiglu().arguments(p);
+    ASSERT_EQ(args.size(), 8u);
+    EXPECT_EQ(args[1].buffer, "gate_up");
+    EXPECT_EQ(args[6].integer, 7);
+    EXPECT_EQ(args[7].integer, quant_linear_layout::max_split_k(3, 5));
+    const auto specs = skinny_swiglu().buffers(p);
+    EXPECT_EQ(buffer(specs, "gate_up").elements, 42);  // [M, 2K]
+    EXPECT_EQ(buffer(specs, "w").elements, 35);
+    EXPECT_EQ(buffer(specs, "scratch").elements, quant_linear_layout::scratch_floats(3, 5));
+}
+
+TEST(LinearSkinnySwigluOp, CpuReferenceRoundsTheSwigluToTBeforeTheProduct) {
+    // silu(1) * 1 = 0.7310585786...: bf16 keeps 8 significant bits (187 / 256), fp16 11 (1497 / 2048).
+    for (const auto& [dtype, rounded] : {std::pair{Dtype::bf16, 187.0 / 256}, std::pair{Dtype::fp16, 1497.0 / 2048}}) {
+        HostBuffers b;
+        b["gate_up"] = {1.0, 1.0};  // M = 1, K = 1: gate 1, up 1
+        b["w"] = {3.0};
+        cpu_reference(skinny_swiglu(), Problem{dtype, {{"M", 1}, {"N", 1}, {"K", 1}}}, b);
+        ASSERT_EQ(b["y"].size(), 1u);
+        EXPECT_DOUBLE_EQ(b["y"][0], 3.0 * rounded);
+    }
+}
+
+TEST(LinearSkinnySwigluOp, CpuReferenceTakesGateFromTheFirstHalfAndUpFromTheSecond) {
+    const Problem p{Dtype::bf16, {{"M", 2}, {"N", 3}, {"K", 4}}};
+    std::mt19937 gen(11);
+    std::uniform_real_distribution<double> u(-2, 2);
+    HostBuffers b;
+    for (int i = 0; i < 16; ++i) b["gate_up"].push_back(u(gen));
+    for (int i = 0; i < 12; ++i) b["w"].push_back(u(gen));
+    cpu_reference(skinny_swiglu(), p, b);
+    ASSERT_EQ(b["y"].size(), 6u);
+    for (int m = 0; m < 2; ++m)
+        for (int n = 0; n < 3; ++n) {
+            double expected = 0;
+            for (int k = 0; k < 4; ++k) {
+                const double g = b["gate_up"][std::size_t(m * 8 + k)], up = b["gate_up"][std::size_t(m * 8 + 4 + k)];
+                expected += g / (1 + std::exp(-g)) * up * b["w"][std::size_t(n * 4 + k)];
+            }
+            // a rounded to bf16: at most 2^-9 of |a| <= 3.6 per term, times |w| <= 2, 4 terms
+            EXPECT_NEAR(b["y"][std::size_t(m * 3 + n)], expected, 4 * 3.6 / 512 * 2) << m << "," << n;
         }
 }
 
