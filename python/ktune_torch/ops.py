@@ -488,31 +488,37 @@ def _(x, weight, scratch):
 # M = 16 N = 14336, by 1 %), at M 32-64 slower (docs/performance.md, tag k27). Above, and at shapes not tuned on this
 # chip, cuBLAS (F.linear).
 SKINNY_MAX_M = 16
-# Per (device, dtype, M, N, K): the scratch's elements, or 0 where the skinny kernel is not used. Asked on a shape's
-# first call (an eager warm-up step before any CUDA graph capture), never per call: a captured step reuses it.
+# Per (op, device, dtype, M, N, K): the scratch's elements, or 0 where the op's skinny kernel is not used. Asked on a
+# shape's first call (an eager warm-up step before any CUDA graph capture), never per call: a captured step reuses it.
 _skinny_plan = {}
+
+
+def _skinny_scratch_size(op, dtype, m, n, k):
+    """fp32 elements of the scratch of `op` (linear_skinny, swiglu_linear: the library's ktune_torch_<op>_scratch) for
+    M x N x K (-1 without the op in the library)."""
+    lib = _lib.load()
+    if lib is None or not _lib.has_op(op):
+        return -1
+    return getattr(lib, f"ktune_torch_{op}_scratch")(_DTYPES[dtype], m, n, k)
 
 
 def skinny_scratch_elements(dtype, m, n, k):
     """fp32 elements of the skinny linear's scratch for M x N x K (-1 without the op in the library)."""
-    lib = _lib.load()
-    if lib is None or not _lib.has_op("linear_skinny"):
-        return -1
-    return lib.ktune_torch_linear_skinny_scratch(_DTYPES[dtype], m, n, k)
+    return _skinny_scratch_size("linear_skinny", dtype, m, n, k)
 
 
-def _skinny_scratch(x, weight, m):
+def _skinny_scratch(op, x, weight, m):
+    """The shape's scratch for `op` where the library tuned it at (M, N, K) on this chip, else None (the caller's
+    fallback runs)."""
     n, k = weight.shape
-    key = (x.device, x.dtype, m, n, k)
+    key = (op, x.device, x.dtype, m, n, k)
     if key not in _skinny_plan:
-        elements = 0
         lib = _lib.load()
-        if lib is not None and _lib.has_op("linear_skinny") and \
-                lib.ktune_torch_linear_skinny_tuned(_DTYPES[x.dtype], m, n, k):
-            elements = max(lib.ktune_torch_linear_skinny_scratch(_DTYPES[x.dtype], m, n, k), 0)
-        _skinny_plan[key] = elements
+        tuned = lib is not None and _lib.has_op(op) and \
+            getattr(lib, f"ktune_torch_{op}_tuned")(_DTYPES[x.dtype], m, n, k)
+        _skinny_plan[key] = max(_skinny_scratch_size(op, x.dtype, m, n, k), 0) if tuned else 0
     elements = _skinny_plan[key]
-    return shape_scratch(("linear_skinny", x.dtype, m, n, k), elements, x.device) if elements else None
+    return shape_scratch((op, x.dtype, m, n, k), elements, x.device) if elements else None
 
 
 def skinny_eligible(x, weight):
@@ -529,7 +535,7 @@ def dense_linear(x, weight, bias=None):
     chip (fp16/bf16, contiguous weight of x's dtype); F.linear (cuBLAS) everywhere else."""
     m = skinny_eligible(x, weight) if x.is_cuda else 0
     if m:
-        scratch = _skinny_scratch(x, weight, m)
+        scratch = _skinny_scratch("linear_skinny", x, weight, m)
         if scratch is not None:
             y = linear_skinny(x, weight, scratch)
             return y if bias is None else y + bias
@@ -569,30 +575,9 @@ def _(gate_up, weight, scratch):
     return gate_up.new_empty(*gate_up.shape[:-1], weight.shape[0])
 
 
-# Per (device, dtype, M, N, K): the scratch's elements, or 0 where the fused kernel is not used (as _skinny_plan).
-_swiglu_linear_plan = {}
-
-
 def swiglu_linear_scratch_elements(dtype, m, n, k):
     """fp32 elements of the fused SwiGLU down projection's scratch for M x N x K (-1 without the op in the library)."""
-    lib = _lib.load()
-    if lib is None or not _lib.has_op("swiglu_linear"):
-        return -1
-    return lib.ktune_torch_swiglu_linear_scratch(_DTYPES[dtype], m, n, k)
-
-
-def _swiglu_linear_scratch(gate_up, weight, m):
-    n, k = weight.shape
-    key = (gate_up.device, gate_up.dtype, m, n, k)
-    if key not in _swiglu_linear_plan:
-        elements = 0
-        lib = _lib.load()
-        if lib is not None and _lib.has_op("swiglu_linear") and \
-                lib.ktune_torch_swiglu_linear_tuned(_DTYPES[gate_up.dtype], m, n, k):
-            elements = max(lib.ktune_torch_swiglu_linear_scratch(_DTYPES[gate_up.dtype], m, n, k), 0)
-        _swiglu_linear_plan[key] = elements
-    elements = _swiglu_linear_plan[key]
-    return shape_scratch(("swiglu_linear", gate_up.dtype, m, n, k), elements, gate_up.device) if elements else None
+    return _skinny_scratch_size("swiglu_linear", dtype, m, n, k)
 
 
 def swiglu_dense_linear(gate_up, weight, bias=None):
@@ -603,7 +588,7 @@ def swiglu_dense_linear(gate_up, weight, bias=None):
     gate, up = gate_up[..., :k], gate_up[..., k:]
     m = skinny_eligible(gate, weight) if gate_up.is_cuda and gate_up.shape[-1] == 2 * k else 0
     if m:
-        scratch = _swiglu_linear_scratch(gate_up, weight, m)
+        scratch = _skinny_scratch("swiglu_linear", gate_up, weight, m)
         if scratch is not None:
             y = swiglu_linear(gate_up, weight, scratch)
             return y if bias is None else y + bias

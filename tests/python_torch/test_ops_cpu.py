@@ -452,15 +452,16 @@ def test_skinny_scratch_is_planned_once_per_shape_and_only_for_tuned_shapes(monk
     monkeypatch.setattr(ops, "_skinny_plan", {})
     monkeypatch.setattr(ops, "_scratch_pool", {})
     w = torch.randn(48, 64, dtype=torch.bfloat16)
-    s1 = ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
-    s2 = ops._skinny_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
+    s1 = ops._skinny_scratch("linear_skinny", torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
+    s2 = ops._skinny_scratch("linear_skinny", torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
     assert s1 is s2 and s1.numel() == 101 and s1.dtype == torch.float32 and not s1.any()  # cached, zeroed
-    assert ops._skinny_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None  # M = 8 not tuned: cuBLAS
-    ops._skinny_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
+    # M = 8 not tuned: cuBLAS
+    assert ops._skinny_scratch("linear_skinny", torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None
+    ops._skinny_scratch("linear_skinny", torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
     assert fake.queries == 2  # one query per shape, none per call
     monkeypatch.setattr(ops, "_skinny_plan", {})
     monkeypatch.setattr(_lib, "load", lambda: None)  # no library: cuBLAS
-    assert ops._skinny_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1) is None
+    assert ops._skinny_scratch("linear_skinny", torch.randn(1, 64, dtype=torch.bfloat16), w, 1) is None
 
 
 class _FakeSwigluLinearLib:
@@ -486,14 +487,15 @@ def test_swiglu_linear_scratch_is_planned_once_per_shape_and_only_for_tuned_shap
 
     fake = _FakeSwigluLinearLib({(1, 48, 32)})
     monkeypatch.setattr(_lib, "load", lambda: fake)
-    monkeypatch.setattr(ops, "_swiglu_linear_plan", {})
+    monkeypatch.setattr(ops, "_skinny_plan", {})
     monkeypatch.setattr(ops, "_scratch_pool", {})
     w = torch.randn(48, 32, dtype=torch.bfloat16)
-    s1 = ops._swiglu_linear_scratch(torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
-    s2 = ops._swiglu_linear_scratch(torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
+    s1 = ops._skinny_scratch("swiglu_linear", torch.randn(1, 64, dtype=torch.bfloat16), w, 1)
+    s2 = ops._skinny_scratch("swiglu_linear", torch.randn(1, 1, 64, dtype=torch.bfloat16), w, 1)
     assert s1 is s2 and s1.numel() == 201 and not s1.any()  # K is the weight's 32, not gate_up's 64
-    assert ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None  # not tuned: unfused
-    ops._swiglu_linear_scratch(torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
+    # not tuned: unfused
+    assert ops._skinny_scratch("swiglu_linear", torch.randn(8, 64, dtype=torch.bfloat16), w, 8) is None
+    ops._skinny_scratch("swiglu_linear", torch.randn(8, 64, dtype=torch.bfloat16), w, 8)
     assert fake.queries == 2
 
 
