@@ -378,8 +378,8 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
             for (int r = 0; r < 4; ++r) acc[tn][f][r] = 0.0f;
 
     // Programmatic launch (dependent_launch.cuh): the weights are constant, so the block asks L2 for its warps' first
-    // step of each of its rows while the kernel before, which wrote x, finishes (no more: a larger prefetch ahead of
-    // the loop's own loads delayed them, 4-9 % at 3072 x 3072 alone); x, y and scratch only after it has.
+    // step of each of its rows while the kernel before, which wrote x, finishes (no more: a prefetch of the whole k
+    // range goes ahead of the loop's own loads); x, y and scratch only after it has.
     if (blockIdx.z == 0 && tid < 16 * TILES_N && is_aligned(w, 16) && K % 8 == 0) {
         const int n = tile0 * 16 + tid;
         const unsigned from = 64u * c_begin;

@@ -783,8 +783,8 @@ __device__ __forceinline__ void gemv(T* __restrict__ y, const T* __restrict__ x,
 
     // Programmatic launch (dependent_launch.cuh): the weights are constant, so the block asks L2 for its warps' first
     // step of each of its tiles (contiguous in the packed layout) while the kernel before, which wrote x, finishes (no
-    // more: a prefetch of the whole k range ahead of the loop's own loads delayed them, 10-20 % alone at decode
-    // sizes); x, y and scratch only after it has.
+    // more: with the whole k range prefetched, the tuned decode-size kernels came out 10-20 % slower alone in one
+    // call's tuning and back with this in the next (not side by side); x, y and scratch only after it has.
     if (blockIdx.z == 0 && tid < TILES_N && tile0 + tid < tiles && c_end > c_begin && w_aligned)
         prefetch_l2(w + (static_cast<long long>(tile0 + tid) * chunks_per_row + c_begin) * layout::TILE_BYTES,
                     ktune::dev::early_bytes(1ull * tiles * SPLIT_K,
