@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Training step (issue 26, seed 003): --layers Llama decoder layers of the Llama-3.2-3B shape (random bf16 weights,
-HF LlamaModel on inputs_embeds, no embedding or head), forward + backward of a sum-of-squares loss at --batch x --seq
-tokens, tokens/s (batch * seq / mean step time; CUDA events; --warmup untimed steps, then --iters timed):
+HF LlamaModel on inputs_embeds, no embedding or head), forward + backward of a loss at --batch x --seq tokens
+(the output's dot product with a fixed random tensor: the gradient of a sum of squares after the final RMSNorm nearly
+cancels, and comparing such gradients would compare rounding), tokens/s (batch * seq / mean step time; CUDA events;
+--warmup untimed steps, then --iters timed):
   eager     the HF layers as they are
   compile   torch.compile(model) (default mode), fwd and bwd compiled
   liger     Liger-Kernel's apply_liger_kernel_to_llama (RMSNorm, RoPE, SwiGLU MLP replaced; Triton)
-  ktune     RMSNorm forward and backward from ktune (ktune::rms_norm, its autograd runs ktune::rms_norm_backward);
-            everything else eager: attention, RoPE, MLP, the matrix products are PyTorch's
-  ktune+compile  the ktune variant under torch.compile (default mode): Inductor fuses the rest around ktune's RMSNorm
-            (a custom op with a fake implementation and autograd: no graph break)
-What ktune replaces is only RMSNorm: its share of an eager step is what it can change. The layers use eps 1e-6 (not
-Llama 3's 1e-5) in every variant, because rmsnorm/bwd's op spec fixes eps 1e-6 (another eps runs the torch math).
+  ktune     ktune_torch.llama.patch_model: q, k, v as one projection with ktune's RoPE in place on its output (its
+            backward: the same kernel with the sine negated), gate and up as one projection with ktune's SwiGLU
+            (backward: ktune::swiglu_backward_cat into one [M, 2I] gradient), RMSNorm and the post-attention residual
+            add + RMSNorm from ktune (forward and backward); the matrix products (cuBLAS), attention (SDPA, flash)
+            and the MLP's residual add are PyTorch's
+  ktune+compile  the ktune variant under torch.compile (default mode): Inductor fuses what is left around ktune's
+            ops (custom ops with fake implementations and autograd: no graph break)
+The layers use eps 1e-6 (not Llama 3's 1e-5) in every variant, because rmsnorm/bwd's op spec fixes eps 1e-6 (another
+eps runs the torch math).
 Each variant's input gradient is compared with eager's (max |diff|, said, not judged).
   python3 bench/e2e/train.py                      (H100)
   python3 bench/e2e/train.py --tiny --device cpu  (smoke run, eager and ktune)
@@ -49,22 +54,13 @@ def build(cfg, device, dtype):
     return model.train()
 
 
-def patch_rmsnorm(model):
-    """Every RMSNorm of the model through ktune::rms_norm (forward and backward)."""
-    import types
+def patch_ktune(model):
+    """ktune's drop-in (ktune_torch.llama.patch_model) on the training model; what it swapped, said."""
+    from ktune_torch import llama
 
-    from ktune_torch import ops
-    from transformers.models.llama.modeling_llama import LlamaRMSNorm
-
-    def forward(self, x):
-        return ops.rms_norm(x, self.weight, self.variance_epsilon)
-
-    n = 0
-    for m in model.modules():
-        if isinstance(m, LlamaRMSNorm):
-            m.forward = types.MethodType(forward, m)
-            n += 1
-    return n
+    llama.patch_model(model)
+    return ("fused qkv projection + RoPE, fused gate_up projection + SwiGLU, RMSNorm, residual add + RMSNorm from "
+            "ktune (fwd + bwd)")
 
 
 class Timeout(Exception):
@@ -79,6 +75,7 @@ def measure(model, args, device, dtype):
     torch.manual_seed(1)
     x = torch.randn(args.batch, args.seq, model.config.hidden_size, device=device, dtype=dtype, requires_grad=True)
     pos = torch.arange(args.seq, device=device)[None].expand(args.batch, -1)
+    probe = torch.randn(args.batch, args.seq, model.config.hidden_size, device=device)
     cuda = device.type == "cuda"
     times, first_grad = [], None
     for i in range(args.warmup + args.iters):
@@ -90,7 +87,7 @@ def measure(model, args, device, dtype):
         else:
             t0 = time.perf_counter()
         out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
-        out.float().pow(2).mean().backward()
+        (out.float() * probe).mean().backward()
         if cuda:
             end.record()
             times.append((start, end))
@@ -101,6 +98,14 @@ def measure(model, args, device, dtype):
     if cuda:
         torch.cuda.synchronize()
         times = [s.elapsed_time(e) for s, e in times]
+    if args.profile and cuda:  # one more step under the profiler: where the GPU time goes
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
+            (out.float() * probe).mean().backward()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=args.profile), flush=True)
     steady = sorted(times[args.warmup:])
     mean = sum(steady) / len(steady)
     return {"p50_ms": steady[len(steady) // 2], "min_ms": steady[0], "max_ms": steady[-1],
@@ -117,6 +122,8 @@ def main():
     p.add_argument("--variants", default="eager,compile,liger,ktune,ktune+compile")
     p.add_argument("--compile-timeout", type=float, default=240)
     p.add_argument("--tiny", action="store_true")
+    p.add_argument("--profile", type=int, default=0, metavar="ROWS",
+                   help="after each variant's timed steps, profile one step and print its ROWS costliest kernels")
     p.add_argument("--device", default="cuda")
     p.add_argument("--json")
     args = p.parse_args()
@@ -149,10 +156,9 @@ def main():
                 apply_liger_kernel_to_llama(rope=True, rms_norm=True, swiglu=True, cross_entropy=False,
                                             fused_linear_cross_entropy=False, model=model)
             elif v == "ktune":
-                notes.append(f"ktune: {patch_rmsnorm(model)} RMSNorms through ktune::rms_norm; the rest eager")
+                notes.append(f"ktune: {patch_ktune(model)}; the rest eager")
             elif v == "ktune+compile":
-                notes.append(f"ktune+compile: {patch_rmsnorm(model)} RMSNorms through ktune::rms_norm; the rest "
-                             "compiled by Inductor")
+                notes.append(f"ktune+compile: {patch_ktune(model)}; the rest compiled by Inductor")
                 model = torch.compile(model)
                 signal.alarm(max(1, int(args.compile_timeout)))
             r, grad = measure(model, args, device, dtype)

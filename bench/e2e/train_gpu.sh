@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU host: the training-step benchmark of issue 26 (bench/e2e/train.py): 4 Llama-3.2-3B-shaped layers, fwd +
-# bwd at batch 2 x seq 2048, eager vs torch.compile vs Liger-Kernel vs ktune (RMSNorm fwd + bwd only; eager and
-# compiled around it).
+# bwd at batch 2 x seq 2048, eager vs torch.compile vs Liger-Kernel vs ktune (ktune_torch.llama.patch_model; eager
+# and compiled around it).
 #   OUT=/tmp/out bench/e2e/train_gpu.sh     after bench/e2e/decode_gpu.sh (reuses its op library, which it tunes
 #                                           rmsnorm/bwd for at these rows)
 # Liger-Kernel: its wheel travels in .gpu-deps/wheels (pip download liger-kernel --no-deps -d .gpu-deps/wheels) and is
-# installed here into /tmp/liger (no network). Knobs: KTUNE_TORCH_LIB, LAYERS (4), VARIANTS. Under $OUT/train/.
+# installed here into /tmp/liger (no network). Knobs: KTUNE_TORCH_LIB, LAYERS (4), VARIANTS, TRAIN_EXTRA (more train.py
+# arguments, e.g. "--profile 16": each variant's costliest kernels). Under $OUT/train/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/out}/train
@@ -22,8 +23,9 @@ else
   echo "train_gpu: no Liger-Kernel wheel in .gpu-deps/wheels: the liger variant will say it failed"
 fi
 status=0
+# shellcheck disable=SC2086  # TRAIN_EXTRA is a list of arguments
 timeout --signal=INT --kill-after=15 "${TIMEOUT:-300}" python3 "$root/bench/e2e/train.py" --layers "${LAYERS:-4}" \
-  --variants "${VARIANTS:-eager,compile,liger,ktune,ktune+compile}" --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
+  --variants "${VARIANTS:-eager,compile,liger,ktune,ktune+compile}" ${TRAIN_EXTRA:-} --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
 { grep -vE "Warning|warnings.warn" "$out/train.txt" || true; } | tail -30
 echo "train_gpu: $((SECONDS - start)) s; results in $out/"
 ((status == 0)) || { echo "train_gpu: train.py failed (exit $status; $out/train.txt)" >&2; exit 1; }

@@ -40,6 +40,7 @@ class _Shared:
     def __init__(self):
         self.cos = None
         self.sin = None
+        self.sin_neg = None
         self.max_batch = 1
         self.group = 128
 
@@ -62,6 +63,8 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         position_ids = cache_position.view(1, s)
     position_ids = position_ids.expand(b, s)
 
+    if _trains(self, "qkv_proj"):
+        return _attention_train(self, hidden_states, position_ids, attention_mask, cache), None
     if hasattr(self, "qkv_proj"):  # one projection; q, k, v are views of its rows (RoPE takes the token stride)
         qkv = self.qkv_proj(hidden_states).view(b * s, -1)
         q = qkv[:, :hq * d].view(b * s, hq, d)
@@ -113,6 +116,100 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
     return self.o_proj(out), None
 
 
+def _trains(module, fused_name):
+    """Whether this call records a backward: grad mode on and the module's weights trainable. Training runs the fused
+    projections through the autograd functions below (patch_model fuses them)."""
+    if not torch.is_grad_enabled() or not any(p.requires_grad for p in module.parameters()):
+        return False
+    if not hasattr(module, fused_name):
+        raise ValueError("ktune_torch.llama: training through patch_model needs fuse_projections=True")
+    return True
+
+
+def _linear_backward(dy, x, weight, bias, needs):
+    """(dx, dW, db) of y = x W^T + b for 2-D dy [M, N], x [M, K]; None where needs (x, W, b) says no grad."""
+    dx = dy @ weight if needs[0] else None
+    dw = dy.t() @ x if needs[1] else None
+    db = dy.sum(0) if bias is not None and needs[2] else None
+    return dx, dw, db
+
+
+class _QKVRope(torch.autograd.Function):
+    """q, k, v [M, H, D] of the fused projection x W^T (+ b) with RoPE applied to q and k (in place in the projection's
+    own output, ktune::rope_neox_). The backward writes the three gradients into one [M, (HQ + 2 HK) D] buffer (one
+    pass, where autograd's slice backward would sum three zero-filled copies), rotates its q and k parts back
+    (ktune::rope_neox_ with the sine negated: the inverse rotation), then the two products of the projection."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, positions, cos, sin, sin_neg, hq, hk, d):
+        x2 = x.reshape(-1, x.shape[-1])
+        qkv = F.linear(x2, weight, bias)
+        m = qkv.shape[0]
+        q = qkv[:, :hq * d].view(m, hq, d)
+        k = qkv[:, hq * d:(hq + hk) * d].view(m, hk, d)
+        ops.rope_neox_(q, k, positions, cos, sin)
+        ctx.save_for_backward(x2, weight, bias, positions, cos, sin_neg)
+        ctx.heads = (hq, hk, d)
+        ctx.x_shape = x.shape
+        return q, k, qkv[:, (hq + hk) * d:].view(m, hk, d)
+
+    @staticmethod
+    def backward(ctx, dq, dk, dv):
+        x2, weight, bias, positions, cos, sin_neg = ctx.saved_tensors
+        hq, hk, d = ctx.heads
+        m = x2.shape[0]
+        g = x2.new_empty(m, (hq + 2 * hk) * d)
+        parts = (g[:, :hq * d].view(m, hq, d), g[:, hq * d:(hq + hk) * d].view(m, hk, d),
+                 g[:, (hq + hk) * d:].view(m, hk, d))
+        for part, grad in zip(parts, (dq, dk, dv)):
+            if grad is None:
+                part.zero_()
+            else:
+                part.copy_(grad)
+        ops.rope_neox_(parts[0], parts[1], positions, cos, sin_neg)
+        dx, dw, db = _linear_backward(g, x2, weight, bias, ctx.needs_input_grad[:3])
+        return (None if dx is None else dx.view(ctx.x_shape)), dw, db, None, None, None, None, None, None, None
+
+
+class _GateUpSwiGLU(torch.autograd.Function):
+    """silu(gate) * up of the fused projection [gate | up] = x W^T (+ b): ktune::swiglu on the two halves in place.
+    The backward writes d(gate) and d(up) into one [M, 2I] buffer, then the projection's two products."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x2 = x.reshape(-1, x.shape[-1])
+        gate_up = F.linear(x2, weight, bias)
+        i = gate_up.shape[1] // 2
+        ctx.save_for_backward(x2, weight, bias, gate_up)
+        ctx.x_shape = x.shape
+        return ops.swiglu(gate_up[:, :i], gate_up[:, i:]).view(*x.shape[:-1], i)
+
+    @staticmethod
+    def backward(ctx, dh):
+        x2, weight, bias, gate_up = ctx.saved_tensors
+        g = ops.swiglu_backward_cat(dh.reshape(gate_up.shape[0], -1), gate_up)
+        dx, dw, db = _linear_backward(g, x2, weight, bias, ctx.needs_input_grad)
+        return (None if dx is None else dx.view(ctx.x_shape)), dw, db
+
+
+def _attention_train(self, hidden_states, position_ids, attention_mask, cache):
+    """The training forward (fused qkv projection with RoPE, torch's SDPA, o_proj): causal over the tokens' order
+    as HF's SDPA path is when it passes no mask; a 4-D mask is applied as it is."""
+    if cache is not None:
+        raise ValueError("ktune_torch.llama: a training forward takes no cache (use_cache=False)")
+    sh = self._ktune
+    b, s, _ = hidden_states.shape
+    hq, hk, d = self.config.num_attention_heads, self.config.num_key_value_heads, self.head_dim
+    positions = position_ids.expand(b, s).reshape(-1).to(torch.int32)
+    proj = self.qkv_proj
+    q, k, v = _QKVRope.apply(hidden_states, proj.weight, proj.bias, positions, sh.cos, sh.sin, sh.sin_neg, hq, hk, d)
+    q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
+    mask = attention_mask if isinstance(attention_mask, torch.Tensor) else None
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and s > 1,
+                                         scale=self.scaling, enable_gqa=hq != hk)
+    return self.o_proj(out.transpose(1, 2).reshape(b, s, hq * d))
+
+
 def _static_layer(cache, idx):
     """The layer of a StaticCache whose keys / values decode_step may write itself, as its update() would (at each
     sequence's position, through ktune::rope_neox_cache_): a plain StaticLayer (not a sliding window), initialised by
@@ -141,6 +238,8 @@ def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None
 
 
 def _mlp_forward(self, x):
+    if _trains(self, "gate_up_proj"):
+        return self.down_proj(_GateUpSwiGLU.apply(x, self.gate_up_proj.weight, self.gate_up_proj.bias))
     if hasattr(self, "gate_up_proj"):  # one projection; swiglu reads its two halves in place (row stride 2I)
         gate_up = self.gate_up_proj(x)
         down = self.down_proj
@@ -157,11 +256,12 @@ def _fuse_linears(owner, names, fused_name):
     weight = torch.cat([p.weight.detach() for p in parts], 0)
     fused = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=any(p.bias is not None for p in parts),
                             device="meta")
-    fused.weight = torch.nn.Parameter(weight, requires_grad=False)
+    trainable = any(p.weight.requires_grad for p in parts)  # the fused weight trains where the parts did
+    fused.weight = torch.nn.Parameter(weight, requires_grad=trainable)
     if fused.bias is not None:
         fused.bias = torch.nn.Parameter(torch.cat([
             p.bias.detach() if p.bias is not None else weight.new_zeros(p.out_features) for p in parts]),
-            requires_grad=False)
+            requires_grad=trainable)
     for n in names:
         delattr(owner, n)
     setattr(owner, fused_name, fused)
@@ -250,6 +350,7 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     rotary = inner.rotary_emb
     positions = max_positions or cfg.max_position_embeddings
     sh.cos, sh.sin = ops.rope_cache(rotary.inv_freq.to(device), positions, float(rotary.attention_scaling))
+    sh.sin_neg = -sh.sin  # RoPE's backward: the rotation by the negated angle
 
     for layer in inner.layers:
         attn, mlp = layer.self_attn, layer.mlp

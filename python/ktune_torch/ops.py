@@ -188,6 +188,25 @@ def _(x, residual, weight, eps):
     return x.new_empty(x.shape), x.new_empty(x.shape)
 
 
+def _add_rms_norm_setup(ctx, inputs, output):
+    _, _, weight, eps = inputs
+    ctx.save_for_backward(output[1], weight)
+    ctx.eps = eps
+
+
+def _add_rms_norm_bwd(ctx, dy, dresidual_out):
+    # x and residual both receive d(s): rms_norm's backward at the rounded sum (as HF's add then norm would) plus what
+    # flows back into residual_out.
+    s, weight = ctx.saved_tensors
+    ds, dw = rms_norm_backward(dy, s, weight, ctx.eps)
+    if dresidual_out is not None:
+        ds = ds + dresidual_out
+    return ds, ds, dw.to(weight.dtype), None
+
+
+add_rms_norm.register_autograd(_add_rms_norm_bwd, setup_context=_add_rms_norm_setup)
+
+
 # -------------------------------------------------------------------------------------------------------------- rope
 @torch.library.custom_op("ktune::rope_neox_", mutates_args=("q", "k"))
 def rope_neox_(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_cache: torch.Tensor,
@@ -521,6 +540,11 @@ def _skinny_scratch(op, x, weight, m):
     return shape_scratch((op, x.dtype, m, n, k), elements, x.device) if elements else None
 
 
+def _records_grad(*tensors):
+    """Whether autograd records this call (the skinny kernels have no backward: F.linear takes such calls)."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 def skinny_eligible(x, weight):
     """M (rows of x) when the skinny kernel could take this call by shape and dtype alone, else 0."""
     m = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
@@ -533,7 +557,7 @@ def skinny_eligible(x, weight):
 def dense_linear(x, weight, bias=None):
     """The dense linear F.linear computes: ktune::linear_skinny on CUDA for M <= SKINNY_MAX_M at shapes tuned on this
     chip (fp16/bf16, contiguous weight of x's dtype); F.linear (cuBLAS) everywhere else."""
-    m = skinny_eligible(x, weight) if x.is_cuda else 0
+    m = skinny_eligible(x, weight) if x.is_cuda and not _records_grad(x, weight) else 0
     if m:
         scratch = _skinny_scratch("linear_skinny", x, weight, m)
         if scratch is not None:
@@ -586,10 +610,33 @@ def swiglu_dense_linear(gate_up, weight, bias=None):
     ops.swiglu on the two halves in place, then dense_linear."""
     k = gate_up.shape[-1] // 2
     gate, up = gate_up[..., :k], gate_up[..., k:]
-    m = skinny_eligible(gate, weight) if gate_up.is_cuda and gate_up.shape[-1] == 2 * k else 0
+    m = (skinny_eligible(gate, weight) if gate_up.is_cuda and gate_up.shape[-1] == 2 * k
+         and not _records_grad(gate_up, weight) else 0)
     if m:
         scratch = _skinny_scratch("swiglu_linear", gate_up, weight, m)
         if scratch is not None:
             y = swiglu_linear(gate_up, weight, scratch)
             return y if bias is None else y + bias
     return dense_linear(swiglu(gate, up), weight, bias)
+
+
+# -------------------------------------------------------------------------------------- SwiGLU backward, fused rows
+def _swiglu_backward_math(dy, gate, up):
+    g, u, d = _f(gate), _f(up), _f(dy)
+    sig = torch.sigmoid(g)
+    return (d * u * sig * (1 + g * (1 - sig))).to(gate.dtype), (d * g * sig).to(gate.dtype)
+
+
+@torch.library.custom_op("ktune::swiglu_backward_cat", mutates_args=())
+def swiglu_backward_cat(dy: torch.Tensor, gate_up: torch.Tensor) -> torch.Tensor:
+    """[d(gate) | d(up)] [M, 2I] of swiglu(gate_up[:, :I], gate_up[:, I:]) for dy [M, I] (fp32 math, each rounded once):
+    the gradient of a fused gate_up projection's output in one buffer."""
+    i = gate_up.shape[-1] // 2
+    dg, du = _swiglu_backward_math(dy, gate_up[..., :i], gate_up[..., i:])
+    return torch.cat([dg, du], -1)
+
+
+@swiglu_backward_cat.register_fake
+def _(dy, gate_up):
+    return gate_up.new_empty(gate_up.shape)
+

@@ -287,6 +287,59 @@ def test_patch_model_quantized_on_cpu(weights):
     assert rel < (0.35 if weights == "int4" else 0.03), float(rel)
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_patch_model_trains_with_the_same_gradients_on_cpu(bias):
+    """A training step through the patched model (fused qkv with RoPE, fused gate_up with SwiGLU, add + RMSNorm, their
+    autograd functions) gives the loss and every gradient of the unpatched one, the fused weights' gradients being
+    the parts' concatenated."""
+    ref, patched = _tiny_llama(bias=bias), _tiny_llama(bias=bias)
+    for m in (ref, patched):
+        m.double().train()
+    ktune_torch.llama.patch_model(patched)
+    assert patched.model.layers[0].self_attn.qkv_proj.weight.requires_grad
+    ids = torch.randint(0, 97, (2, 11))
+    pos = torch.arange(11)[None].expand(2, -1)
+    losses = [m(input_ids=ids, position_ids=pos, use_cache=False).logits.pow(2).mean() for m in (ref, patched)]
+    for loss in losses:
+        loss.backward()
+    # the rope caches are fp32 (as HF's): ~1e-7 relative
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-6, atol=0)
+    a_ref, a = ref.model.layers[1].self_attn, patched.model.layers[1].self_attn
+    m_ref, m = ref.model.layers[1].mlp, patched.model.layers[1].mlp
+    pairs = [(a.qkv_proj.weight, [a_ref.q_proj, a_ref.k_proj, a_ref.v_proj]),
+             (m.gate_up_proj.weight, [m_ref.gate_proj, m_ref.up_proj])]
+    if bias:
+        pairs += [(a.qkv_proj.bias, [a_ref.q_proj, a_ref.k_proj, a_ref.v_proj])]
+    for fused, parts in pairs:
+        want = torch.cat([getattr(p, "bias" if fused.dim() == 1 else "weight").grad for p in parts], 0)
+        torch.testing.assert_close(fused.grad, want, rtol=1e-5, atol=1e-9)
+    for name in ("o_proj", ):
+        torch.testing.assert_close(getattr(a, name).weight.grad, getattr(a_ref, name).weight.grad, rtol=1e-5,
+                                   atol=1e-9)
+    for ln in ("input_layernorm", "post_attention_layernorm"):
+        torch.testing.assert_close(getattr(patched.model.layers[0], ln).weight.grad,
+                                   getattr(ref.model.layers[0], ln).weight.grad, rtol=1e-5, atol=1e-9)
+    torch.testing.assert_close(patched.model.embed_tokens.weight.grad, ref.model.embed_tokens.weight.grad, rtol=1e-5,
+                               atol=1e-9)
+
+
+def test_patch_model_training_compiles_in_one_graph():
+    """fullgraph through dynamo and AOT autograd (aot_eager: no code generation): the autograd functions, the in-place
+    RoPE inside them and the custom ops' fakes trace without a graph break, with eager's gradients."""
+    ref, patched = _tiny_llama(), _tiny_llama()
+    ktune_torch.llama.patch_model(ref)
+    ktune_torch.llama.patch_model(patched)
+    for m in (ref, patched):
+        m.train()
+    compiled = torch.compile(patched, backend="aot_eager", fullgraph=True)
+    ids = torch.randint(0, 97, (2, 9))
+    pos = torch.arange(9)[None].expand(2, -1)
+    for m in (ref, compiled):
+        m(input_ids=ids, position_ids=pos, use_cache=False).logits.pow(2).mean().backward()
+    for a, b in zip(ref.parameters(), patched.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_library_status_says_why_when_absent():
     loaded, detail = ktune_torch.library_status()
     if not loaded:
