@@ -15,6 +15,13 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
     lm_head stays bf16, through ops.dense_linear too, unless quantize_lm_head. With fused projections and bf16
     weights, the MLP's SwiGLU and down projection are one kernel (ops.swiglu_dense_linear: ktune::swiglu_linear at
     M <= 16 where that shape was tuned on this chip; ktune::swiglu then ops.dense_linear elsewhere).
+Training (grad mode on, weights trainable; fuse_projections, which patch_model does by default): the fused qkv projection
+and RoPE are one autograd function (_QKVRope: RoPE in place on the projection's output; its backward gathers the
+three gradients into one buffer and rotates back with the same kernel and the sine negated), likewise the fused
+gate_up projection and SwiGLU (_GateUpSwiGLU; backward ktune::swiglu_backward_cat into one [M, 2I] buffer); RMSNorm and
+add + RMSNorm have autograd (rmsnorm/bwd); attention is torch's SDPA, causal where HF passes no mask. The fused
+weights are trainable parameters (qkv_proj, gate_up_proj: the state dict's keys change). The skinny kernels have no
+backward: calls that record one take F.linear.
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
 (static shapes) and torch.compile traces the custom ops through their fake implementations.
 
