@@ -1,6 +1,6 @@
 #pragma once
-// SwiGLU backward (op glu/swiglu_bwd, kernels/glu/glu_swiglu_bwd.op.yaml; search space search_spaces/glu_swiglu_bwd.yaml):
-// the gradients of out = silu(gate) * up from dy = dL/dout, with s = sigmoid(g):
+// SwiGLU backward (op glu/swiglu_bwd, kernels/glu/glu_swiglu_bwd.op.yaml; search space
+// search_spaces/glu_swiglu_bwd.yaml): the gradients of out = silu(gate) * up from dy = dL/dout, with s = sigmoid(g):
 //
 //   dup[r, c]   = dy * g * s
 //   dgate[r, c] = dy * u * s * (1 + g * (1 - s))          g = gate[r, c], u = up[r, c], dy = dy[r, c]

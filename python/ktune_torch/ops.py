@@ -379,7 +379,7 @@ def _(dy, gate, up):
 # nothing), so that tensor comes whole from its own op, ktune::swiglu_backward_halves, and is split here.
 @torch.library.custom_op("ktune::swiglu_backward_halves", mutates_args=())
 def swiglu_backward_halves(dy: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """swiglu_backward's dgate and dup as the halves of one [..., 2I] tensor: dgate its first I columns, dup the last."""
+    """swiglu_backward's dgate and dup side by side in one [..., 2I] tensor: dgate the first I columns, dup the rest."""
     return torch.cat(_swiglu_backward_math(dy, gate, up), dim=-1)
 
 
