@@ -22,6 +22,7 @@
     X(glu, swiglu_cat)              /* kernels/glu/glu_cpu_reference.cpp */ \
     X(glu, geglu)                   /* kernels/glu/glu_cpu_reference.cpp */ \
     X(glu, geglu_cat)               /* kernels/glu/glu_cpu_reference.cpp */ \
+    X(glu, swiglu_bwd)              /* kernels/glu/glu_cpu_reference.cpp */ \
     X(softmax, fwd)                 /* kernels/softmax/softmax_cpu_reference.cpp */ \
     X(decode_attention, fwd)        /* kernels/attention/decode_attention_cpu_reference.cpp */ \
     X(prefill_attention, causal)    /* kernels/attention/prefill_attention_cpu_reference.cpp */ \

@@ -47,6 +47,7 @@ if [ "$synthetic" = 1 ]; then
     "rope_neox|--problem M=32768,D=128|BLOCK=64,VEC=4,TOKENS_PER_BLOCK=1,UNROLL=1,ISSUE=1"
     "rope_neox_cache|--problem M=1,HQ=24,D=128|BLOCK=128,VEC=8,UNROLL=1,SPLIT=3"
     "glu_swiglu|--problem M=32768,I=14336|BLOCK=256,VEC=4,UNROLL=1"
+    "glu_swiglu_bwd|--problem M=32768,I=14336|BLOCK=256,VEC=4,UNROLL=1"
     "decode_attention|--shape B=1,L=1024,HQ=32,HK=8,D=128,U=1 --kernel mma_l2|HEAD_DIM=128,GROUP=4,WARPS=4,TOKENS=1,STAGES=3,SPLITS=16"
     "linear_int4|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1,GROUP_CHUNKS=1"
     "linear_int8|--problem M=64,N=128256|WARPS=4,TILES_N=1,UNROLL=1,SPLIT_K=1,M_FRAGS=4,PIPE=1,PREFETCH=1,STAGES=1,INTERLEAVE=1"
@@ -67,16 +68,17 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 13:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (13)")
+if n < 14:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (14)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
 
 # The search space of each op the package calls: files under search_spaces/, and ktune_torch's own op declared as
 # data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
-spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox rope_neox_cache glu_swiglu decode_attention
-        linear_int4 linear_int8 linear_skinny linear_skinny_swiglu python/ktune_torch/spaces/add_rmsnorm_eps)
+spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox rope_neox_cache glu_swiglu glu_swiglu_bwd
+        decode_attention linear_int4 linear_int8 linear_skinny linear_skinny_swiglu
+        python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
   [[ $s == */* ]] || s=search_spaces/$s

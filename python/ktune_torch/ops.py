@@ -335,6 +335,122 @@ def _(gate, up):
     return gate.new_empty(gate.shape)
 
 
+@torch.library.custom_op("ktune::swiglu_backward", mutates_args=())
+def swiglu_backward(dy: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dgate, dup) of swiglu from dy = dL/dout: with s = sigmoid(gate), dup = dy * gate * s and dgate = dy * up * s *
+    (1 + gate * (1 - s)) (fp32 math, each rounded once to its input's dtype)."""
+    return _swiglu_backward_math(dy, gate, up)
+
+
+def _swiglu_backward_math(dy, gate, up):
+    g, u, d = _f(gate), _f(up), _f(dy)
+    s = torch.sigmoid(g)
+    ds = d * s
+    return (ds * u * (1 + g * (1 - s))).to(gate.dtype), (ds * g).to(up.dtype)
+
+
+def _rows_in_place(t, cols):
+    """t as [M, cols] rows (a view where t's rows are unit-stride and evenly spaced at least cols apart, else a
+    contiguous copy) and the elements between rows (cols for one row)."""
+    t2 = t.reshape(-1, cols)
+    if t2.stride(-1) != 1 or (t2.shape[0] > 1 and t2.stride(0) < cols):
+        t2 = t2.contiguous()
+    return t2, (t2.stride(0) if t2.shape[0] > 1 else cols)
+
+
+def _swiglu_backward_launch(what, dy2, g2, u2, dgate, dup, s, so):
+    """glu/swiglu_bwd on [M, I] rows: gate, up, dgate and dup rows s elements apart, dy's so; True if it ran."""
+    lib = _lib.get(what)
+    return lib is not None and _lib.launched(
+        lib.ktune_torch_swiglu_backward(_dtype(g2), _ptr(dgate), _ptr(dup), _ptr(g2), _ptr(u2), _ptr(dy2), g2.shape[0],
+                                        g2.shape[1], s, so, _stream()), what)
+
+
+def _swiglu_backward_launchable(dy, gate, up):
+    return gate.numel() > 0 and gate.shape == up.shape == dy.shape and gate.dtype == up.dtype == dy.dtype
+
+
+@swiglu_backward.register_kernel("cuda")
+def _(dy, gate, up):
+    if _swiglu_backward_launchable(dy, gate, up):
+        cols = gate.shape[-1]
+        # dgate and dup are new [M, I] tensors, rows I apart, and the kernel gives gate and up their row stride: gate
+        # and up are read in place where theirs is I too (else copied); dy in place at any row stride.
+        g2, s = _rows_in_place(gate, cols)
+        u2, su = _rows_in_place(up, cols)
+        if s != cols or su != cols:
+            g2, u2 = g2.contiguous(), u2.contiguous()
+        dy2, so = _rows_in_place(dy, cols)
+        dgate, dup = g2.new_empty(g2.shape), g2.new_empty(g2.shape)
+        if _swiglu_backward_launch("swiglu_backward", dy2, g2, u2, dgate, dup, cols, so):
+            return dgate.view(gate.shape), dup.view(gate.shape)
+    return _swiglu_backward_math(dy, gate, up)
+
+
+@swiglu_backward.register_fake
+def _(dy, gate, up):
+    return gate.new_empty(gate.shape), up.new_empty(up.shape)
+
+
+# swiglu's autograd. Where gate and up are the two halves of one tensor's rows (gate_up[..., :I], gate_up[..., I:], as
+# the fused projection's output is split), the gradients are the two halves of one new [..., 2I] tensor, written by
+# one launch at row stride 2I. A custom op may not return two views of one tensor (torch checks that its outputs alias
+# nothing), so that tensor comes whole from its own op, ktune::swiglu_backward_halves, and is split here.
+@torch.library.custom_op("ktune::swiglu_backward_halves", mutates_args=())
+def swiglu_backward_halves(dy: torch.Tensor, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """swiglu_backward's dgate and dup side by side in one [..., 2I] tensor: dgate the first I columns, dup the rest."""
+    return torch.cat(_swiglu_backward_math(dy, gate, up), dim=-1)
+
+
+@swiglu_backward_halves.register_kernel("cuda")
+def _(dy, gate, up):
+    if _swiglu_backward_launchable(dy, gate, up):
+        cols = gate.shape[-1]
+        g2, s = _rows_in_place(gate, cols)
+        u2, su = _rows_in_place(up, cols)
+        dy2, so = _rows_in_place(dy, cols)
+        # gate and up in place at row stride 2I (the halves of gate_up): the kernel gives the gradients their stride.
+        if g2.shape[0] == 1 or s == su == 2 * cols:
+            dgate_up = g2.new_empty(g2.shape[0], 2 * cols)
+            if _swiglu_backward_launch("swiglu_backward_halves", dy2, g2, u2, dgate_up, dgate_up[:, cols:], 2 * cols,
+                                       so):
+                return dgate_up.view(*gate.shape[:-1], 2 * cols)
+    return torch.cat(swiglu_backward(dy, gate, up), dim=-1)
+
+
+@swiglu_backward_halves.register_fake
+def _(dy, gate, up):
+    return gate.new_empty(*gate.shape[:-1], 2 * gate.shape[-1])
+
+
+def _halves_of_one(gate, up):
+    """Whether gate and up are gate_up[..., :I] and gate_up[..., I:] of one tensor with unit-stride rows 2I apart."""
+    cols = gate.shape[-1]
+    if gate.shape != up.shape or gate.dtype != up.dtype or gate.numel() == 0 or not torch._C._is_alias_of(gate, up):
+        return False
+    g2, u2 = gate.reshape(-1, cols), up.reshape(-1, cols)  # views, unless the rows are not evenly spaced (copies)
+    return (torch._C._is_alias_of(g2, gate) and torch._C._is_alias_of(u2, up) and g2.stride(-1) == 1 and
+            u2.stride(-1) == 1 and u2.storage_offset() == g2.storage_offset() + cols and
+            (g2.shape[0] == 1 or g2.stride(0) == u2.stride(0) == 2 * cols))
+
+
+def _swiglu_setup(ctx, inputs, output):
+    gate, up = inputs
+    ctx.save_for_backward(gate, up)
+
+
+def _swiglu_bwd(ctx, dy):
+    gate, up = ctx.saved_tensors
+    if _halves_of_one(gate, up):
+        cols = gate.shape[-1]
+        dgate_up = swiglu_backward_halves(dy, gate, up)
+        return dgate_up[..., :cols], dgate_up[..., cols:]
+    return swiglu_backward(dy, gate, up)
+
+
+swiglu.register_autograd(_swiglu_bwd, setup_context=_swiglu_setup)
+
+
 # -------------------------------------------------------------------------------------------------- decode attention
 @torch.library.custom_op("ktune::decode_attention", mutates_args=("scratch",))
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,

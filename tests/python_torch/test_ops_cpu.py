@@ -17,7 +17,8 @@ torch.manual_seed(0)
 
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
-                 "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear"):
+                 "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear", "swiglu_backward",
+                 "swiglu_backward_halves"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -138,6 +139,93 @@ def test_swiglu():
     torch.testing.assert_close(ops.swiglu(g, u), torch.nn.functional.silu(g) * u)
 
 
+def test_swiglu_backward_by_hand():
+    # s(1) = 0.7310585786300049, silu'(1) = s (1 + 1 - s) = 0.9276705118714869; s(0) = 1/2
+    dgate, dup = ops.swiglu_backward(torch.tensor([3.0, 0.25], dtype=torch.float64),
+                                     torch.tensor([1.0, 0.0], dtype=torch.float64),
+                                     torch.tensor([2.0, 4.0], dtype=torch.float64))
+    torch.testing.assert_close(dgate, torch.tensor([6 * 0.9276705118714869, 0.5], dtype=torch.float64))
+    torch.testing.assert_close(dup, torch.tensor([3 * 0.7310585786300049, 0.0], dtype=torch.float64))
+    # bf16: fp32 math, each gradient rounded once
+    g, u, dy = (torch.randn(4, 24, dtype=torch.bfloat16) for _ in range(3))
+    dgate, dup = ops.swiglu_backward(dy, g, u)
+    s = torch.sigmoid(g.float())
+    assert dgate.dtype == dup.dtype == torch.bfloat16
+    assert torch.equal(dup, (dy.float() * s * g.float()).bfloat16())
+    torch.testing.assert_close(dgate, (dy.float() * u.float() * s * (1 + g.float() * (1 - s))).bfloat16(), rtol=0,
+                               atol=0)
+
+
+@pytest.mark.parametrize("halves", [False, True])
+def test_swiglu_autograd_is_torch_autograd_of_silu_times_up(halves, monkeypatch):
+    """float64 on CPU against autograd of F.silu(g) * u: gate and up two tensors, or the two halves of one gate_up (the
+    gradient then one [..., 2I] tensor from ktune::swiglu_backward_halves)."""
+    i = 24
+    if halves:
+        leaves = ((torch.randn(2, 5, 2 * i, dtype=torch.float64) * 2).requires_grad_(),)
+    else:
+        leaves = ((torch.randn(2, 5, i, dtype=torch.float64) * 2).requires_grad_(),
+                  torch.randn(2, 5, i, dtype=torch.float64).requires_grad_())
+
+    def split(t):
+        return (t[0][..., :i], t[0][..., i:]) if halves else t
+
+    calls = []
+
+    def halves_op(*args):
+        calls.append(1)
+        return torch.ops.ktune.swiglu_backward_halves(*args)
+
+    monkeypatch.setattr(ops, "swiglu_backward_halves", halves_op)
+    dy = torch.randn(2, 5, i, dtype=torch.float64)
+    got = torch.autograd.grad(ops.swiglu(*split(leaves)), leaves, dy)
+    assert len(calls) == (1 if halves else 0)
+    plain = tuple(t.detach().clone().requires_grad_() for t in leaves)
+    g, u = split(plain)
+    want = torch.autograd.grad(torch.nn.functional.silu(g) * u, plain, dy)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda *t: ops.swiglu(*split(t)), leaves)
+
+
+def test_torch_compile_traces_swiglus_backward():
+    """fullgraph, forward and backward (AOTAutograd traces the backward through the fakes): the eager gradients."""
+
+    def mlp(gate_up, gate, up):
+        i = gate.shape[-1]
+        return (ops.swiglu(gate_up[..., :i], gate_up[..., i:]) * ops.swiglu(gate, up)).sum()
+
+    args = [torch.randn(3, 64, requires_grad=True), torch.randn(3, 32, requires_grad=True),
+            torch.randn(3, 32, requires_grad=True)]
+    torch._dynamo.reset()
+    compiled = torch.compile(mlp, backend="aot_eager", fullgraph=True)
+    got = torch.autograd.grad(compiled(*args), args)
+    want = torch.autograd.grad(mlp(*args), args)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
+def test_swiglu_backward_halves_is_the_two_gradients_side_by_side():
+    gate_up, dy = torch.randn(3, 64, dtype=torch.bfloat16), torch.randn(3, 32, dtype=torch.bfloat16)
+    both = ops.swiglu_backward_halves(dy, gate_up[:, :32], gate_up[:, 32:])
+    dgate, dup = ops.swiglu_backward(dy, gate_up[:, :32], gate_up[:, 32:])
+    assert both.shape == (3, 64) and both.is_contiguous()
+    assert torch.equal(both[:, :32], dgate) and torch.equal(both[:, 32:], dup)
+
+
+def test_halves_of_one_only_where_up_is_gate_plus_i_in_one_tensor():
+    gu = torch.randn(2, 5, 16)
+    assert ops._halves_of_one(gu[..., :8], gu[..., 8:])
+    assert not ops._halves_of_one(gu[:, :1, :8], gu[:, :1, 8:])  # rows 5 * 16 apart, not 2I
+    assert not ops._halves_of_one(gu[..., 8:], gu[..., :8])  # swapped
+    assert not ops._halves_of_one(gu[..., :8], gu[..., :8].clone())  # two tensors
+    wide = torch.randn(4, 24)
+    assert not ops._halves_of_one(wide[:, :8], wide[:, 8:16])  # rows 3I apart
+    assert ops._halves_of_one(wide[:1, :8], wide[:1, 8:16])  # one row: no row stride
+    t = torch.randn(16, 4).t()
+    assert not ops._halves_of_one(t[:, :2], t[:, 2:])  # columns not unit-stride
+
+
 def test_decode_attention_matches_sdpa():
     b, hq, hk, length, d = 3, 8, 2, 20, 16
     q = torch.randn(b, hq, d)
@@ -213,6 +301,10 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.ktune.rms_norm.default, (x, w, 1e-5))
     torch.library.opcheck(torch.ops.ktune.add_rms_norm.default, (x, torch.randn(4, 32), w, 1e-5))
     torch.library.opcheck(torch.ops.ktune.swiglu.default, (x, torch.randn(4, 32)))
+    torch.library.opcheck(torch.ops.ktune.swiglu_backward.default, (torch.randn(4, 32), x, torch.randn(4, 32)))
+    gate_up = torch.randn(4, 64)
+    torch.library.opcheck(torch.ops.ktune.swiglu_backward_halves.default,
+                          (torch.randn(4, 32), gate_up[:, :32], gate_up[:, 32:]))
     torch.library.opcheck(torch.ops.ktune.swiglu_linear.default, (torch.randn(4, 64), torch.randn(24, 32),
                                                                   torch.zeros(4)))
     cos, sin = ops.rope_cache(torch.rand(8), 16)

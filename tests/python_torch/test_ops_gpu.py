@@ -45,6 +45,29 @@ def test_swiglu(m):
                                ops.swiglu(gu[:, :8192].cpu(), gu[:, 8192:].cpu()).to(dev), **BF16)
 
 
+@pytest.mark.parametrize("m", [1, 8, 512])
+def test_swiglu_backward(m):
+    need("swiglu_bwd")
+    g, u, dy = (torch.randn(2, m, 8192, device=dev, dtype=torch.bfloat16) for _ in range(3))
+    _lib.trace(True)
+    got = ops.swiglu_backward(dy, g, u)
+    ran = _lib.trace(False)
+    assert all(kernel != "torch math" for (_, kernel, _) in ran), ran
+    for a, b in zip(got, ops.swiglu_backward(dy.cpu(), g.cpu(), u.cpu())):
+        torch.testing.assert_close(a, b.to(dev), **BF16)
+    # autograd of swiglu on a fused gate_up output's halves: both gradients from one launch into one [M, 2I] tensor
+    gu = torch.randn(m, 16384, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    dy = dy[0]
+    _lib.trace(True)
+    (got,) = torch.autograd.grad(ops.swiglu(gu[:, :8192], gu[:, 8192:]), gu, dy)
+    ran = _lib.trace(False)
+    backward = {(op, kernel) for (op, kernel, _) in ran if op.startswith("swiglu_backward")}
+    assert len(backward) == 1 and next(iter(backward))[0] == "swiglu_backward_halves", ran
+    assert next(iter(backward))[1] != "torch math", ran
+    want = torch.cat(ops.swiglu_backward(dy.cpu(), gu[:, :8192].detach().cpu(), gu[:, 8192:].detach().cpu()), dim=-1)
+    torch.testing.assert_close(got, want.to(dev), **BF16)
+
+
 @pytest.mark.parametrize("m", [1, 8])
 def test_rope(m):
     need("rope_neox")

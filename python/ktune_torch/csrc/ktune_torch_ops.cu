@@ -42,6 +42,10 @@
 #include "ktune_tuned_glu_swiglu.hpp"
 #define KT_HAS_SWIGLU 1
 #endif
+#if __has_include("ktune_tuned_glu_swiglu_bwd.hpp")
+#include "ktune_tuned_glu_swiglu_bwd.hpp"
+#define KT_HAS_SWIGLU_BWD 1
+#endif
 #if __has_include("ktune_tuned_decode_attention_fwd.hpp")
 #include "ktune_tuned_decode_attention_fwd.hpp"
 #define KT_HAS_DECODE_ATTENTION 1
@@ -119,7 +123,7 @@ void ktune_torch_set_programmatic_launch(int on) {
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12.
+// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -160,6 +164,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_SWIGLU_LINEAR
     m |= 1 << 12;
+#endif
+#ifdef KT_HAS_SWIGLU_BWD
+    m |= 1 << 13;
 #endif
     return m;
 }
@@ -318,6 +325,20 @@ int ktune_torch_swiglu(int dtype, void* out, const void* gate, const void* up, l
         kt::glu_swiglu(*props, dtype_of(dtype), out, gate, up, rows, cols, s, so, stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)out, (void)gate, (void)up, (void)rows, (void)cols, (void)s, (void)so, (void)stream;
+    return k_not_built;
+#endif
+}
+// SwiGLU's gradients (glu/swiglu_bwd): dgate, dup from gate, up and dy. gate, up, dgate and dup rows s elements apart
+// (2 * cols: the halves of [rows, 2 * cols] tensors), dy's so apart.
+int ktune_torch_swiglu_backward(int dtype, void* dgate, void* dup, const void* gate, const void* up, const void* dy,
+                                long long rows, long long cols, long long s, long long so, void* stream) {
+#ifdef KT_HAS_SWIGLU_BWD
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(kt::glu_swiglu_bwd(*props, dtype_of(dtype), dgate, dup, gate, up, dy, rows, cols, s, so,
+                                               stream_of(stream), &t_last_choice));
+#else
+    (void)dtype, (void)dgate, (void)dup, (void)gate, (void)up, (void)dy, (void)rows, (void)cols, (void)s, (void)so;
+    (void)stream;
     return k_not_built;
 #endif
 }

@@ -109,7 +109,7 @@ TEST(ResolveSpace, OpSlashVariantIsEverySpaceThatTunesIt) {
 TEST(ResolveSpace, AnOpWithSeveralVariantsNamesThemAll) {
     const SpaceRef ref = resolve_space(KTUNE_SOURCE_ROOT, "glu");
     EXPECT_EQ(ref.filter(), "glu");
-    EXPECT_THAT(ref.variants, ElementsAre("geglu", "geglu_cat", "swiglu", "swiglu_cat"));
+    EXPECT_THAT(ref.variants, ElementsAre("geglu", "geglu_cat", "swiglu", "swiglu_bwd", "swiglu_cat"));
 }
 
 TEST(ResolveSpace, AYamlFileIsThatFile) {
