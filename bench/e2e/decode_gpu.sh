@@ -135,8 +135,10 @@ if [ -z "$db" ]; then
   tune linear_skinny_swiglu "M=1,N=3072,K=8192" "M=8,N=3072,K=8192"
   [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   search=("${quick[@]}")
-  # RMSNorm's backward at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
+  # the backwards at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script
   tune rmsnorm_bwd "M=4096,H=3072"
+  # SwiGLU's backward at the same rows, the halves of the fused gate_up gradient (row stride 2I)
+  tune glu_swiglu_bwd "M=4096,I=8192,S=16384,SO=8192"
   echo "tuned in $((SECONDS - start)) s: $db"
 fi
 

@@ -9,7 +9,7 @@ cancels, and comparing such gradients would compare rounding), tokens/s (batch *
   liger     Liger-Kernel's apply_liger_kernel_to_llama (RMSNorm, RoPE, SwiGLU MLP replaced; Triton)
   ktune     ktune_torch.llama.patch_model: q, k, v as one projection with ktune's RoPE in place on its output (its
             backward: the same kernel with the sine negated), gate and up as one projection with ktune's SwiGLU
-            (backward: ktune::swiglu_backward_cat into one [M, 2I] gradient), RMSNorm and the post-attention residual
+            (backward: ktune::swiglu_backward_halves into one [M, 2I] gradient), RMSNorm and the post-attention residual
             add + RMSNorm from ktune (forward and backward); the matrix products (cuBLAS), attention (SDPA, flash)
             and the MLP's residual add are PyTorch's
   ktune+compile  the ktune variant under torch.compile (default mode): Inductor fuses what is left around ktune's

@@ -18,7 +18,7 @@ patch_model(model, weights="bf16" | "int4" | "int8") rewrites, in place, the for
 Training (grad mode on, weights trainable; fuse_projections, which patch_model does by default): the fused qkv projection
 and RoPE are one autograd function (_QKVRope: RoPE in place on the projection's output; its backward gathers the
 three gradients into one buffer and rotates back with the same kernel and the sine negated), likewise the fused
-gate_up projection and SwiGLU (_GateUpSwiGLU; backward ktune::swiglu_backward_cat into one [M, 2I] buffer); RMSNorm and
+gate_up projection and SwiGLU (_GateUpSwiGLU; backward ktune::swiglu_backward_halves into one [M, 2I] buffer); RMSNorm and
 add + RMSNorm have autograd (rmsnorm/bwd); attention is torch's SDPA, causal where HF passes no mask. The fused
 weights are trainable parameters (qkv_proj, gate_up_proj: the state dict's keys change). The skinny kernels have no
 backward: calls that record one take F.linear.
@@ -194,7 +194,8 @@ class _GateUpSwiGLU(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dh):
         x2, weight, bias, gate_up = ctx.saved_tensors
-        g = ops.swiglu_backward_cat(dh.reshape(gate_up.shape[0], -1), gate_up)
+        i = gate_up.shape[1] // 2
+        g = ops.swiglu_backward_halves(dh.reshape(gate_up.shape[0], i), gate_up[:, :i], gate_up[:, i:])
         dx, dw, db = _linear_backward(g, x2, weight, bias, ctx.needs_input_grad)
         return (None if dx is None else dx.view(ctx.x_shape)), dw, db
 

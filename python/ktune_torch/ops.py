@@ -734,25 +734,3 @@ def swiglu_dense_linear(gate_up, weight, bias=None):
             y = swiglu_linear(gate_up, weight, scratch)
             return y if bias is None else y + bias
     return dense_linear(swiglu(gate, up), weight, bias)
-
-
-# -------------------------------------------------------------------------------------- SwiGLU backward, fused rows
-def _swiglu_backward_math(dy, gate, up):
-    g, u, d = _f(gate), _f(up), _f(dy)
-    sig = torch.sigmoid(g)
-    return (d * u * sig * (1 + g * (1 - sig))).to(gate.dtype), (d * g * sig).to(gate.dtype)
-
-
-@torch.library.custom_op("ktune::swiglu_backward_cat", mutates_args=())
-def swiglu_backward_cat(dy: torch.Tensor, gate_up: torch.Tensor) -> torch.Tensor:
-    """[d(gate) | d(up)] [M, 2I] of swiglu(gate_up[:, :I], gate_up[:, I:]) for dy [M, I] (fp32 math, each rounded once):
-    the gradient of a fused gate_up projection's output in one buffer."""
-    i = gate_up.shape[-1] // 2
-    dg, du = _swiglu_backward_math(dy, gate_up[..., :i], gate_up[..., i:])
-    return torch.cat([dg, du], -1)
-
-
-@swiglu_backward_cat.register_fake
-def _(dy, gate_up):
-    return gate_up.new_empty(gate_up.shape)
-
