@@ -6,9 +6,6 @@ cancels, and comparing such gradients would compare rounding), tokens/s (batch *
 --warmup untimed steps, then --iters timed):
   eager     the HF layers as they are
   compile   torch.compile(model) (default mode), fwd and bwd compiled
-  compile+eager-sdpa  the same with HF's SDPA attention left out of the compiled graphs (torch.compiler.disable), as
-            ktune's drop-in leaves it (ktune_torch.llama._sdpa_outside_compile: inside the graphs it ran 3x slower on
-            the H100): what that choice alone is worth to torch.compile
   liger     Liger-Kernel's apply_liger_kernel_to_llama (RMSNorm, RoPE, SwiGLU MLP replaced; Triton)
   ktune     ktune_torch.llama.patch_model: q, k, v as one projection with ktune's RoPE in place on its output (its
             backward: the same kernel with the sine negated), gate and up as one projection with ktune's SwiGLU
@@ -64,17 +61,6 @@ def patch_ktune(model):
     llama.patch_model(model)
     return ("fused qkv projection + RoPE, fused gate_up projection + SwiGLU, RMSNorm, residual add + RMSNorm from "
             "ktune (fwd + bwd)")
-
-
-def sdpa_outside_compile(model):
-    """HF's SDPA attention, registered under a name of its own wrapped in torch.compiler.disable (its masks as sdpa's)."""
-    from transformers import AttentionInterface
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-
-    AttentionInterface.register("sdpa_outside_compile", torch.compiler.disable(sdpa_attention_forward))
-    ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa_outside_compile", ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
-    model.config._attn_implementation = "sdpa_outside_compile"
 
 
 class Timeout(Exception):
@@ -133,7 +119,7 @@ def main():
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--variants", default="eager,compile,compile+eager-sdpa,liger,ktune,ktune+compile")
+    p.add_argument("--variants", default="eager,compile,liger,ktune,ktune+compile")
     p.add_argument("--compile-timeout", type=float, default=240)
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--profile", type=int, default=0, metavar="ROWS",
@@ -156,16 +142,12 @@ def main():
     # after it would carry its kernels, so it runs last.
     variants = [v for v in variants if v != "liger"] + (["liger"] if "liger" in variants else [])
     for v in variants:
-        if "compile" in v and device.type != "cuda":
+        if v in ("compile", "ktune+compile") and device.type != "cuda":
             continue
         model = build(cfg, device, dtype)
         t0 = time.perf_counter()
         try:
             if v == "compile":
-                model = torch.compile(model)
-                signal.alarm(max(1, int(args.compile_timeout)))
-            elif v == "compile+eager-sdpa":
-                sdpa_outside_compile(model)
                 model = torch.compile(model)
                 signal.alarm(max(1, int(args.compile_timeout)))
             elif v == "liger":
@@ -200,7 +182,7 @@ def main():
         del model
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        if "compile" in v:
+        if v.endswith("compile"):
             torch._dynamo.reset()
 
     dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"

@@ -19,8 +19,7 @@ Training (grad mode on, weights trainable; fuse_projections, which patch_model d
 and RoPE are one autograd function (_QKVRope: RoPE in place on the projection's output; its backward gathers the
 three gradients into one buffer and rotates back with the same kernel and the sine negated), likewise the fused
 gate_up projection and SwiGLU (_GateUpSwiGLU; backward ktune::swiglu_backward_halves into one [M, 2I] buffer); RMSNorm and
-add + RMSNorm have autograd (rmsnorm/bwd); attention is torch's SDPA, causal where HF passes no mask, run outside
-torch.compile's graphs (_sdpa_outside_compile says why). The fused
+add + RMSNorm have autograd (rmsnorm/bwd); attention is torch's SDPA, causal where HF passes no mask. The fused
 weights are trainable parameters (qkv_proj, gate_up_proj: the state dict's keys change). The skinny kernels have no
 backward: calls that record one take F.linear.
 Every step allocates only its outputs and never synchronizes with the host: one decode step captures in a CUDA graph
@@ -214,16 +213,9 @@ def _attention_train(self, hidden_states, position_ids, attention_mask, cache):
     q, k, v = _QKVRope.apply(hidden_states, proj.weight, proj.bias, positions, sh.cos, sh.sin, sh.sin_neg, hq, hk, d)
     q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
     mask = attention_mask if isinstance(attention_mask, torch.Tensor) else None
-    out = _sdpa_outside_compile(q, k, v, mask, mask is None and s > 1, self.scaling, hq != hk)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and s > 1,
+                                         scale=self.scaling, enable_gqa=hq != hk)
     return self.o_proj(out.transpose(1, 2).reshape(b, s, hq * d))
-
-
-@torch.compiler.disable
-def _sdpa_outside_compile(q, k, v, mask, causal, scale, gqa):
-    """torch's SDPA, left out of torch.compile's graphs: inside them (torch 2.11, H100) its cuDNN forward and backward
-    ran 3x slower at the training benchmark's shapes than on the same q, k, v eagerly (bench/e2e/train.py --profile;
-    Inductor hands them over in another layout). Eagerly it is the same call."""
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=scale, enable_gqa=gqa)
 
 
 def _static_layer(cache, idx):
