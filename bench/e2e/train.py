@@ -14,6 +14,10 @@ cancels, and comparing such gradients would compare rounding), tokens/s (batch *
             and the MLP's residual add are PyTorch's
   ktune+compile  the ktune variant under torch.compile (default mode): Inductor fuses what is left around ktune's
             ops (custom ops with fake implementations and autograd: no graph break)
+  ktune+graph  the ktune variant with its forward and backward each captured in a CUDA graph
+            (torch.cuda.make_graphed_callables; the host's launches, most of an eager step's gaps, are replayed)
+  compile-ro  torch.compile(model, mode="reduce-overhead"): Inductor's kernels in CUDA graphs (the baseline of
+            ktune+graph)
 The layers use eps 1e-6 (not Llama 3's 1e-5) in every variant, because rmsnorm/bwd's op spec fixes eps 1e-6 (another
 eps runs the torch math).
 Each variant's input gradient is compared with eager's (max |diff|, said, not judged).
@@ -27,6 +31,7 @@ import math
 import signal
 import sys
 import time
+import types
 from pathlib import Path
 
 import torch
@@ -61,6 +66,32 @@ def patch_ktune(model):
     llama.patch_model(model)
     return ("fused qkv projection + RoPE, fused gate_up projection + SwiGLU, RMSNorm, residual add + RMSNorm from "
             "ktune (fwd + bwd)")
+
+
+class GraphedStep(torch.nn.Module):
+    """The model's step (inputs_embeds -> last_hidden_state, at fixed position ids) with its forward and backward each
+    captured in a CUDA graph on the first call (torch.cuda.make_graphed_callables: warm-up runs, then the captures);
+    every later call of the same shapes replays them. Returns what the model does (.last_hidden_state)."""
+
+    class _Body(torch.nn.Module):
+        def __init__(self, model, position_ids):
+            super().__init__()
+            self.model = model
+            self.position_ids = position_ids
+
+        def forward(self, x):
+            return self.model(inputs_embeds=x, position_ids=self.position_ids, use_cache=False).last_hidden_state
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.config = model.config
+        self.graphed = None
+
+    def forward(self, inputs_embeds, position_ids, use_cache=False):
+        if self.graphed is None:
+            self.graphed = torch.cuda.make_graphed_callables(self._Body(self.model, position_ids), (inputs_embeds,))
+        return types.SimpleNamespace(last_hidden_state=self.graphed(inputs_embeds))
 
 
 class Timeout(Exception):
@@ -119,7 +150,7 @@ def main():
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--variants", default="eager,compile,liger,ktune,ktune+compile")
+    p.add_argument("--variants", default="eager,compile,compile-ro,liger,ktune,ktune+compile,ktune+graph")
     p.add_argument("--compile-timeout", type=float, default=240)
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--profile", type=int, default=0, metavar="ROWS",
@@ -142,7 +173,7 @@ def main():
     # after it would carry its kernels, so it runs last.
     variants = [v for v in variants if v != "liger"] + (["liger"] if "liger" in variants else [])
     for v in variants:
-        if v in ("compile", "ktune+compile") and device.type != "cuda":
+        if ("compile" in v or "graph" in v) and device.type != "cuda":
             continue
         model = build(cfg, device, dtype)
         t0 = time.perf_counter()
@@ -157,6 +188,12 @@ def main():
                                             fused_linear_cross_entropy=False, model=model)
             elif v == "ktune":
                 notes.append(f"ktune: {patch_ktune(model)}; the rest eager")
+            elif v == "compile-ro":
+                model = torch.compile(model, mode="reduce-overhead")
+                signal.alarm(max(1, int(args.compile_timeout)))
+            elif v == "ktune+graph":
+                notes.append(f"ktune+graph: {patch_ktune(model)}; forward and backward in CUDA graphs")
+                model = GraphedStep(model)
             elif v == "ktune+compile":
                 notes.append(f"ktune+compile: {patch_ktune(model)}; the rest compiled by Inductor")
                 model = torch.compile(model)
@@ -182,7 +219,7 @@ def main():
         del model
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        if v.endswith("compile"):
+        if "compile" in v:
             torch._dynamo.reset()
 
     dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"

@@ -25,7 +25,7 @@ fi
 status=0
 # shellcheck disable=SC2086  # TRAIN_EXTRA is a list of arguments
 timeout --signal=INT --kill-after=15 "${TIMEOUT:-300}" python3 "$root/bench/e2e/train.py" --layers "${LAYERS:-4}" \
-  --variants "${VARIANTS:-eager,compile,liger,ktune,ktune+compile}" ${TRAIN_EXTRA:-} --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
+  --variants "${VARIANTS:-eager,compile,compile-ro,liger,ktune,ktune+compile,ktune+graph}" ${TRAIN_EXTRA:-} --json "$out/train.json" > "$out/train.txt" 2>&1 || status=$?
 { grep -vE "Warning|warnings.warn" "$out/train.txt" || true; } | tail -30
 echo "train_gpu: $((SECONDS - start)) s; results in $out/"
 ((status == 0)) || { echo "train_gpu: train.py failed (exit $status; $out/train.txt)" >&2; exit 1; }
