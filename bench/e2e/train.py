@@ -90,7 +90,8 @@ class GraphedStep(torch.nn.Module):
 
     def forward(self, inputs_embeds, position_ids, use_cache=False):
         if self.graphed is None:
-            self.graphed = torch.cuda.make_graphed_callables(self._Body(self.model, position_ids), (inputs_embeds,))
+            self.graphed = torch.cuda.make_graphed_callables(self._Body(self.model, position_ids), (inputs_embeds,),
+                                                           allow_unused_input=True)  # embed_tokens: unused
         return types.SimpleNamespace(last_hidden_state=self.graphed(inputs_embeds))
 
 
