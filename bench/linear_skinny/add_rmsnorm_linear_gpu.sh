@@ -30,22 +30,22 @@ for m in "${ms[@]}"; do
 done
 
 echo "== linear_skinny/fwd_add_rmsnorm: decode shapes, bf16"
-k tune search_spaces/linear_skinny_add_rmsnorm.yaml --dtype bf16 --time 60 --quiet "${fused[@]}" > "$out/tune.log" 2>&1 ||
+k tune "$root/search_spaces/linear_skinny_add_rmsnorm.yaml" --dtype bf16 --time 60 --quiet "${fused[@]}" > "$out/tune.log" 2>&1 ||
   { tail -5 "$out/tune.log"; echo "tuning linear_skinny_add_rmsnorm failed" >&2; exit 1; }
 echo "== linear_skinny/fwd_add_rmsnorm: fp16, other paths (K 3076: element path; K 3080: partial chunk; odd N, M 13)"
-k tune search_spaces/linear_skinny_add_rmsnorm.yaml --dtype fp16 --dtype bf16 --budget 6 --time 15 --quiet \
+k tune "$root/search_spaces/linear_skinny_add_rmsnorm.yaml" --dtype fp16 --dtype bf16 --budget 6 --time 15 --quiet \
   --shape M=3,N=1000,K=3076,EPS_E9=10000 --shape M=13,N=5120,K=3072,EPS_E9=10000 \
   --shape M=1,N=1000,K=3080,EPS_E9=1000 > "$out/tune_paths.log" 2>&1 ||
   { tail -5 "$out/tune_paths.log"; echo "tuning the other paths failed" >&2; exit 1; }
 echo "== the unfused pair at the decode shapes: add_rmsnorm_eps (ktune_torch's op) and linear_skinny"
-k tune python/ktune_torch/spaces/add_rmsnorm_eps.yaml --dtype bf16 --time 15 --quiet "${norm[@]}" \
+k tune "$root/python/ktune_torch/spaces/add_rmsnorm_eps.yaml" --dtype bf16 --time 15 --quiet "${norm[@]}" \
   > "$out/tune_norm.log" 2>&1 || { tail -5 "$out/tune_norm.log"; echo "tuning add_rmsnorm_eps failed" >&2; exit 1; }
-k tune search_spaces/linear_skinny.yaml --dtype bf16 --time 40 --quiet "${skinny[@]}" > "$out/tune_skinny.log" 2>&1 ||
+k tune "$root/search_spaces/linear_skinny.yaml" --dtype bf16 --time 40 --quiet "${skinny[@]}" > "$out/tune_skinny.log" 2>&1 ||
   { tail -5 "$out/tune_skinny.log"; echo "tuning linear_skinny failed" >&2; exit 1; }
 
-k best search_spaces/linear_skinny_add_rmsnorm.yaml --json > "$out/best_fused.json"
-k best python/ktune_torch/spaces/add_rmsnorm_eps.yaml --json > "$out/best_norm.json"
-k best search_spaces/linear_skinny.yaml --json > "$out/best_skinny.json"
+k best "$root/search_spaces/linear_skinny_add_rmsnorm.yaml" --json > "$out/best_fused.json"
+k best "$root/python/ktune_torch/spaces/add_rmsnorm_eps.yaml" --json > "$out/best_norm.json"
+k best "$root/search_spaces/linear_skinny.yaml" --json > "$out/best_skinny.json"
 python3 - "$out" <<'PY'
 import json, sqlite3, sys
 out = sys.argv[1]
