@@ -54,8 +54,9 @@
 // rows over all of K (norm_prologue: every thread strides over k, 4 rows at a time, fp32; warps then the block reduce
 // in a fixed order) into shared rstd; the blocks of n block 0 and k split 0 also write r_out = T(s) of their rows.
 // Then x is formed where it is loaded: the 16 bytes of x become 16 of a, 16 of r and 16 of nw, one rounding to T.
-// The prologue reads the block's rows of a and r whole (8 M_FRAGS rows x 4K bytes; L1 then serves the loop's
-// loads): cheap at M <= 8 against the weights a block streams, costly far above (the space keeps M <= 16). The fast
+// The prologue reads the block's rows of a and r whole (8 M_FRAGS rows x 4K bytes, through L1, where the loop's
+// loads of them may hit again): L2 traffic that grows with M beside the weights a block streams (the space keeps
+// M <= 16; unmeasured yet). The fast
 // path needs a, r, nw (and r_out for the prologue's vector stores) 16-byte aligned; r_out must not alias a or r
 // (other blocks still read them). Zeros past M or K stay zeros (rstd of a row past M is 0).
 #include "kernels/common/dependent_launch.cuh"
