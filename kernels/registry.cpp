@@ -32,6 +32,7 @@
     X(linear, fwd)                  /* kernels/quant_linear/quant_linear_cpu_reference.cpp: dense, the cuBLAS baseline */ \
     X(linear_skinny, fwd)           /* kernels/linear_skinny/linear_skinny_cpu_reference.cpp */ \
     X(linear_skinny, fwd_swiglu)    /* kernels/linear_skinny/linear_skinny_cpu_reference.cpp */ \
+    X(linear_skinny, fwd_add_rmsnorm) /* kernels/linear_skinny/linear_skinny_cpu_reference.cpp */ \
     X(copy, fwd)                    /* kernels/copy/copy_cpu_reference.cpp */ \
     X(copy, read)                   /* kernels/copy/copy_cpu_reference.cpp */ \
     X(gemm_act, none)               /* kernels/gemm/gemm_cpu_reference.cpp */ \

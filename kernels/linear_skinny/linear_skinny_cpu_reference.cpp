@@ -1,7 +1,9 @@
 // The CPU references of linear_skinny/fwd (kernels/linear_skinny/linear_skinny_fwd.op.yaml): y = x W^T with W dense
 // [N, K] row-major, in double; and of linear_skinny/fwd_swiglu (linear_skinny_swiglu.op.yaml): the same with x =
-// silu(gate) * up from gate_up [M, 2K], rounded to the problem's type first as the unfused swiglu + linear do. The
-// scratch is the kernel's own and has no reference value.
+// silu(gate) * up from gate_up [M, 2K], rounded to the problem's type first as the unfused swiglu + linear do; and
+// of linear_skinny/fwd_add_rmsnorm (linear_skinny_add_rmsnorm.op.yaml): the same with x = T(s * rstd * nw), s = a + r
+// in fp32, rstd = rsqrt(mean_k(s^2) + eps) (ktune::add_rms_norm), and r_out = T(s). The scratch is the kernel's own
+// and has no reference value.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -61,6 +63,42 @@ void linear_skinny_fwd_swiglu_cpu_reference(const Problem& p, HostBuffers& buffe
             double acc = 0.0;
             for (std::int64_t k = 0; k < ins; ++k)
                 acc += a[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
+            y[static_cast<std::size_t>(m * outs + n)] = acc;
+        }
+}
+
+void linear_skinny_fwd_add_rmsnorm_cpu_reference(const Problem& p, HostBuffers& buffers) {
+    const char* key = "linear_skinny/fwd_add_rmsnorm";
+    const std::int64_t rows = axis(p, "M", key), outs = axis(p, "N", key), ins = axis(p, "K", key);
+    const double eps = static_cast<double>(axis(p, "EPS_E9", key)) * 1e-9;
+    const std::vector<double>& a = host_input(buffers, "a", rows * ins, key);
+    const std::vector<double>& r = host_input(buffers, "r", rows * ins, key);
+    const std::vector<double>& nw = host_input(buffers, "nw", ins, key);
+    const std::vector<double>& w = host_input(buffers, "w", outs * ins, key);
+    std::vector<double> x(static_cast<std::size_t>(rows * ins));
+    std::vector<double>& r_out = buffers["r_out"];
+    r_out.assign(static_cast<std::size_t>(rows * ins), 0.0);
+    for (std::int64_t m = 0; m < rows; ++m) {
+        const auto at = [&](std::int64_t k) { return static_cast<std::size_t>(m * ins + k); };
+        double sum_sq = 0.0;
+        for (std::int64_t k = 0; k < ins; ++k) {
+            const double s = static_cast<float>(a[at(k)] + r[at(k)]);  // the fp32 sum
+            sum_sq += s * s;
+        }
+        const float rstd = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(ins) + eps));
+        for (std::int64_t k = 0; k < ins; ++k) {
+            const float s = static_cast<float>(a[at(k)] + r[at(k)]);
+            r_out[at(k)] = round_to(p.dtype, s);
+            x[at(k)] = round_to(p.dtype, s * rstd * static_cast<float>(nw[static_cast<std::size_t>(k)]));  // fp32
+        }
+    }
+    std::vector<double>& y = buffers["y"];
+    y.assign(static_cast<std::size_t>(rows * outs), 0.0);
+    for (std::int64_t m = 0; m < rows; ++m)
+        for (std::int64_t n = 0; n < outs; ++n) {
+            double acc = 0.0;
+            for (std::int64_t k = 0; k < ins; ++k)
+                acc += x[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
             y[static_cast<std::size_t>(m * outs + n)] = acc;
         }
 }

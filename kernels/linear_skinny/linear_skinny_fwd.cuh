@@ -47,6 +47,18 @@
 // 16 bytes of x become 16 of gate and 16 of up K elements further, combined by ktune::swiglu's decode-size arithmetic
 // (glu_fast, kernels/glu/glu_common.cuh) and rounded to T, so the mmas see the very x the unfused pair would. The
 // fast path needs gate_up (not x) 16-byte aligned; zeros past M or K stay zeros (silu(0) * 0 = 0).
+//
+// Residual add + RMSNorm x (NORM, the kernel linear_skinny_add_rmsnorm_fwd): x[m, k] = T(s * rstd[m] * nw[k]) with
+// s = fp32(a[m, k]) + fp32(r[m, k]) and rstd[m] = rsqrt(mean_k(s^2) + eps), ktune::add_rms_norm's arithmetic
+// (kernels/add_rmsnorm/). After the wait for the kernel before (which wrote a and r), each block sums s^2 of its own
+// rows over all of K (norm_prologue: every thread strides over k, 4 rows at a time, fp32; warps then the block reduce
+// in a fixed order) into shared rstd; the blocks of n block 0 and k split 0 also write r_out = T(s) of their rows.
+// Then x is formed where it is loaded: the 16 bytes of x become 16 of a, 16 of r and 16 of nw, one rounding to T.
+// The prologue reads the block's rows of a and r whole (8 M_FRAGS rows x 4K bytes, through L1, where the loop's
+// loads of them may hit again): L2 traffic that grows with M beside the weights a block streams (the space keeps
+// M <= 16; unmeasured yet). The fast
+// path needs a, r, nw (and r_out for the prologue's vector stores) 16-byte aligned; r_out must not alias a or r
+// (other blocks still read them). Zeros past M or K stay zeros (rstd of a row past M is 0).
 #include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/glu/glu_common.cuh"
@@ -168,6 +180,20 @@ struct Lanes {
     int k_limit;  // K - 8t
     int c_end;
     unsigned x_up;  // SWIGLU: bytes from a gate element to its up (2K)
+    // NORM: the residual's rows beside x's (a's), the norm weight at the lane's k (chunk c at + 64 c), and rstd of
+    // the lane's row in each fragment.
+    const unsigned char* r_row[M_FRAGS];
+    const unsigned char* nw_row;
+    float rstd[M_FRAGS];
+};
+
+// NORM's extra operands (header comment): residual r [M, K], norm weight nw [K], r_out [M, K] (= T(a + r)), eps.
+template <typename T>
+struct NormArgs {
+    const T* r = nullptr;
+    const T* nw = nullptr;
+    T* r_out = nullptr;
+    float eps = 0.0f;
 };
 
 // One chunk's mmas: W rows g, g + 8 of each tile (wv[tn][0], wv[tn][1]) against each fragment's x (xv[f]).
@@ -200,14 +226,53 @@ __device__ __forceinline__ uint4 swiglu_x(const uint4& g, const uint4& u) {
     return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// x of chunk c for every fragment (zeros past M, K or the warp's chunks); SWIGLU: from its gate and up.
-template <typename T, bool SWIGLU, bool FAST, int TILES_N, int M_FRAGS>
+// 8 elements of x from a, r and nw: T((fp32(a) + fp32(r)) * rstd * nw) as ktune::add_rms_norm computes it.
+template <typename T>
+__device__ __forceinline__ uint4 norm_x(const uint4& a, const uint4& r, const uint4& nw, float rstd) {
+    const unsigned aw[4] = {a.x, a.y, a.z, a.w}, rw[4] = {r.x, r.y, r.z, r.w}, nww[4] = {nw.x, nw.y, nw.z, nw.w};
+    unsigned out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float fa[2], fr[2], fn[2], fo[2];
+        unpack_word(T{}, aw[j], fa);
+        unpack_word(T{}, rw[j], fr);
+        unpack_word(T{}, nww[j], fn);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) fo[e] = (fa[e] + fr[e]) * rstd * fn[e];
+        out[j] = pack_word<T>(fo);
+    }
+    return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// x of chunk c for every fragment (zeros past M, K or the warp's chunks); SWIGLU: from its gate and up; NORM: from
+// a, r and nw.
+template <typename T, bool SWIGLU, bool NORM, bool FAST, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void load_x_chunk(uint4 (&xv)[M_FRAGS], const Lanes<TILES_N, M_FRAGS>& ln, int c) {
     const bool in = c < ln.c_end;
+    uint4 nw = make_uint4(0u, 0u, 0u, 0u);  // NORM: the chunk's norm weights, shared by the fragments
+    if constexpr (NORM) {
+        if constexpr (FAST)
+            nw = load_v4_if<false>(ln.nw_row + 64ll * c, in && 32 * c < ln.k_limit);
+        else
+            nw = load_elems(ln.nw_row + 64ll * c, in, ln.k_limit - 32 * c);
+    }
 #pragma unroll
     for (int f = 0; f < M_FRAGS; ++f) {
         const unsigned char* p = ln.x_row[f] + 64ll * c;
-        if constexpr (SWIGLU) {
+        if constexpr (NORM) {
+            // Both loads before the math, so that they are in flight together (as SWIGLU's).
+            const unsigned char* q = ln.r_row[f] + 64ll * c;
+            uint4 a, r;
+            if constexpr (FAST) {
+                const bool live = in && ln.x_live[f] && 32 * c < ln.k_limit;
+                a = load_v4_if<false>(p, live);
+                r = load_v4_if<false>(q, live);
+            } else {
+                a = load_elems(p, in && ln.x_live[f], ln.k_limit - 32 * c);
+                r = load_elems(q, in && ln.x_live[f], ln.k_limit - 32 * c);
+            }
+            xv[f] = norm_x<T>(a, r, nw, ln.rstd[f]);
+        } else if constexpr (SWIGLU) {
             // Both loads before the math, so that they are in flight together.
             uint4 g, u;
             if constexpr (FAST) {
@@ -228,7 +293,7 @@ __device__ __forceinline__ void load_x_chunk(uint4 (&xv)[M_FRAGS], const Lanes<T
 }
 
 // STAGES 1 (and the plain path, U 1): a step's weights in registers, all loads before the first mma.
-template <typename T, bool SWIGLU, bool FAST, int U, int WARPS, int TILES_N, int M_FRAGS>
+template <typename T, bool SWIGLU, bool NORM, bool FAST, int U, int WARPS, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void run_registers(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
                                               int c_begin, int warp) {
     constexpr int STRIDE = WARPS * U;
@@ -252,14 +317,14 @@ __device__ __forceinline__ void run_registers(float (&acc)[TILES_N][M_FRAGS][4],
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             uint4 xv[M_FRAGS];
-            load_x_chunk<T, SWIGLU, FAST>(xv, ln, c + u);
+            load_x_chunk<T, SWIGLU, NORM, FAST>(xv, ln, c + u);
             chunk_mma<T>(acc, wv[u], xv);
         }
     }
 }
 
 // STAGES > 1: the warp's ring of S slots of one step each (slot layout: chunk u, tile tn, row h, lane: 16 bytes).
-template <typename T, bool SWIGLU, int U, int S, int WARPS, int TILES_N, int M_FRAGS>
+template <typename T, bool SWIGLU, bool NORM, int U, int S, int WARPS, int TILES_N, int M_FRAGS>
 __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], const Lanes<TILES_N, M_FRAGS>& ln,
                                          int c_begin, int warp, int lane, unsigned ring) {
     constexpr int STRIDE = WARPS * U;
@@ -288,7 +353,7 @@ __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], cons
         issue(c + (S - 1) * STRIDE, slot == 0 ? S - 1 : slot - 1);
         uint4 xv[U][M_FRAGS];
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_x_chunk<T, SWIGLU, true>(xv[u], ln, c + u);
+        for (int u = 0; u < U; ++u) load_x_chunk<T, SWIGLU, NORM, true>(xv[u], ln, c + u);
         cp_async_wait<S - 1>();  // this step's group (S - 1 groups issued after it)
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -305,12 +370,95 @@ __device__ __forceinline__ void run_ring(float (&acc)[TILES_N][M_FRAGS][4], cons
     cp_async_wait<0>();  // the zero-fills past the warp's chunks land before the ring's bytes are reused
 }
 
-// x: x [M, K], or with SWIGLU gate_up [M, 2K] (header comment).
+// NORM's prologue (header comment): rstd[i] of the block's rows m0 + i (0 for rows past M) from a and r over all of
+// K, and r_out = T(a + r) of those rows where write_r. Threads stride over k (16-byte loads where vec, else element by
+// element), NORM_ROWS rows at a time so that their loads are in flight together; each row's fp32 sum of s^2 is reduced
+// per warp (shuffles) into part [WARPS][ROWS], then over the warps in warp order: deterministic. part may be any
+// shared memory nobody else uses until this returns; it ends with the block synchronised.
+inline constexpr int NORM_ROWS = 4;
+template <typename T, int WARPS, int ROWS>
+__device__ __forceinline__ void norm_prologue(float* __restrict__ rstd, float* __restrict__ part,
+                                              const T* __restrict__ a, const T* __restrict__ r, T* __restrict__ r_out,
+                                              int M, int K, int m0, float eps, bool write_r, bool vec) {
+    static_assert(ROWS % NORM_ROWS == 0, "linear_skinny: the block's rows are whole groups of NORM_ROWS");
+    constexpr int THREADS = WARPS * 32;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int rows = min(ROWS, M - m0);  // >= 1: grid z covers M exactly
+#pragma unroll 1
+    for (int i0 = 0; i0 < rows; i0 += NORM_ROWS) {
+        float sq[NORM_ROWS];
+#pragma unroll
+        for (int i = 0; i < NORM_ROWS; ++i) sq[i] = 0.0f;
+        if (vec) {
+            const int vecs = K / 8;
+#pragma unroll 1
+            for (int v = tid; v < vecs; v += THREADS) {
+                uint4 av[NORM_ROWS], rv[NORM_ROWS];
+#pragma unroll
+                for (int i = 0; i < NORM_ROWS; ++i) {
+                    const bool live = i0 + i < rows;
+                    const long long at = live ? static_cast<long long>(m0 + i0 + i) * K + 8ll * v : 0;
+                    av[i] = load_v4_if<false>(a + at, live);
+                    rv[i] = load_v4_if<false>(r + at, live);
+                }
+#pragma unroll
+                for (int i = 0; i < NORM_ROWS; ++i) {
+                    const unsigned aw[4] = {av[i].x, av[i].y, av[i].z, av[i].w};
+                    const unsigned rw[4] = {rv[i].x, rv[i].y, rv[i].z, rv[i].w};
+                    unsigned out[4];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        float fa[2], fr[2], fs[2];
+                        unpack_word(T{}, aw[j], fa);
+                        unpack_word(T{}, rw[j], fr);
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            fs[e] = fa[e] + fr[e];
+                            sq[i] += fs[e] * fs[e];
+                        }
+                        out[j] = pack_word<T>(fs);
+                    }
+                    if (write_r && i0 + i < rows)
+                        *reinterpret_cast<uint4*>(r_out + static_cast<long long>(m0 + i0 + i) * K + 8ll * v) =
+                            make_uint4(out[0], out[1], out[2], out[3]);
+                }
+            }
+        } else {
+#pragma unroll 1
+            for (int k = tid; k < K; k += THREADS)
+#pragma unroll
+                for (int i = 0; i < NORM_ROWS; ++i) {
+                    if (i0 + i >= rows) continue;
+                    const long long at = static_cast<long long>(m0 + i0 + i) * K + k;
+                    const float sum = to_float(a[at]) + to_float(r[at]);
+                    sq[i] += sum * sum;
+                    if (write_r) r_out[at] = from_float<T>(sum);
+                }
+        }
+#pragma unroll
+        for (int i = 0; i < NORM_ROWS; ++i) {
+            const float total = warp_sum(sq[i]);
+            if (lane == 0) part[warp * ROWS + i0 + i] = total;  // i0 + i < ROWS: i0 < rows <= ROWS, both of 4s
+        }
+    }
+    __syncthreads();
+    const float inv_k = 1.0f / static_cast<float>(K);  // as add_rmsnorm's inv_hidden
+    for (int i = tid; i < ROWS; i += THREADS) {
+        float total = 0.0f;
+        if (i < rows)
+#pragma unroll
+            for (int wp = 0; wp < WARPS; ++wp) total += part[wp * ROWS + i];
+        rstd[i] = i < rows ? rsqrtf(total * inv_k + eps) : 0.0f;
+    }
+    __syncthreads();
+}
+
+// x: x [M, K], or with SWIGLU gate_up [M, 2K], or with NORM a [M, K] beside norm's r, nw (header comment).
 template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT,
-          bool SWIGLU = false>
+          bool SWIGLU = false, bool NORM = false>
 __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                        const T* __restrict__ bias, float* __restrict__ scratch, int M, int N, int K,
-                                       int max_split_k) {
+                                       int max_split_k, const NormArgs<T>& norm = NormArgs<T>{}) {
     static_assert(sizeof(T) == 2, "linear_skinny: T is __half or __nv_bfloat16");
     static_assert(WARPS >= 1 && WARPS <= 16, "linear_skinny: WARPS in [1, 16]");
     static_assert(TILES_N == 1 || TILES_N == 2 || TILES_N == 4, "linear_skinny: TILES_N is 1, 2 or 4");
@@ -324,6 +472,7 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     static_assert(ring_kib(WARPS, STAGES, UNROLL, TILES_N) <= MAX_RING_KIB,
                   "linear_skinny: WARPS * STAGES * UNROLL * TILES_N <= 32 (KiB of ring)");
     static_assert(ACT >= 0 && ACT <= 2, "linear_skinny: ACT is 0 (none), 1 (gelu tanh) or 2 (silu)");
+    static_assert(!(SWIGLU && NORM), "linear_skinny: x is formed one way, SWIGLU or NORM");
     namespace layout = ktune::quant_linear_layout;
     constexpr int THREADS = WARPS * 32;
     constexpr int VALUES = TILES_N * M_FRAGS * 4;  // accumulators per lane
@@ -331,6 +480,9 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     constexpr int RED_BYTES = WARPS * VALUES * 32 * 4;
     __shared__ __align__(128) unsigned char smem[RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES];
     __shared__ int s_last;
+    __shared__ float s_rstd[NORM ? 8 * M_FRAGS : 1];  // NORM: rstd of the block's rows
+    static_assert(!NORM || WARPS * 8 * M_FRAGS * 4 <= static_cast<int>(sizeof(smem)),
+                  "linear_skinny: NORM's per-warp partial sums fit the reduction's shared memory");
 
     // A launch that does not match the configuration writes nothing (uniform over the grid).
     if (gridDim.x != (static_cast<unsigned>(N) + (16 * TILES_N - 1)) / (16 * TILES_N) || gridDim.y != SPLIT_K ||
@@ -390,15 +542,31 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     }
     ktune::dev::wait_prior_grids();
 
-    const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0;
+    if constexpr (NORM) {
+        // rstd of the block's rows (and r_out from the blocks of n block 0, split 0): a and r are the kernel before's.
+        const bool vec = is_aligned(x, 16) && is_aligned(norm.r, 16) && is_aligned(norm.r_out, 16) && K % 8 == 0;
+        norm_prologue<T, WARPS, 8 * M_FRAGS>(s_rstd, reinterpret_cast<float*>(smem), x, norm.r, norm.r_out, M, K, m0,
+                                             norm.eps, blockIdx.x == 0 && blockIdx.y == 0, vec);
+        const unsigned char* rb = reinterpret_cast<const unsigned char*>(norm.r);
+        ln.nw_row = reinterpret_cast<const unsigned char*>(norm.nw) + 16u * t;
+#pragma unroll
+        for (int f = 0; f < M_FRAGS; ++f) {
+            const int m = m0 + 8 * f + g;
+            ln.r_row[f] = rb + static_cast<unsigned long long>(m < M ? m : 0) * row_bytes + 16u * t;
+            ln.rstd[f] = s_rstd[8 * f + g];
+        }
+    }
+
+    const bool fast = is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0 &&
+                      (!NORM || (is_aligned(norm.r, 16) && is_aligned(norm.nw, 16)));
     if (fast) {
         if constexpr (STAGES > 1)
-            run_ring<T, SWIGLU, UNROLL, STAGES, WARPS>(acc, ln, c_begin, warp, lane,
-                                               static_cast<unsigned>(__cvta_generic_to_shared(smem)));
+            run_ring<T, SWIGLU, NORM, UNROLL, STAGES, WARPS>(acc, ln, c_begin, warp, lane,
+                                                             static_cast<unsigned>(__cvta_generic_to_shared(smem)));
         else
-            run_registers<T, SWIGLU, true, UNROLL, WARPS>(acc, ln, c_begin, warp);
+            run_registers<T, SWIGLU, NORM, true, UNROLL, WARPS>(acc, ln, c_begin, warp);
     } else {
-        run_registers<T, SWIGLU, false, 1, WARPS>(acc, ln, c_begin, warp);
+        run_registers<T, SWIGLU, NORM, false, 1, WARPS>(acc, ln, c_begin, warp);
     }
 
     // The next kernel may start once every block is past its weight stream (dependent_launch.cuh): asked at the start,
@@ -496,4 +664,18 @@ __global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blo
                              float* __restrict__ scratch, int M, int N, int K, int max_split_k) {
     ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, 0, true>(
         y, gate_up, w, nullptr, scratch, M, N, K, max_split_k);
+}
+
+// Residual add + RMSNorm fused into the projection after it (search_spaces/linear_skinny_add_rmsnorm.yaml, op
+// linear_skinny/fwd_add_rmsnorm): s = a + r (fp32), r_out = T(s), x = T(s * rsqrt(mean_k(s^2) + eps) * nw), y = x W^T
+// with a, r, r_out [M, K], nw [K], W [N, K], no bias, no activation (NORM in the header comment). r_out must not
+// alias a or r. Same launch and scratch as linear_skinny_fwd.
+template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, ktune::dev::linear_skinny::min_blocks(WARPS, TILES_N, M_FRAGS))
+    linear_skinny_add_rmsnorm_fwd(T* __restrict__ y, T* __restrict__ r_out, const T* __restrict__ a,
+                                  const T* __restrict__ r, const T* __restrict__ nw, const T* __restrict__ w,
+                                  float* __restrict__ scratch, int M, int N, int K, int max_split_k, float eps) {
+    const ktune::dev::linear_skinny::NormArgs<T> norm{r, nw, r_out, eps};
+    ktune::dev::linear_skinny::skinny<T, WARPS, TILES_N, UNROLL, SPLIT_K, M_FRAGS, STAGES, 0, false, true>(
+        y, a, w, nullptr, scratch, M, N, K, max_split_k, norm);
 }

@@ -27,6 +27,7 @@ OP_BITS = {
     "rope_neox_cache": 11,
     "swiglu_linear": 12,
     "swiglu_bwd": 13,
+    "add_rms_norm_linear": 14,
 }
 
 _c_ll = ctypes.c_longlong
@@ -71,6 +72,10 @@ _SIGNATURES = {
     "ktune_torch_swiglu_linear_tuned": ([_c_i, _c_ll, _c_ll, _c_ll], _c_i),
     "ktune_torch_swiglu_linear": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_swiglu_backward": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_add_rms_norm_linear_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
+    "ktune_torch_add_rms_norm_linear_tuned": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_i),
+    "ktune_torch_add_rms_norm_linear": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll,
+                                         _c_p], _c_i),
     "ktune_torch_int4_weight_bytes": ([_c_ll, _c_ll], _c_ll),
     "ktune_torch_int4_params": ([_c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_int8_weight_bytes": ([_c_ll, _c_ll], _c_ll),

@@ -734,3 +734,89 @@ def swiglu_dense_linear(gate_up, weight, bias=None):
             y = swiglu_linear(gate_up, weight, scratch)
             return y if bias is None else y + bias
     return dense_linear(swiglu(gate, up), weight, bias)
+
+
+# ------------------------------------------------------------------------ residual add + RMSNorm + projection
+def _add_rms_norm_linear_math(x, residual, norm_weight, weight, eps):
+    s = _f(x) + _f(residual)
+    h = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * _f(norm_weight)).to(x.dtype)
+    return torch.nn.functional.linear(h, weight), s.to(x.dtype)
+
+
+def _eps_e9(eps):
+    """eps in units of 1e-9 when it is a whole number of them (the library takes eps so), else None."""
+    e = round(eps * 1e9)
+    return e if e >= 0 and abs(e - eps * 1e9) < 1e-6 * max(1.0, eps * 1e9) else None
+
+
+@torch.library.custom_op("ktune::add_rms_norm_linear", mutates_args=("scratch",))
+def add_rms_norm_linear(x: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, weight: torch.Tensor,
+                        scratch: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, residual_out): residual_out = x + residual, y = add_rms_norm's normalised output times W^T (no bias), for
+    x, residual [..., K], norm_weight [K], W dense [N, K] in x's dtype, decode-sized M (<= 64): ktune::add_rms_norm
+    then ktune::linear_skinny in one kernel (linear_skinny/fwd_add_rmsnorm), the normalised x rounded to the dtype
+    first as the pair does; scratch fp32, add_rms_norm_linear_scratch_elements() long, one per shape, zero-filled
+    once (add_rms_norm_dense_linear keeps one)."""
+    return _add_rms_norm_linear_math(x, residual, norm_weight, weight, eps)
+
+
+@add_rms_norm_linear.register_kernel("cuda")
+def _(x, residual, norm_weight, weight, scratch, eps):
+    lib = _lib.get("add_rms_norm_linear")
+    n, k = weight.shape
+    eps_e9 = _eps_e9(eps)
+    if (lib is not None and eps_e9 is not None and weight.is_contiguous() and weight.dtype == x.dtype
+            and residual.dtype == x.dtype and norm_weight.dtype == x.dtype and x.shape[-1] == k
+            and residual.shape == x.shape and norm_weight.shape == (k,)):
+        x2, r2 = _rows(x), _rows(residual)
+        y, r_out = x2.new_empty(x2.shape[0], n), torch.empty_like(x2)  # r_out new: the kernel needs no alias
+        if _lib.launched(lib.ktune_torch_add_rms_norm_linear(_dtype(x2), _ptr(y), _ptr(r_out), _ptr(x2), _ptr(r2),
+                                                             _ptr(norm_weight.contiguous()), _ptr(weight),
+                                                             _ptr(scratch), x2.shape[0], n, k, eps_e9, _stream()),
+                         "add_rms_norm_linear"):
+            return y.view(*x.shape[:-1], n), r_out.view(x.shape)
+    return _add_rms_norm_linear_math(x, residual, norm_weight, weight, eps)
+
+
+@add_rms_norm_linear.register_fake
+def _(x, residual, norm_weight, weight, scratch, eps):
+    return x.new_empty(*x.shape[:-1], weight.shape[0]), x.new_empty(x.shape)
+
+
+def add_rms_norm_linear_scratch_elements(dtype, m, n, k, eps):
+    """fp32 elements of the fused add + RMSNorm + projection's scratch for M x N x K at eps (-1 without the op in the
+    library or for an eps that is no whole number of 1e-9)."""
+    lib = _lib.load()
+    eps_e9 = _eps_e9(eps)
+    if lib is None or not _lib.has_op("add_rms_norm_linear") or eps_e9 is None:
+        return -1
+    return lib.ktune_torch_add_rms_norm_linear_scratch(_DTYPES[dtype], m, n, k, eps_e9)
+
+
+def _add_rms_norm_linear_scratch(x, weight, m, eps):
+    """The shape's scratch where the library tuned linear_skinny/fwd_add_rmsnorm at (M, N, K, eps) on this chip, else
+    None (as _skinny_scratch; asked on a shape's first call, never per call)."""
+    n, k = weight.shape
+    key = ("add_rms_norm_linear", x.device, x.dtype, m, n, k, eps)
+    if key not in _skinny_plan:
+        lib = _lib.load()
+        eps_e9 = _eps_e9(eps)
+        tuned = lib is not None and _lib.has_op("add_rms_norm_linear") and eps_e9 is not None and \
+            lib.ktune_torch_add_rms_norm_linear_tuned(_DTYPES[x.dtype], m, n, k, eps_e9)
+        _skinny_plan[key] = max(add_rms_norm_linear_scratch_elements(x.dtype, m, n, k, eps), 0) if tuned else 0
+    elements = _skinny_plan[key]
+    return shape_scratch(("add_rms_norm_linear", x.dtype, m, n, k, eps), elements, x.device) if elements else None
+
+
+def add_rms_norm_dense_linear(x, residual, norm_weight, eps, weight):
+    """(y, residual_out) of a residual add + RMSNorm and the dense projection W [N, K] after it: ktune::
+    add_rms_norm_linear on CUDA for M <= SKINNY_MAX_M at shapes (and eps) it was tuned at on this chip, no gradient
+    recorded (fp16/bf16, contiguous weight of x's dtype); else ops.add_rms_norm then dense_linear."""
+    m = (skinny_eligible(x, weight) if x.is_cuda and residual.shape == x.shape and norm_weight.dtype == x.dtype
+         and not _records_grad(x, residual, norm_weight, weight) else 0)
+    if m:
+        scratch = _add_rms_norm_linear_scratch(x, weight, m, eps)
+        if scratch is not None:
+            return add_rms_norm_linear(x, residual, norm_weight, weight, scratch, eps)
+    h, residual_out = add_rms_norm(x, residual, norm_weight, eps)
+    return dense_linear(h, weight), residual_out

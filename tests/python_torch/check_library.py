@@ -46,6 +46,12 @@ want = (-(-n // 16) * -(-m // 8) + 3) // 4 * 4 + min(16, (1 << 24) // (m * n)) *
 got = lib.ktune_torch_swiglu_linear_scratch(2, m, n, k)
 assert got == want, (got, want)
 assert lib.ktune_torch_swiglu_linear_tuned(2, m, n, k) == 0
+# The fused add + RMSNorm + projection's scratch: linear_skinny's layout at the same M, N (eps plays no part).
+m, n, k, eps_e9 = 8, 5120, 3072, 10000
+want = (-(-n // 16) * -(-m // 8) + 3) // 4 * 4 + min(16, (1 << 24) // (m * n)) * m * n
+got = lib.ktune_torch_add_rms_norm_linear_scratch(2, m, n, k, eps_e9)
+assert got == want, (got, want)
+assert lib.ktune_torch_add_rms_norm_linear_tuned(2, m, n, k, eps_e9) == 0
 # Packing: sizes, and an INT8 matrix whose bytes all land somewhere distinct.
 n, k = 16, 32
 assert lib.ktune_torch_int8_weight_bytes(n, k) == 512

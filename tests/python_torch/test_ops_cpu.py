@@ -18,7 +18,7 @@ torch.manual_seed(0)
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
                  "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear", "swiglu_backward",
-                 "swiglu_backward_halves"):
+                 "swiglu_backward_halves", "add_rms_norm_linear"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -307,6 +307,8 @@ def test_opcheck():
                           (torch.randn(4, 32), gate_up[:, :32], gate_up[:, 32:]))
     torch.library.opcheck(torch.ops.ktune.swiglu_linear.default, (torch.randn(4, 64), torch.randn(24, 32),
                                                                   torch.zeros(4)))
+    torch.library.opcheck(torch.ops.ktune.add_rms_norm_linear.default,
+                          (x, torch.randn(4, 32), w, torch.randn(24, 32), torch.zeros(4), 1e-5))
     cos, sin = ops.rope_cache(torch.rand(8), 16)
     torch.library.opcheck(torch.ops.ktune.rope_neox_.default,
                           (torch.randn(3, 4, 16), torch.randn(3, 2, 16), torch.tensor([1, 2, 3], dtype=torch.int32),
@@ -545,6 +547,39 @@ def test_swiglu_linear_is_swiglu_then_linear(shape, n, k, dtype):
     with FakeTensorMode():
         y = ops.swiglu_linear(torch.empty(*shape, dtype=dtype), torch.empty(n, k, dtype=dtype), torch.empty(4))
         assert y.shape == (*shape[:-1], n) and y.dtype == dtype
+
+
+@pytest.mark.parametrize("shape,n", [((1, 64), 48), ((3, 32), 16), ((2, 5, 40), 8)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_add_rms_norm_linear_is_add_rms_norm_then_linear(shape, n, dtype):
+    k = shape[-1]
+    x, residual = torch.randn(*shape, dtype=dtype), torch.randn(*shape, dtype=dtype)
+    nw, w = (torch.rand(k) + 0.5).to(dtype), torch.randn(n, k, dtype=dtype)
+    h, want_r = ops.add_rms_norm(x, residual, nw, 1e-5)
+    want = torch.nn.functional.linear(h, w)
+    y, r_out = ops.add_rms_norm_linear(x, residual, nw, w, torch.zeros(4), 1e-5)
+    assert y.shape == (*shape[:-1], n) and y.dtype == dtype and r_out.shape == shape and r_out.dtype == dtype
+    assert torch.equal(y, want) and torch.equal(r_out, want_r)
+    # eps matters: the normalised rows differ at another eps (a sanity check that eps reaches the math)
+    assert not torch.equal(ops.add_rms_norm_linear(x, residual, nw, w, torch.zeros(4), 0.5)[0], want)
+    # the dispatcher: on CPU add_rms_norm then dense_linear
+    y2, r2 = ops.add_rms_norm_dense_linear(x, residual, nw, 1e-5, w)
+    assert torch.equal(y2, want) and torch.equal(r2, want_r)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y, r_out = ops.add_rms_norm_linear(torch.empty(*shape, dtype=dtype), torch.empty(*shape, dtype=dtype),
+                                           torch.empty(k, dtype=dtype), torch.empty(n, k, dtype=dtype),
+                                           torch.empty(4), 1e-5)
+        assert y.shape == (*shape[:-1], n) and y.dtype == dtype and r_out.shape == shape
+
+
+def test_add_rms_norm_dense_linear_keeps_autograd_on_the_unfused_pair():
+    x = torch.randn(2, 32, requires_grad=True)
+    residual, nw, w = torch.randn(2, 32), torch.rand(32) + 0.5, torch.randn(8, 32)
+    y, r_out = ops.add_rms_norm_dense_linear(x, residual, nw, 1e-5, w)
+    (y.sum() + r_out.sum()).backward()
+    assert x.grad is not None and x.grad.shape == x.shape
 
 
 def test_dense_linear_takes_the_skinny_kernel_only_where_it_may():

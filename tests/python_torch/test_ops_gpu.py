@@ -210,6 +210,28 @@ def test_swiglu_linear(m, n, k):
     torch.testing.assert_close(ops.swiglu_dense_linear(gate_up, w).float(), want, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("m,n,k", [(1, 5120, 3072), (8, 16384, 3072), (16, 6144, 4096), (3, 200, 72)])
+def test_add_rms_norm_linear(m, n, k):
+    need("add_rms_norm_linear")
+    w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.02
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    residual = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    nw = (torch.rand(k, device=dev) + 0.5).to(torch.bfloat16)
+    scratch = torch.zeros(max(ops.add_rms_norm_linear_scratch_elements(torch.bfloat16, m, n, k, 1e-5), 1), device=dev)
+    # the unfused pair: add + RMSNorm in fp32 (the op's math), rounded to bf16, then the product in fp32
+    s = x.float() + residual.float()
+    h = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-5) * nw.float()).to(torch.bfloat16)
+    want = h.float() @ w.float().t()
+    for _ in range(2):  # the second call checks that the kernel left its scratch zeroed
+        got, r_out = ops.add_rms_norm_linear(x, residual, nw, w, scratch, 1e-5)
+        torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+        assert torch.equal(r_out, s.to(torch.bfloat16))
+    # the dispatcher: the fused kernel where this shape was tuned, else add_rms_norm + dense_linear; the same either way
+    got, r_out = ops.add_rms_norm_dense_linear(x, residual, nw, 1e-5, w)
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(r_out.float(), s, rtol=1e-2, atol=1e-2)
+
+
 def test_patched_decode_step_captures_in_a_cuda_graph():
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(hidden_size=3072, intermediate_size=8192, num_hidden_layers=2,

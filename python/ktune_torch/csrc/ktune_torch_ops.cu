@@ -62,6 +62,10 @@
 #include "ktune_tuned_linear_skinny_fwd_swiglu.hpp"
 #define KT_HAS_SWIGLU_LINEAR 1
 #endif
+#if __has_include("ktune_tuned_linear_skinny_fwd_add_rmsnorm.hpp")
+#include "ktune_tuned_linear_skinny_fwd_add_rmsnorm.hpp"
+#define KT_HAS_ADD_RMSNORM_LINEAR 1
+#endif
 #if __has_include("ktune_tuned_linear_int8_fwd.hpp")
 #include "ktune_tuned_linear_int8_fwd.hpp"
 #define KT_HAS_LINEAR_INT8 1
@@ -123,7 +127,7 @@ void ktune_torch_set_programmatic_launch(int on) {
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13.
+// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13, add_rms_norm_linear 14.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -167,6 +171,9 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_SWIGLU_BWD
     m |= 1 << 13;
+#endif
+#ifdef KT_HAS_ADD_RMSNORM_LINEAR
+    m |= 1 << 14;
 #endif
     return m;
 }
@@ -502,6 +509,46 @@ int ktune_torch_swiglu_linear(int dtype, void* y, const void* gate_up, const voi
                                                          stream_of(stream), &t_last_choice));
 #else
     (void)dtype, (void)y, (void)gate_up, (void)w, (void)scratch, (void)m, (void)n, (void)k, (void)stream;
+    return k_not_built;
+#endif
+}
+// The residual add + RMSNorm fused into the projection after it (linear_skinny/fwd_add_rmsnorm): r_out = x + residual,
+// y [M, N] = rmsnorm(x + residual) * norm_weight W^T, W dense [N, K], eps = eps_e9 * 1e-9. r_out must not alias x or
+// residual. Scratch and tuned query as the skinny linear's, at this eps.
+long long ktune_torch_add_rms_norm_linear_scratch(int dtype, long long m, long long n, long long k, long long eps_e9) {
+#ifdef KT_HAS_ADD_RMSNORM_LINEAR
+    const long long shape[4] = {m, n, k, eps_e9};
+    int scratch = -1;
+    for (int i = 0; i < kt::linear_skinny_fwd_add_rmsnorm_table::buffer_count; ++i)
+        if (kt::linear_skinny_fwd_add_rmsnorm_table::buffer_roles[i] == kt::BufferRole::scratch) scratch = i;
+    return scratch < 0 ? -1 : kt::linear_skinny_fwd_add_rmsnorm_table::buffer_elements(scratch, shape, dtype_of(dtype));
+#else
+    (void)dtype, (void)m, (void)n, (void)k, (void)eps_e9;
+    return -1;
+#endif
+}
+int ktune_torch_add_rms_norm_linear_tuned(int dtype, long long m, long long n, long long k, long long eps_e9) {
+#ifdef KT_HAS_ADD_RMSNORM_LINEAR
+    const kt::DeviceProps* props = current_props();
+    if (props == nullptr) return 0;
+    const kt::Choice c = kt::linear_skinny_fwd_add_rmsnorm_select(*props, dtype_of(dtype), m, n, k, eps_e9);
+    return c.exact_bucket && c.level <= kt::Level::same_chip ? 1 : 0;
+#else
+    (void)dtype, (void)m, (void)n, (void)k, (void)eps_e9;
+    return 0;
+#endif
+}
+int ktune_torch_add_rms_norm_linear(int dtype, void* y, void* residual_out, const void* x, const void* residual,
+                                    const void* norm_weight, const void* w, float* scratch, long long m, long long n,
+                                    long long k, long long eps_e9, void* stream) {
+#ifdef KT_HAS_ADD_RMSNORM_LINEAR
+    KT_PROPS_OR_FAIL
+    return static_cast<int>(kt::linear_skinny_fwd_add_rmsnorm(*props, dtype_of(dtype), y, residual_out, x, residual,
+                                                              norm_weight, w, scratch, m, n, k, eps_e9,
+                                                              stream_of(stream), &t_last_choice));
+#else
+    (void)dtype, (void)y, (void)residual_out, (void)x, (void)residual, (void)norm_weight, (void)w, (void)scratch,
+        (void)m, (void)n, (void)k, (void)eps_e9, (void)stream;
     return k_not_built;
 #endif
 }
