@@ -224,6 +224,10 @@ template <typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES>
 __global__ void __launch_bounds__(128 * WG, 1)
     linear_skinny_wgmma_fwd(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                             float* __restrict__ scratch, int M, int N, int K, int max_split_k) {
+    // Repeated outside the sm_90a pass, so that every target refuses a configuration the space's constraints refuse.
+    static_assert(STAGES * (64 * WG * MT + XN) * 128 + 1024 <= 232448,
+                  "linear_skinny wgmma: more than 227 KiB of shared memory");
+    static_assert(XN == 8 || XN == 16 || XN == 32 || XN == 64, "linear_skinny wgmma: XN is 8, 16, 32 or 64");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::linear_skinny_wgmma::skinny_wgmma<T, WG, MT, XN, SPLIT_K, STAGES, 0>(y, x, w, nullptr, scratch, M, N, K,
                                                                                 max_split_k);
