@@ -30,6 +30,11 @@
 // with the same swizzle (slow, correct).
 // Launch: grid (ceil_div(N, 64 * WG * MT), SPLIT_K), block 128 * WG, dynamic shared memory
 // STAGES * (64 * WG * MT + XN) * 128 + 1024.
+//
+// Programmatic launch (kernels/common/dependent_launch.cuh), as linear_skinny_fwd.cuh: an L2 prefetch of the block's
+// first weight tiles before wait_prior_grids(), x, y and the scratch only after it; launch_dependents() once the
+// block's weight stream is done.
+#include "kernels/common/dependent_launch.cuh"
 #include "kernels/gemm/gemm_wgmma.cuh"
 #include "kernels/linear_skinny/linear_skinny_fwd.cuh"
 
@@ -96,6 +101,22 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     const int kt_begin = min(k_tiles, static_cast<int>(blockIdx.y) * per_split);
     const int kt_count = min(k_tiles, kt_begin + per_split) - kt_begin;  // 0 for trailing empty splits
 
+    // Programmatic launch (kernels/common/dependent_launch.cuh): the weights are constant, so the block asks L2 for its
+    // rows' first STAGES - 2 k tiles (what the pipeline's prologue loads; no more, or the prefetch goes ahead of the
+    // loop's own loads) while the kernel before, which wrote x, finishes; x, y and scratch only after it has.
+    if constexpr (FAST) {
+        const unsigned row_bytes = 2u * static_cast<unsigned>(K);
+        const unsigned from = static_cast<unsigned>(kt_begin) * gm::kRowBytes;
+        const unsigned to = min(row_bytes, from + static_cast<unsigned>(min(kt_count, STAGES - 2)) * gm::kRowBytes);
+        if (to > from) {
+            const unsigned bytes = ktune::dev::early_bytes(1ull * N * SPLIT_K, to - from, 128);
+            const unsigned char* w_bytes = reinterpret_cast<const unsigned char*>(w);
+            for (int r = threadIdx.x; r < BW && n0 + r < N; r += THREADS)
+                ktune::dev::prefetch_l2(w_bytes + (n0 + r) * row_bytes + from, bytes);
+        }
+    }
+    ktune::dev::wait_prior_grids();
+
     const int wg = threadIdx.x / 128;
     float acc[MT][ACC];
 #pragma unroll
@@ -150,6 +171,9 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     gm::cp_async_wait<0>();  // no copy outlives the loop (the trailing groups are empty)
 #pragma unroll
     for (int t = 0; t < MT; ++t) gm::fence_operands(acc[t]);
+    // The next kernel may start once every block is past its weight stream (dependent_launch.cuh); it still waits for
+    // this one's completion before it reads y.
+    ktune::dev::launch_dependents();
 
     // Accumulator layout (gemm_wgmma.cuh's epilogue): thread l of warp v of the warpgroup holds, per 8-column group j,
     // D rows v * 16 + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 2 h + e] is row + 8 h, column + e.
