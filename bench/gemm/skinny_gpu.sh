@@ -41,10 +41,11 @@ ex=(--strategy exhaustive)
 tune copy_read "${ex[@]}" --dtype bf16 --shape N=58720256 --shape N=16777216 --shape N=25165824
 # Each kernel on its own clock (a space's kernels are tuned one after the other under one --time): wgmma exhaustively
 # (~45 configurations a problem), mma by the forest search with the same budget, so that a time limit leaves no
-# problem (the M = 32, 64 ones come last) unmeasured by either.
+# problem (the M = 32, 64 ones come last) unmeasured by either. BUDGET_MMA=all: mma exhaustively too.
+mma_search=(--strategy forest --budget "${BUDGET_MMA:-45}")
+[ "${BUDGET_MMA:-}" = all ] && mma_search=("${ex[@]}")
 for space in linear_skinny linear_skinny_k14336; do
-  LOG=${space}_mma tune "$space" --kernel mma --strategy forest --budget "${BUDGET_MMA:-45}" --dtype "$dtype" \
-    --time "${TIME_SKINNY:-40}"
+  LOG=${space}_mma tune "$space" --kernel mma "${mma_search[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
   LOG=${space}_wgmma tune "$space" --kernel wgmma "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
 done
 tune linear_cublas_skinny "${ex[@]}" --dtype "$dtype"
