@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # On an H100: the dense skinny linear (linear_skinny/fwd, kernels/linear_skinny/) against cuBLAS (linear/fwd through
-# ktune's library launcher) at the same problems, both tuned exhaustively into one fresh database with the same
-# method, beside the read roofline (copy/read tuned at the weights' byte counts: search_spaces/copy_read.yaml's
+# ktune's library launcher) at the same problems, tuned into one fresh database with the same measuring method,
+# beside the read roofline (copy/read tuned at the weights' byte counts: search_spaces/copy_read.yaml's
 # kernel) and the device's copy ceiling (`ktune devices`). Prints per problem: best ktune us, best cuBLAS us, speedup,
-# GB/s over the weight bytes (N * K * 2) and % of the read roofline at that byte count (read's time / ktune's).
+# GB/s over the weight bytes (N * K * 2) and % of the read roofline at that byte count (read's time / ktune's), and
+# which of the space's kernels won (alternative mma: mma.sync; wgmma: Hopper warpgroup MMA), cuBLAS's % of the read
+# roofline and each kernel's own best time.
 # Targets: >= 93 % of the read roofline at M <= 16, faster than cuBLAS at every problem.
 #   bench/gemm/skinny_gpu.sh                 # bf16; DTYPE=fp16 for the other, KTUNE=path/to/ktune, OUT=/tmp/out
 # Writes $OUT/skinny_gpu/ (ktune.db, cubin cache, tune logs, best-*.json, table.md). Fails on a validation failure
-# (invalid_result) or a kernel that did not compile or launch. About 2-3 minutes on an H100 host with a cold cache;
-# TIME_SKINNY (default 90 s) caps each linear_skinny space's measuring. Also validates linear_skinny_tails.yaml's odd
-# shapes (30 random configurations a problem).
+# (invalid_result), a kernel that did not compile or launch, or a tune command that failed. About 3 minutes on an
+# H100 host with a cold cache; TIME_SKINNY (default 40 s) caps each kernel's tuning of each linear_skinny space,
+# BUDGET_MMA (45) the mma kernel's configurations a problem. Also validates linear_skinny_tails.yaml's odd shapes
+# (12 random configurations a problem and kernel).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ktune=${KTUNE:-$root/build-gpu/ktune}
 dtype=${DTYPE:-bf16}
 dir=${OUT:-/tmp/out}/skinny_gpu
 rm -rf "$dir" && mkdir -p "$dir"
+failed_tunes=()
 k() { "$ktune" --root "$root" --db "$dir/ktune.db" --cache-dir "$dir/cache" "$@"; }
 
 echo "=== skinny_gpu: $dtype, $ktune ($(date -u +%H:%M:%S))"
@@ -23,27 +27,52 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
 k devices > "$dir/devices.txt" 2>&1 || { cat "$dir/devices.txt"; exit 1; }
 tail -n 3 "$dir/devices.txt"
 
-tune() {  # space, extra arguments
-  local space=$1 t0=$SECONDS status=ok
+tune() {  # space, extra arguments; LOG names the log (default: the space)
+  local space=$1 log=${LOG:-$1} t0=$SECONDS status=ok
   shift
-  k tune "$space" --quiet "$@" > "$dir/tune-$space.log" 2>&1 || status="failed (rc $?)"
-  grep -q "stopped at the --time limit" "$dir/tune-$space.log" && status="$status, stopped at the --time limit"
-  echo "$space: $((SECONDS - t0)) s, $status"
-  [ "$status" = ok ] || tail -n 5 "$dir/tune-$space.log"
+  k tune "$space" --quiet "$@" > "$dir/tune-$log.log" 2>&1 || { status="failed (rc $?)"; failed_tunes+=("$log"); }
+  grep -q "stopped at the --time limit" "$dir/tune-$log.log" && status="$status, stopped at the --time limit"
+  echo "$log: $((SECONDS - t0)) s, $status"
+  [ "$status" = ok ] || tail -n 5 "$dir/tune-$log.log"
 }
 # The read roofline at the weights' byte counts (bf16 elements: N * K of 14336 x 4096, 4096 x 4096, 6144 x 4096;
 # 4096 x 14336 reads as many bytes as the first), in bf16 whatever DTYPE is: a read does not care.
 ex=(--strategy exhaustive)
 tune copy_read "${ex[@]}" --dtype bf16 --shape N=58720256 --shape N=16777216 --shape N=25165824
-tune linear_skinny "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-90}"
-tune linear_skinny_k14336 "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-90}"
+# Each kernel on its own clock (a space's kernels are tuned one after the other under one --time): wgmma exhaustively
+# (~45 configurations a problem), mma by the forest search with the same budget, so that a time limit leaves no
+# problem (the M = 32, 64 ones come last) unmeasured by either. BUDGET_MMA=all: mma exhaustively too.
+mma_search=(--strategy forest --budget "${BUDGET_MMA:-45}")
+[ "${BUDGET_MMA:-}" = all ] && mma_search=("${ex[@]}")
+for space in linear_skinny linear_skinny_k14336; do
+  LOG=${space}_mma tune "$space" --kernel mma "${mma_search[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
+  LOG=${space}_wgmma tune "$space" --kernel wgmma "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
+done
 tune linear_cublas_skinny "${ex[@]}" --dtype "$dtype"
 tune linear_cublas_skinny_k14336 "${ex[@]}" --dtype "$dtype"
-# Validation only: odd shapes (the plain path, partial chunks and tiles), 30 random configurations a problem.
-tune linear_skinny_tails --strategy random --budget 30 --dtype "$dtype" --time 30
+# Validation only: odd shapes (the plain paths, partial chunks and tiles), 12 random configurations a problem of
+# each kernel (wgmma: M 17, 33, 63 and the 8-row tile at M 1, 3).
+for alt in mma wgmma; do
+  LOG=linear_skinny_tails_$alt tune linear_skinny_tails --kernel "$alt" --strategy random --budget 12 --dtype "$dtype" \
+    --time 15
+done
 
 for op in linear_skinny/fwd linear/fwd copy/read; do
   k best "$op" --json > "$dir/best-${op%%/*}.json"
+done
+# Each kernel's own best: a copy of the database without the other kernel's measurements.
+for alt in mma wgmma; do
+  cp "$dir/ktune.db" "$dir/only-$alt.db"
+  python3 - "$dir/only-$alt.db" "$alt" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+wgmma = "source_path like '%linear_skinny_wgmma%'"
+keep = wgmma if sys.argv[2] == "wgmma" else f"not ({wgmma})"
+db.execute(f"""delete from measurements where kernel_id in
+               (select id from kernels where op = 'linear_skinny' and variant = 'fwd' and not ({keep}))""")
+db.commit()
+PY
+  "$ktune" --root "$root" --db "$dir/only-$alt.db" best linear_skinny/fwd --json > "$dir/best-linear_skinny-$alt.json"
 done
 python3 - "$dir" "$dtype" <<'PY'
 import json, sqlite3, sys
@@ -62,13 +91,16 @@ ours = {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows(
         if r["dtype"] == dtype and (r["shape"]["N"], r["shape"]["K"]) in default_nk}
 cublas = {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows("linear") if r["dtype"] == dtype}
 reads = {r["shape"]["N"]: r for _, r in rows("copy") if r["dtype"] == "bf16"}
+per_kernel = {alt: {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows(f"linear_skinny-{alt}")
+                    if r["dtype"] == dtype} for alt in ("mma", "wgmma")}
 devs = [d for d, _ in rows("linear_skinny")]
 copy_gbps = devs[0]["copy_gbps"] if devs else 0.0
 out = [f"linear_skinny/fwd vs cuBLAS (linear/fwd), {dtype}, {devs[0]['name'] if devs else '?'}; copy ceiling "
        f"{copy_gbps:.0f} GB/s (read + written); read roofline: copy/read at the weights' bytes. Times: rank_us "
        "(kernel time where ranked by it, else event p50).", "",
-       "| M | N | K | ktune us | cuBLAS us | speedup | GB/s (W) | read GB/s | % of read | ktune config |",
-       "|---|---|---|---|---|---|---|---|---|---|"]
+       "| M | N | K | ktune us | cuBLAS us | speedup | GB/s (W) | read GB/s | % of read | cuBLAS % of read | kernel | "
+       "mma us | wgmma us | ktune config |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 misses = []
 for key in sorted(ours, key=lambda k: (k[1], k[2], k[0])):
     m, n, kk = key
@@ -79,8 +111,11 @@ for key in sorted(ours, key=lambda k: (k[1], k[2], k[0])):
     read_gbps = 2.0 * n * kk / rd["rank_us"] / 1e3 if rd else float("nan")
     pct = 100.0 * gbps / read_gbps if rd else float("nan")
     sp = c["rank_us"] / o["rank_us"] if c else float("nan")
+    c_pct = 100.0 * rd["rank_us"] / c["rank_us"] if rd and c else float("nan")
+    alt_us = [f"{per_kernel[a][key]['rank_us']:.2f}" if key in per_kernel[a] else "-" for a in ("mma", "wgmma")]
     out.append(f"| {m} | {n} | {kk} | {o['rank_us']:.2f} | {c['rank_us'] if c else float('nan'):.2f} | {sp:.3f} | "
-               f"{gbps:.0f} | {read_gbps:.0f} | {pct:.1f} | {o['config']} |")
+               f"{gbps:.0f} | {read_gbps:.0f} | {pct:.1f} | {c_pct:.1f} | {o.get('kernel') or '-'} | "
+               f"{alt_us[0]} | {alt_us[1]} | {o['config']} |")
     if not c or sp <= 1.0:
         misses.append(f"M={m} N={n} K={kk}: not faster than cuBLAS ({sp:.3f}x)")
     if m <= 16 and not pct >= 93.0:
@@ -95,4 +130,5 @@ open(f"{dir}/table.md", "w").write(text + "\n")
 print(text)
 sys.exit(1 if bad or len(ours) == 0 else 0)
 PY
+((${#failed_tunes[@]} == 0)) || { echo "FAILED: tune of ${failed_tunes[*]} (logs in $dir)"; exit 1; }
 echo "=== skinny_gpu done ($(date -u +%H:%M:%S)): $dir/table.md"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes wgmma_ops.cuh: one wgmma.mma_async wrapper per tile width N and input type (the inline PTX must name each
 of the N/2 accumulator registers, so the shapes are spelled out). Run from this folder after changing NS."""
-NS = [64, 128, 192, 256]
+NS = [8, 16, 32, 64, 128, 192, 256]  # 8-32: the skinny linear's x tiles (kernels/linear_skinny/linear_skinny_wgmma.cuh)
 TYPES = [("__nv_bfloat16", "bf16"), ("__half", "f16")]
 
 out = ["#pragma once",
