@@ -133,9 +133,6 @@ if [ -z "$db" ]; then
   tune linear_skinny "${dense[@]}"
   # the MLP's SwiGLU fused into the down projection (bf16 weights): gate_up [M, 2 x 8192] against down [3072, 8192]
   tune linear_skinny_swiglu "M=1,N=3072,K=8192" "M=8,N=3072,K=8192"
-  # the residual add + RMSNorm fused into the projection after it: the fused qkv (5120) and gate/up (16384) of K 3072
-  tune linear_skinny_add_rmsnorm "M=1,N=5120,K=3072,EPS_E9=10000" "M=8,N=5120,K=3072,EPS_E9=10000" \
-    "M=1,N=16384,K=3072,EPS_E9=10000" "M=8,N=16384,K=3072,EPS_E9=10000"
   [[ ${WEIGHTS:-bf16,int4} == *int4* ]] && tune linear_int4 "${int4[@]}"
   search=("${quick[@]}")
   # the backwards at bench/e2e/train.py's rows (batch 2 x seq 2048): its library comes from this script

@@ -73,8 +73,7 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
     if _trains(self, "qkv_proj"):
         return _attention_train(self, hidden_states, position_ids, attention_mask, cache), None
     if hasattr(self, "qkv_proj"):  # one projection; q, k, v are views of its rows (RoPE takes the token stride)
-        # decode_step may pass the projection itself (made with the RMSNorm before it, ktune::add_rms_norm_linear)
-        qkv = (hidden_states if kwargs.get("ktune_qkv") else self.qkv_proj(hidden_states)).view(b * s, -1)
+        qkv = self.qkv_proj(hidden_states).view(b * s, -1)
         q = qkv[:, :hq * d].view(b * s, hq, d)
         k = qkv[:, hq * d:(hq + hk) * d].view(b * s, hk, d)
         v = qkv[:, (hq + hk) * d:].view(b * s, hk, d)
@@ -389,21 +388,10 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     return model
 
 
-def _dense_projection(owner, name):
-    """The weight of owner's fused projection `name` where it is a bias-free bf16/fp16 nn.Linear (the fused add +
-    RMSNorm + projection takes no bias), else None."""
-    lin = getattr(owner, name, None)
-    if isinstance(lin, torch.nn.Linear) and lin.bias is None:
-        return lin.weight
-    return None
-
-
 def decode_step(model, input_ids, position_ids, cache):
     """Logits [B, 1, vocab] of one decode step of a patched model: input_ids and position_ids [B, 1] on the device,
     cache the StaticCache the prefill filled. Each residual add is fused with the RMSNorm that follows it (the next
-    layer's input norm, the final norm), and with bf16 fused projections both with the projection after them, qkv or
-    gate_up (ops.add_rms_norm_dense_linear: one kernel where that shape was tuned). Capturable in a CUDA graph with
-    static input tensors."""
+    layer's input norm, the final norm). Capturable in a CUDA graph with static input tensors."""
     inner = model.model
     layers = inner.layers
     # Every layer's RoPE positions and attention lengths, made once (three small kernels a layer fewer)
@@ -412,30 +400,14 @@ def decode_step(model, input_ids, position_ids, cache):
     x = inner.embed_tokens(input_ids)
     first = layers[0].input_layernorm
     h, residual = ops.rms_norm(x, first.weight, first.variance_epsilon), x
-    qkv = False  # h is the next attention's input, or (True) its qkv projection already
     for i, layer in enumerate(layers):
         a, _ = layer.self_attn(hidden_states=h, attention_mask=None, position_ids=position_ids, cache=cache,
-                               ktune_positions=step, ktune_qkv=qkv)
+                               ktune_positions=step)
         post = layer.post_attention_layernorm
-        gate_up = _dense_projection(layer.mlp, "gate_up_proj")
-        if gate_up is not None and isinstance(layer.mlp.down_proj, torch.nn.Linear):
-            # the residual add and RMSNorm in the gate_up projection's kernel, SwiGLU in the down projection's
-            g, residual = ops.add_rms_norm_dense_linear(a, residual, post.weight, post.variance_epsilon, gate_up)
-            m = ops.swiglu_dense_linear(g, layer.mlp.down_proj.weight, layer.mlp.down_proj.bias)
-        else:
-            h, residual = ops.add_rms_norm(a, residual, post.weight, post.variance_epsilon)
-            m = layer.mlp(h)
-        if i + 1 < len(layers):
-            nxt = layers[i + 1]
-            norm, qkv_w = nxt.input_layernorm, _dense_projection(nxt.self_attn, "qkv_proj")
-            if qkv_w is not None:
-                h, residual = ops.add_rms_norm_dense_linear(m, residual, norm.weight, norm.variance_epsilon, qkv_w)
-                qkv = True
-                continue
-        else:
-            norm = inner.norm
+        h, residual = ops.add_rms_norm(a, residual, post.weight, post.variance_epsilon)
+        m = layer.mlp(h)
+        norm = layers[i + 1].input_layernorm if i + 1 < len(layers) else inner.norm
         h, residual = ops.add_rms_norm(m, residual, norm.weight, norm.variance_epsilon)
-        qkv = False
     # the layers that took the token's k, v themselves (_static_layer) advance their lengths as HF's update would
     wrote = [layer.cumulative_length for i in range(len(layers))
              if (layer := _static_layer(cache, i)) is not None and isinstance(getattr(layer, "cumulative_length", None),
