@@ -56,7 +56,9 @@
 // Then x is formed where it is loaded: the 16 bytes of x become 16 of a, 16 of r and 16 of nw, one rounding to T.
 // The prologue reads the block's rows of a and r whole (8 M_FRAGS rows x 4K bytes, through L1, where the loop's
 // loads of them may hit again): L2 traffic that grows with M beside the weights a block streams (the space keeps
-// M <= 16; unmeasured yet). The fast
+// M <= 16). It runs between the wait and the weight stream: on an H100 the fused kernel took 15.9 us where the pair
+// (add + RMSNorm, then the projection) took 1.98 + 12.74 at M = 1, N = 5120, K = 3072 (39.2 against 37.2 at
+// N = 16384), so the decode step keeps the pair. The fast
 // path needs a, r, nw (and r_out for the prologue's vector stores) 16-byte aligned; r_out must not alias a or r
 // (other blocks still read them). Zeros past M or K stay zeros (rstd of a row past M is 0).
 #include "kernels/common/dependent_launch.cuh"
