@@ -68,6 +68,18 @@ def patch_ktune(model):
             "ktune (fwd + bwd)")
 
 
+def sdpa_backend(name):
+    """The SDPA backends every variant may use: torch's choice (default), or the one named."""
+    import contextlib
+
+    if name == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel({"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                        "efficient": SDPBackend.EFFICIENT_ATTENTION}[name])
+
+
 class GraphedStep(torch.nn.Module):
     """The model's step (inputs_embeds -> last_hidden_state, at fixed position ids) with its forward and backward each
     captured in a CUDA graph on the first call (torch.cuda.make_graphed_callables: warm-up runs, then the captures);
@@ -153,6 +165,9 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--variants", default="eager,compile,compile-ro,liger,ktune,ktune+compile,ktune+graph")
     p.add_argument("--compile-timeout", type=float, default=240)
+    p.add_argument("--sdpa", default="default", choices=["default", "flash", "cudnn", "efficient"],
+                   help="SDPA backend for every variant (default: torch's choice, cuDNN on the H100, whose kernels "
+                        "ran 3x slower under torch.compile and in CUDA graphs than eagerly there)")
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--profile", type=int, default=0, metavar="ROWS",
                    help="after each variant's timed steps, profile one step and print its ROWS costliest kernels")
@@ -199,7 +214,8 @@ def main():
                 notes.append(f"ktune+compile: {patch_ktune(model)}; the rest compiled by Inductor")
                 model = torch.compile(model)
                 signal.alarm(max(1, int(args.compile_timeout)))
-            r, grad = measure(model, args, device, dtype)
+            with sdpa_backend(args.sdpa):
+                r, grad = measure(model, args, device, dtype)
         except Timeout:
             notes.append(f"{v}: dropped, not compiled and measured within {args.compile_timeout:.0f} s")
             continue
@@ -225,7 +241,7 @@ def main():
 
     dev = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     print(f"\n## Training step, {args.layers} Llama-3.2-3B-shaped layers{' (tiny)' if args.tiny else ''}, batch "
-          f"{args.batch} x seq {args.seq}, fwd + bwd ({dev}, torch {torch.__version__})\n")
+          f"{args.batch} x seq {args.seq}, fwd + bwd ({dev}, torch {torch.__version__}, SDPA backend {args.sdpa})\n")
     print("| variant | tokens/s | p50 ms | min ms | max ms | vs eager | input grad vs eager |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     eager = next((r for r in rows if r["variant"] == "eager"), None)
