@@ -67,14 +67,4 @@ if bad:
 PY
 
 echo "== ktune_torch: the op library from this database, then the op's GPU tests"
-if python3 -c "import torch, pytest" 2>/dev/null; then
-  "$root/scripts/build_torch_ops.sh" --db "$out/ktune.db" --ktune "$root/build-gpu/ktune" --out "$out/lib" \
-    > "$out/build_lib.log" 2>&1 || { tail -20 "$out/build_lib.log"; echo "building the op library failed" >&2; exit 1; }
-  if ! KTUNE_TORCH_LIB=$out/lib/libktune_torch_ops.so python3 -m pytest -q -p no:cacheprovider -rs \
-      "$root/tests/python_torch/test_ops_gpu.py" -k "swiglu_backward" > "$out/gpu_tests.log" 2>&1; then
-    tail -30 "$out/gpu_tests.log"; echo "the GPU tests FAILED ($out/gpu_tests.log)" >&2; exit 1
-  fi
-  tail -3 "$out/gpu_tests.log"
-else
-  echo "no torch/pytest here: the GPU tests were not run"
-fi
+"$root/bench/torch_ops_gpu_tests.sh" "$out/ktune.db" "$out" "swiglu_backward"
