@@ -47,16 +47,8 @@ k best "$root/search_spaces/linear_skinny_add_rmsnorm.yaml" --json > "$out/best_
 k best "$root/python/ktune_torch/spaces/add_rmsnorm_eps.yaml" --json > "$out/best_norm.json"
 k best "$root/search_spaces/linear_skinny.yaml" --json > "$out/best_skinny.json"
 python3 - "$out" <<'PY'
-import json, sqlite3, sys
+import json, sys
 out = sys.argv[1]
-db = sqlite3.connect(f"{out}/ktune.db")
-bad = db.execute("""SELECT k.variant, p.key, c.key, m.status, m.message FROM measurements m
-                    JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
-                    JOIN configurations c ON c.id = m.configuration_id
-                    WHERE m.status NOT IN ('ok', 'compiled')""").fetchall()
-counts = db.execute("""SELECT k.variant, m.status, count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id
-                       GROUP BY k.variant, m.status""").fetchall()
-print("\nmeasurements: " + ", ".join(f"{v} {s} {n}" for v, s, n in counts))
 
 
 def best(name):
@@ -95,12 +87,8 @@ for m in (1, 8):
         print(f'| {m} | {n} | {k} | {us(f, "kernel_us"):.2f} | {pair_k:.2f} ({us(a, "kernel_us"):.2f} + '
               f'{us(l, "kernel_us"):.2f}) | {us(f, "p50_us"):.2f} | {pair_e:.2f} ({us(a, "p50_us"):.2f} + '
               f'{us(l, "p50_us"):.2f}) | {f["config"] if f else "-"} |')
-if bad:
-    print(f"\n{len(bad)} configurations FAILED:")
-    for row in bad[:20]:
-        print(" ", *row)
-    sys.exit(1)
 PY
+"$root/bench/measurements_ok.py" "$out/ktune.db"
 
 echo "== ktune_torch: the op library from this database, then the GPU tests of the fused op and the skinny linear"
 "$root/bench/torch_ops_gpu_tests.sh" "$out/ktune.db" "$out" "add_rms_norm_linear or skinny"

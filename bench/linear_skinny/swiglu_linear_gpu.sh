@@ -33,28 +33,16 @@ k tune search_spaces/linear_skinny.yaml --dtype bf16 --time 40 --quiet "${shapes
 
 for s in linear_skinny_swiglu glu_swiglu linear_skinny; do k best "search_spaces/$s.yaml" --json > "$out/best_$s.json"; done
 python3 - "$out" <<'PY'
-import json, sqlite3, sys
+import json, sys
 out = sys.argv[1]
-db = sqlite3.connect(f"{out}/ktune.db")
-bad = db.execute("""SELECT k.variant, p.key, c.key, m.status, m.message FROM measurements m
-                    JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
-                    JOIN configurations c ON c.id = m.configuration_id
-                    WHERE m.status NOT IN ('ok', 'compiled')""").fetchall()
-counts = db.execute("""SELECT k.variant, m.status, count(*) FROM measurements m JOIN kernels k ON k.id = m.kernel_id
-                       GROUP BY k.variant, m.status""").fetchall()
-print("\nmeasurements: " + ", ".join(f"{v} {s} {n}" for v, s, n in counts))
 print("\n| op | problem | best us | GB/s | configuration |\n| --- | --- | --- | --- | --- |")
 for name in ("linear_skinny_swiglu", "glu_swiglu", "linear_skinny"):
     for e in json.load(open(f"{out}/best_{name}.json")):
         for r in e["best"]:
             print(f'| {name} | {r["problem"]} | {r.get("rank_us", r["p50_us"]):.2f} | '
                   f'{r.get("gbps") or 0:.0f} | {r["config"]} |')
-if bad:
-    print(f"\n{len(bad)} configurations FAILED:")
-    for row in bad[:20]:
-        print(" ", *row)
-    sys.exit(1)
 PY
+"$root/bench/measurements_ok.py" "$out/ktune.db"
 
 echo "== ktune_torch: the op library from this database, then the GPU tests of the fused op and the skinny linear"
 "$root/bench/torch_ops_gpu_tests.sh" "$out/ktune.db" "$out" "swiglu or skinny"
