@@ -26,14 +26,9 @@ double round_to(Dtype dtype, double v) {
     return std::ldexp(std::nearbyint(std::ldexp(v, -ulp_exp)), ulp_exp);
 }
 
-}  // namespace
-
-void linear_skinny_fwd_cpu_reference(const Problem& p, HostBuffers& buffers) {
-    const char* key = "linear_skinny/fwd";
-    const std::int64_t rows = axis(p, "M", key), outs = axis(p, "N", key), ins = axis(p, "K", key);
-    const std::vector<double>& x = host_input(buffers, "x", rows * ins, key);
-    const std::vector<double>& w = host_input(buffers, "w", outs * ins, key);
-    std::vector<double>& y = buffers["y"];
+// y [rows, outs] = x [rows, ins] W^T [ins, outs] in double: the product every variant ends with.
+void dense_product(const std::vector<double>& x, const std::vector<double>& w, std::int64_t rows, std::int64_t outs,
+                   std::int64_t ins, std::vector<double>& y) {
     y.assign(static_cast<std::size_t>(rows * outs), 0.0);
     for (std::int64_t m = 0; m < rows; ++m)
         for (std::int64_t n = 0; n < outs; ++n) {
@@ -42,6 +37,16 @@ void linear_skinny_fwd_cpu_reference(const Problem& p, HostBuffers& buffers) {
                 acc += x[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
             y[static_cast<std::size_t>(m * outs + n)] = acc;
         }
+}
+
+}  // namespace
+
+void linear_skinny_fwd_cpu_reference(const Problem& p, HostBuffers& buffers) {
+    const char* key = "linear_skinny/fwd";
+    const std::int64_t rows = axis(p, "M", key), outs = axis(p, "N", key), ins = axis(p, "K", key);
+    const std::vector<double>& x = host_input(buffers, "x", rows * ins, key);
+    const std::vector<double>& w = host_input(buffers, "w", outs * ins, key);
+    dense_product(x, w, rows, outs, ins, buffers["y"]);
 }
 
 void linear_skinny_fwd_swiglu_cpu_reference(const Problem& p, HostBuffers& buffers) {
@@ -56,15 +61,7 @@ void linear_skinny_fwd_swiglu_cpu_reference(const Problem& p, HostBuffers& buffe
             const double u = gate_up[static_cast<std::size_t>(m * 2 * ins + ins + k)];
             a[static_cast<std::size_t>(m * ins + k)] = round_to(p.dtype, g / (1.0 + std::exp(-g)) * u);
         }
-    std::vector<double>& y = buffers["y"];
-    y.assign(static_cast<std::size_t>(rows * outs), 0.0);
-    for (std::int64_t m = 0; m < rows; ++m)
-        for (std::int64_t n = 0; n < outs; ++n) {
-            double acc = 0.0;
-            for (std::int64_t k = 0; k < ins; ++k)
-                acc += a[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
-            y[static_cast<std::size_t>(m * outs + n)] = acc;
-        }
+    dense_product(a, w, rows, outs, ins, buffers["y"]);
 }
 
 void linear_skinny_fwd_add_rmsnorm_cpu_reference(const Problem& p, HostBuffers& buffers) {
@@ -92,15 +89,7 @@ void linear_skinny_fwd_add_rmsnorm_cpu_reference(const Problem& p, HostBuffers& 
             x[at(k)] = round_to(p.dtype, s * rstd * static_cast<float>(nw[static_cast<std::size_t>(k)]));  // fp32
         }
     }
-    std::vector<double>& y = buffers["y"];
-    y.assign(static_cast<std::size_t>(rows * outs), 0.0);
-    for (std::int64_t m = 0; m < rows; ++m)
-        for (std::int64_t n = 0; n < outs; ++n) {
-            double acc = 0.0;
-            for (std::int64_t k = 0; k < ins; ++k)
-                acc += x[static_cast<std::size_t>(m * ins + k)] * w[static_cast<std::size_t>(n * ins + k)];
-            y[static_cast<std::size_t>(m * outs + n)] = acc;
-        }
+    dense_product(x, w, rows, outs, ins, buffers["y"]);
 }
 
 }  // namespace ktune
