@@ -10,7 +10,7 @@ cancels, and comparing such gradients would compare rounding), tokens/s (batch *
   ktune     ktune_torch.llama.patch_model: q, k, v as one projection with ktune's RoPE in place on its output (its
             backward: the same kernel with the sine negated), gate and up as one projection with ktune's SwiGLU
             (backward: ktune::swiglu_backward_halves into one [M, 2I] gradient), RMSNorm and the post-attention residual
-            add + RMSNorm from ktune (forward and backward); the matrix products (cuBLAS), attention (SDPA, flash)
+            add + RMSNorm from ktune (forward and backward); the matrix products (cuBLAS), attention (torch's SDPA)
             and the MLP's residual add are PyTorch's
   ktune+compile  the ktune variant under torch.compile (default mode): Inductor fuses what is left around ktune's
             ops (custom ops with fake implementations and autograd: no graph break)
@@ -121,6 +121,11 @@ def measure(model, args, device, dtype):
     pos = torch.arange(args.seq, device=device)[None].expand(args.batch, -1)
     probe = torch.randn(args.batch, args.seq, model.config.hidden_size, device=device)
     cuda = device.type == "cuda"
+
+    def step():
+        out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
+        (out.float() * probe).mean().backward()
+
     times, first_grad = [], None
     for i in range(args.warmup + args.iters):
         x.grad = None
@@ -130,8 +135,7 @@ def measure(model, args, device, dtype):
             start.record()
         else:
             t0 = time.perf_counter()
-        out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
-        (out.float() * probe).mean().backward()
+        step()
         if cuda:
             end.record()
             times.append((start, end))
@@ -146,8 +150,7 @@ def measure(model, args, device, dtype):
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            out = model(inputs_embeds=x, position_ids=pos, use_cache=False).last_hidden_state
-            (out.float() * probe).mean().backward()
+            step()
             torch.cuda.synchronize()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=args.profile), flush=True)
     steady = sorted(times[args.warmup:])
