@@ -119,8 +119,10 @@ class Decoder:
         self.prefill_logits = out.logits[:, -1].float().clone()
 
     def step(self):
+        from ktune_torch.llama import greedy_tokens  # every mode's greedy pick (torch ops: argmax in two passes)
+
         logits = self.step_fn(self)
-        self.tok.copy_(logits[:, -1].argmax(-1, keepdim=True))
+        self.tok.copy_(greedy_tokens(logits))
         self.pos.add_(1)
         return logits
 

@@ -80,7 +80,9 @@ class Engine:
         else:
             logits = self.model(input_ids=self.tok, position_ids=self.pos, past_key_values=self.cache,
                                 use_cache=True).logits
-        self.tok.copy_(logits[:, -1].argmax(-1, keepdim=True))
+        from ktune_torch.llama import greedy_tokens  # both services' greedy pick (torch ops: argmax in two passes)
+
+        self.tok.copy_(greedy_tokens(logits))
         self.pos.add_(1)
 
     def warm_up(self):

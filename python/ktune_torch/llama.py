@@ -388,6 +388,29 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     return model
 
 
+def _pick_chunk(vocab):
+    """The divisor of `vocab` in [64, 4096] nearest its square root, or None (a small or prime-ish vocabulary)."""
+    if vocab < 4096:
+        return None
+    divisors = [c for c in range(64, 4097) if vocab % c == 0]
+    return min(divisors, key=lambda c: abs(c * c - vocab)) if divisors else None
+
+
+def greedy_tokens(logits):
+    """The greedy next token of each sequence, [B, 1] int64, from logits [B, S, V] (their last position): argmax's
+    answer (the first maximal index) in two passes. torch reduces one long row in a single block (28 us for V =
+    128,256 at batch 1 on an H100, more than a decoder layer's attention); the maxima of V / C rows of C elements
+    first, then the row of those maxima, keep every SM busy. Capturable in a CUDA graph."""
+    x = logits[:, -1]
+    b, v = x.shape
+    c = _pick_chunk(v)
+    if c is None:
+        return x.argmax(-1, keepdim=True)
+    values, within = x.view(b, v // c, c).max(-1)  # the first maximum of each chunk
+    chunk = values.argmax(-1, keepdim=True)  # the first chunk holding the row's maximum
+    return chunk * c + within.gather(-1, chunk)
+
+
 def decode_step(model, input_ids, position_ids, cache):
     """Logits [B, 1, vocab] of one decode step of a patched model: input_ids and position_ids [B, 1] on the device,
     cache the StaticCache the prefill filled. Each residual add is fused with the RMSNorm that follows it (the next

@@ -485,6 +485,20 @@ def test_decode_step_matches_the_model_forward_on_cpu():
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
 
 
+def test_greedy_tokens_are_argmax_s_first_maximum():
+    """The two-pass greedy pick equals argmax, ties (the first maximal index) included, at Llama 3's vocabulary, and
+    falls back to argmax where the vocabulary has no divisor to split it by."""
+    torch.manual_seed(0)
+    for vocab in (128256, 32000, 4099, 1000):
+        logits = torch.randn(3, 2, vocab).to(torch.bfloat16)  # bf16: many exact ties among 128k values
+        logits[1, -1, vocab // 3] = logits[1, -1, vocab - 5] = 9.0  # two maxima in different chunks
+        logits[2, -1, 70:72] = 9.0  # two maxima side by side
+        got = ktune_torch.llama.greedy_tokens(logits)
+        assert got.shape == (3, 1) and got.dtype == torch.int64
+        assert torch.equal(got, logits[:, -1].argmax(-1, keepdim=True)), vocab
+    assert ktune_torch.llama._pick_chunk(128256) == 334 and ktune_torch.llama._pick_chunk(4099) is None
+
+
 def test_decode_steps_leave_the_cache_as_hf_does(monkeypatch):
     """decode_step writes k, v into the static cache itself (ktune::rope_neox_cache_): three steps of it, then one of
     HF's own forward over the same cache, give the logits of four HF steps (the cache's positions and its length
