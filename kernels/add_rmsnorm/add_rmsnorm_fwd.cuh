@@ -430,10 +430,11 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     add_rmsnorm_fwd(T* __restrict__ y, T* __restrict__ residual_out, const T* __restrict__ x,
                     const T* __restrict__ residual, const T* __restrict__ w, int rows, int hidden,
                     long long x_row_stride, long long residual_row_stride, long long y_row_stride, float eps) {
-    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
-    // one may start its own early part now.
-    ktune::dev::wait_prior_grids();
+    // Programmatic launch (dependent_launch.cuh): the next kernel may start at once (a projection asks L2 for its
+    // weights while this one waits for the kernel before and normalises; it still waits for this one to complete);
+    // nothing read or written before the kernel before is done.
     ktune::dev::launch_dependents();
+    ktune::dev::wait_prior_grids();
     const ktune::dev::add_rmsnorm::Dims d{rows, hidden, x_row_stride, residual_row_stride, y_row_stride,
                                           1.0f / static_cast<float>(hidden), eps};
     ktune::dev::add_rmsnorm::run<T, BLOCK, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER, OFFSET, false>(y, residual_out, x,
@@ -445,10 +446,11 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
     add_rmsnorm_fwd_inplace(T* __restrict__ y, T* residual, const T* __restrict__ x, const T* __restrict__ w,
                             int rows, int hidden, long long x_row_stride, long long residual_row_stride,
                             long long y_row_stride, float eps) {
-    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
-    // one may start its own early part now.
-    ktune::dev::wait_prior_grids();
+    // Programmatic launch (dependent_launch.cuh): the next kernel may start at once (a projection asks L2 for its
+    // weights while this one waits for the kernel before and normalises; it still waits for this one to complete);
+    // nothing read or written before the kernel before is done.
     ktune::dev::launch_dependents();
+    ktune::dev::wait_prior_grids();
     const ktune::dev::add_rmsnorm::Dims d{rows, hidden, x_row_stride, residual_row_stride, y_row_stride,
                                           1.0f / static_cast<float>(hidden), eps};
     ktune::dev::add_rmsnorm::run<T, BLOCK, VEC, UNROLL, ROWS_PER_BLOCK, CLUSTER, OFFSET, true>(y, residual, x,

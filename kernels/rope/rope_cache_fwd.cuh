@@ -196,10 +196,11 @@ __global__ void __launch_bounds__(BLOCK)
     static_assert(VEC * sizeof(T) <= 16, "rope_cache_fwd: VEC * sizeof(T) <= 16");
     static_assert(VEC * sizeof(T) >= 8, "rope_cache_fwd: VEC * sizeof(T) >= 8 (narrower accesses are not tuned)");
     static_assert(UNROLL >= 1 && UNROLL <= 8, "rope_cache_fwd: UNROLL in [1, 8]");
-    // Programmatic launch (dependent_launch.cuh): nothing read or written before the kernel before is done; the next
-    // one may start its own early part now.
-    ktune::dev::wait_prior_grids();
+    // Programmatic launch (dependent_launch.cuh): the next kernel may start at once (decode attention asks L2 for its
+    // first cache tiles while this one waits and rotates; it still waits for this one to complete); nothing read or
+    // written before the kernel before is done.
     ktune::dev::launch_dependents();
+    ktune::dev::wait_prior_grids();
     static_assert(VEC * UNROLL <= 16, "rope_cache_fwd: VEC * UNROLL <= 16 (registers)");
     static_assert(SPLIT >= 1 && SPLIT <= 64, "rope_cache_fwd: SPLIT in [1, 64]");
 

@@ -408,7 +408,7 @@ def greedy_tokens(logits):
         return x.argmax(-1, keepdim=True)
     values, within = x.view(b, v // c, c).max(-1)  # the first maximum of each chunk
     chunk = values.argmax(-1, keepdim=True)  # the first chunk holding the row's maximum
-    return chunk * c + within.gather(-1, chunk)
+    return torch.add(within.gather(-1, chunk), chunk, alpha=c)
 
 
 def decode_step(model, input_ids, position_ids, cache):
@@ -420,6 +420,16 @@ def decode_step(model, input_ids, position_ids, cache):
     # Every layer's RoPE positions and attention lengths, made once (three small kernels a layer fewer)
     positions = position_ids.expand(input_ids.shape[0], 1).reshape(-1).to(torch.int32)
     step = (positions, positions + 1)
+    # The layers whose k, v the step writes itself (_static_layer, a cache of this batch) advance their lengths as HF's
+    # update would; here rather than after the last layer, where the add would stand between the final norm and
+    # lm_head and keep lm_head from launching early (programmatic launch). The step reads none of these lengths (HF's
+    # update, which does, serves only the other layers).
+    batch = input_ids.shape[0]
+    wrote = [layer.cumulative_length for i in range(len(layers))
+             if (layer := _static_layer(cache, i)) is not None and layer.keys.shape[0] == batch
+             and isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
+    if wrote:
+        torch._foreach_add_(wrote, 1)
     x = inner.embed_tokens(input_ids)
     first = layers[0].input_layernorm
     h, residual = ops.rms_norm(x, first.weight, first.variance_epsilon), x
@@ -431,10 +441,4 @@ def decode_step(model, input_ids, position_ids, cache):
         m = layer.mlp(h)
         norm = layers[i + 1].input_layernorm if i + 1 < len(layers) else inner.norm
         h, residual = ops.add_rms_norm(m, residual, norm.weight, norm.variance_epsilon)
-    # the layers that took the token's k, v themselves (_static_layer) advance their lengths as HF's update would
-    wrote = [layer.cumulative_length for i in range(len(layers))
-             if (layer := _static_layer(cache, i)) is not None and isinstance(getattr(layer, "cumulative_length", None),
-                                                                               torch.Tensor)]
-    if wrote:
-        torch._foreach_add_(wrote, 1)
     return model.lm_head(h)
