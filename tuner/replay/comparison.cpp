@@ -30,21 +30,24 @@ Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o
     return c;
 }
 
-// The fastest configurations (kTransferDepth) among `entries` of the space, fastest first.
-std::vector<Config> fastest_of(const ReplaySpace& space, std::vector<std::size_t> entries) {
+// The fastest configurations (kTransferDepth) among `entries` of the space at `problem`, fastest first, with how close
+// each came to the first.
+TunedProblem fastest_of(const ReplaySpace& space, std::vector<std::size_t> entries, bool stored) {
     std::erase_if(entries, [&](std::size_t i) { return space.entries[i].status != Status::ok; });
     std::ranges::stable_sort(entries, {}, [&](std::size_t i) { return space.entries[i].value; });
-    std::vector<Config> out;
-    for (std::size_t k = 0; k < std::min(entries.size(), kTransferDepth); ++k)
-        out.push_back(space.entries[entries[k]].config);
+    TunedProblem out{space.problem.value_or(Problem{}), {}, stored};
+    for (std::size_t k = 0; k < std::min(entries.size(), kTransferDepth); ++k) {
+        out.fastest.push_back(space.entries[entries[k]].config);
+        out.slowdown.push_back(space.entries[entries[k]].value / space.entries[entries.front()].value);
+    }
     return out;
 }
 
 // The fastest configurations a run found.
-std::vector<Config> fastest_found(const ReplaySpace& space, const ReplayRun& run) {
+TunedProblem fastest_found(const ReplaySpace& space, const ReplayRun& run) {
     std::vector<std::size_t> entries;
     for (const Evaluation& e : run.evaluations) entries.push_back(e.entry);
-    return fastest_of(space, entries);
+    return fastest_of(space, entries, false);
 }
 
 }  // namespace
@@ -55,8 +58,8 @@ std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces) {
         if (!space.problem) continue;
         std::vector<std::size_t> all(space.entries.size());
         std::iota(all.begin(), all.end(), std::size_t{0});
-        std::vector<Config> fastest = fastest_of(space, all);
-        if (!fastest.empty()) out.push_back({*space.problem, std::move(fastest), true});
+        if (TunedProblem fastest = fastest_of(space, all, true); !fastest.fastest.empty())
+            out.push_back(std::move(fastest));
     }
     return out;
 }
@@ -97,8 +100,8 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                 }
                 runs[i].push_back(replay(spaces[i], name, seed, ro, first));
                 if (spaces[i].problem)
-                    if (std::vector<Config> fastest = fastest_found(spaces[i], runs[i].back()); !fastest.empty())
-                        tuned.push_back({*spaces[i].problem, std::move(fastest)});
+                    if (TunedProblem fastest = fastest_found(spaces[i], runs[i].back()); !fastest.fastest.empty())
+                        tuned.push_back(std::move(fastest));
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

@@ -54,17 +54,20 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 }
 
 std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                   const std::string& device_key, const Problem& problem) {
+                                   const std::string& device_key, const Problem& problem,
+                                   std::vector<double>* slowdown) {
     ResultFilter f = problem_results(kernel, device_key, problem);
     f.status = Status::ok;
     std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
     std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
     std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
     std::vector<Config> out;
+    if (slowdown) slowdown->clear();
     for (const ResultRecord& r : rows) {
         if (out.size() == kTransferDepth) break;
         try {
             out.push_back(space.parse_config(r.config_key, store.path()));
+            if (slowdown) slowdown->push_back(r.measurement.rank_us() / rows.front().measurement.rank_us());
         } catch (const Error&) {  // not a configuration of this space: no hint
         }
     }

@@ -20,9 +20,10 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 
 // The problem's fastest ok, timed results of the kernel (its source) on the device, fastest first (best_rank's
 // order, then the earlier row, as Store::best), at most kTransferDepth: what a finished problem hands on to the
-// searches of the run after it.
+// searches of the run after it. `slowdown`, when given, receives each one's time over the fastest's.
 std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                   const std::string& device_key, const Problem& problem);
+                                   const std::string& device_key, const Problem& problem,
+                                   std::vector<double>* slowdown = nullptr);
 
 // The store's rows of the kernel (its op, variant and source) at one problem on the device, of any status.
 ResultFilter problem_results(const KernelInfo& kernel, const std::string& device_key, const Problem& problem);

@@ -752,10 +752,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             // Its best, once confirmed, is where a later problem's search starts.
             auto hand_on_best = [&] {
                 if (!o.transfer) return;
-                std::vector<Config> fastest = stored_fastest(stores[lane], space, kernel, device.key, pl.problem);
+                std::vector<double> slowdown;
+                std::vector<Config> fastest =
+                    stored_fastest(stores[lane], space, kernel, device.key, pl.problem, &slowdown);
                 if (fastest.empty()) return;
                 std::lock_guard lock(mutex);
-                tuned.push_back({pl.problem, std::move(fastest)});
+                tuned.push_back({pl.problem, std::move(fastest), false, std::move(slowdown)});
             };
             if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.

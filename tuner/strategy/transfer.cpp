@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -52,11 +54,31 @@ std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& store
         TunedProblem t{rs.front()->problem, {}, true};
         std::unordered_set<std::string> taken;  // another source may have measured a configuration again
         for (const StoredResult* r : rs)
-            if (t.fastest.size() < kTransferDepth && taken.insert(r->config.key()).second)
+            if (t.fastest.size() < kTransferDepth && taken.insert(r->config.key()).second) {
                 t.fastest.push_back(r->config);
+                t.slowdown.push_back(std::get<0>(r->rank) / std::get<0>(rs.front()->rank));
+            }
         out.push_back(std::move(t));
     }
     return out;
+}
+
+double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config) {
+    // A problem one axis doubled away counts a quarter: the nearest problems decide, the farther ones break their ties.
+    constexpr double kWeightPerDistance = 4;
+    const std::string key = config.key();
+    double sum = 0, weights = 0;
+    for (const TunedProblem& t : tuned) {
+        if (t.problem == problem || t.slowdown.empty() || t.slowdown.size() != t.fastest.size()) continue;
+        const double w = std::pow(kWeightPerDistance, -problem_distance(problem, t.problem));
+        if (!(w > 0)) continue;  // another width
+        double s = t.slowdown.back();
+        for (std::size_t k = 0; k < t.fastest.size(); ++k)
+            if (t.fastest[k].key() == key) s = t.slowdown[k];
+        sum += w * s;
+        weights += w;
+    }
+    return weights > 0 ? sum / weights : std::numeric_limits<double>::infinity();
 }
 
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
@@ -68,21 +90,38 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
     std::stable_sort(order.begin(), order.end(), [&](const TunedProblem* x, const TunedProblem* y) {
         return problem_distance(problem, x->problem) < problem_distance(problem, y->problem);
     });
+    // What each problem hands on, in order: its fastest, those that tied its winner (within kTransferTie) first by
+    // the slowdown the other problems lead one to expect here.
+    std::vector<std::vector<const Config*>> handed(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const TunedProblem& t = *order[i];
+        for (const Config& c : t.fastest) handed[i].push_back(&c);
+        if (t.slowdown.size() != t.fastest.size()) continue;
+        // The slowdowns grow: those that tied are the first ones.
+        const auto tied = std::size_t(std::ranges::upper_bound(t.slowdown, 1 + kTransferTie) - t.slowdown.begin());
+        if (tied < 2) continue;
+        std::vector<double> expected(tied);
+        for (std::size_t k = 0; k < tied; ++k) expected[k] = expected_slowdown(problem, tuned, t.fastest[k]);
+        std::vector<std::size_t> ks(tied);
+        std::iota(ks.begin(), ks.end(), std::size_t{0});
+        std::ranges::stable_sort(ks, {}, [&](std::size_t k) { return expected[k]; });
+        for (std::size_t k = 0; k < tied; ++k) handed[i][k] = &t.fastest[ks[k]];
+    }
     std::vector<Config> out;
     std::unordered_set<std::string> taken;
     if (from_history) *from_history = 0;
     std::size_t depth = 0;
-    for (const TunedProblem* t : order) depth = std::max(depth, t->fastest.size());
+    for (const auto& h : handed) depth = std::max(depth, h.size());
     for (std::size_t rank = 0; rank < depth; ++rank) {
-        for (const TunedProblem* t : order) {
+        for (std::size_t i = 0; i < order.size(); ++i) {
             if (out.size() >= limit) return out;
-            if (rank >= t->fastest.size()) continue;
-            const Config& c = t->fastest[rank];
+            if (rank >= handed[i].size()) continue;
+            const Config& c = *handed[i][rank];
             const std::string key = c.key();
             if (!taken.contains(key) && is_candidate(c)) {
                 taken.insert(key);
                 out.push_back(c);
-                if (from_history && t->stored) ++*from_history;
+                if (from_history && order[i]->stored) ++*from_history;
             }
         }
     }

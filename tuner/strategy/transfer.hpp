@@ -19,10 +19,18 @@ namespace ktune {
 // are better guesses than none).
 inline constexpr std::size_t kTransferDepth = 3;
 
+// A runner-up within this of its problem's winner tied it: a measurement stops once the 95 % confidence interval of its
+// median is within 1 % of it (docs/measuring.md), so which of the two won is noise, and the other problems decide which
+// is handed on first.
+inline constexpr double kTransferTie = 0.01;
+
 struct TunedProblem {
     Problem problem;
     std::vector<Config> fastest;  // its fastest configurations, fastest first, at most kTransferDepth
     bool stored = false;          // from the tuning history (an earlier run), not from this run
+    // Each of `fastest`'s time over the first's (1 for the winner), where known: how close the runners-up came, which
+    // orders the hints (transfer_hints). Empty: unknown, and the problem is left out of that estimate.
+    std::vector<double> slowdown = {};
 };
 
 // An ok result of the tuning history, as history_winners() weighs it.
@@ -49,11 +57,19 @@ double problem_distance(const Problem& a, const Problem& b);
 
 // The fastest configurations of `tuned` (other problems of the same space): every problem's winner, the most similar
 // problem's first, then every problem's second fastest in the same order, and so on; each once, only those
-// `is_candidate` keeps (valid at `problem`), at most `limit`. The problem itself is skipped if it is in `tuned`.
+// `is_candidate` keeps (valid at `problem`), at most `limit`. Where a problem's runners-up tied its winner
+// (kTransferTie), the one with the smallest expected_slowdown at `problem` counts as its winner, the others follow in
+// that order. The problem itself is skipped if it is in `tuned`.
 // `from_history`, when given, receives how many of the hints came from stored problems.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
                                    const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
                                    std::size_t* from_history = nullptr);
+
+// The slowdown `config` is expected to have at `problem`: the mean over the problems of `tuned` that say how close
+// their runners-up came of its slowdown there, each weighted 4^-problem_distance (a problem one axis doubled away
+// counts a quarter); where it is not among a problem's fastest, that problem's slowest handed on (it was at least that
+// slow). Infinity where no problem weighs.
+double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
 // The winners of the nearest problems come first, so the first few carry nearly all of the gain. With a `budget`

@@ -181,6 +181,11 @@ TEST(ReplayHistory, TheOptimaAreEachProblemsFastestOkConfiguration) {
     EXPECT_EQ(optima[0].fastest.at(0).key(), "B=5");  // 2.0, the first of the fastest of the rest
     EXPECT_EQ(optima[1].fastest.at(0).key(), "B=3");
     EXPECT_EQ(optima[2].fastest.at(0).key(), "B=7");
+    // Each with its time over the winner's, which orders the hints.
+    ASSERT_EQ(optima[0].slowdown.size(), optima[0].fastest.size());
+    EXPECT_DOUBLE_EQ(optima[0].slowdown.front(), 1.0);
+    for (std::size_t k = 1; k < optima[0].slowdown.size(); ++k)
+        EXPECT_GE(optima[0].slowdown[k], optima[0].slowdown[k - 1]);
 }
 
 }  // namespace

@@ -103,8 +103,10 @@ TEST_F(TuningHistory, AFinishedProblemHandsOnItsThreeFastestOfTheKernelsSource) 
     record(p, rms(1024, 8, 1).key(), 0.5, m_run2, "older-source");
     record({Dtype::bf16, {{"M", 32}, {"H", 4096}}}, rms(128, 8, 2).key(), 0.1, m_run2);
     std::vector<std::string> keys;
-    for (const Config& c : stored_fastest(*m_store, m_space, m_kernel, "dev-A", p)) keys.push_back(c.key());
+    std::vector<double> slowdown;
+    for (const Config& c : stored_fastest(*m_store, m_space, m_kernel, "dev-A", p, &slowdown)) keys.push_back(c.key());
     EXPECT_EQ(keys, (std::vector<std::string>{rms(256, 8, 1).key(), rms(128, 4, 8).key(), rms(512, 8, 1).key()}));
+    EXPECT_EQ(slowdown, (std::vector<double>{1.0, 2.0, 3.0}));  // each one's time over the fastest's
 }
 
 }  // namespace

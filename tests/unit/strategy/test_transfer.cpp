@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,38 @@ TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLim
               (std::vector<std::string>{"BLOCK=128,VEC=4", "BLOCK=512,VEC=4", "BLOCK=64,VEC=4"}));
     EXPECT_EQ(keys(transfer_hints(p, tuned, in_space, 1)), (std::vector<std::string>{"BLOCK=128,VEC=4"}));
     EXPECT_TRUE(transfer_hints(p, {}, in_space, 10).empty());
+}
+
+// The nearest problem's runner-up tied its winner (0.5 %) and won one problem farther, where that winner lost by 8 %:
+// the runner-up is handed on first. A runner-up that did not tie (1.5 %) stays behind the winner, and without
+// slowdowns the order is the nearest problem's.
+TEST(TransferHints, WhereARunnerUpTiedItsWinnerTheOtherProblemsDecideWhichComesFirst) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    const Config x = block(128), y = block(256), z = block(512);
+    std::vector<TunedProblem> tuned = {
+        {rows(Dtype::bf16, 32, 4096), {x, y}, true, {1.0, 1.005}},          // nearest: y a hair behind x
+        {rows(Dtype::bf16, 64, 4096), {y, z, x}, true, {1.0, 1.02, 1.08}},  // farther: x 8 % behind y
+    };
+    const auto any = [](const Config&) { return true; };
+    // x: (1/4 x 1 + 1/16 x 1.08) / (1/4 + 1/16) = 1.016; y: (1/4 x 1.005 + 1/16 x 1) / (5/16) = 1.004.
+    EXPECT_NEAR(expected_slowdown(p, tuned, x), 1.016, 1e-9);
+    EXPECT_NEAR(expected_slowdown(p, tuned, y), 1.004, 1e-9);
+    EXPECT_EQ(keys(transfer_hints(p, tuned, any, 10)), keys({y, x, z}));
+    EXPECT_EQ(keys(transfer_hints(p, tuned, any, 1)), keys({y}));
+    tuned[0].slowdown = {1.0, 1.015};  // no tie: the nearest problem's winner first, though y is expected faster
+    EXPECT_LT(expected_slowdown(p, tuned, y), expected_slowdown(p, tuned, x));
+    EXPECT_EQ(keys(transfer_hints(p, tuned, any, 10)), keys({x, y, z}));
+    // Where a problem handed on no slowdowns, it weighs nothing; with none, the nearest problem's winner first.
+    tuned[0].slowdown = {1.0, 1.005};
+    tuned[1].slowdown.clear();
+    EXPECT_NEAR(expected_slowdown(p, tuned, y), 1.005, 1e-9);
+    EXPECT_EQ(keys(transfer_hints(p, tuned, any, 10)), keys({x, y, z}));  // the tie decided by the nearest alone
+    tuned[0].slowdown.clear();
+    EXPECT_EQ(expected_slowdown(p, tuned, x), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(keys(transfer_hints(p, tuned, any, 10)), keys({x, y, z}));
+    // A problem of another width weighs nothing either.
+    tuned = {{rows(Dtype::fp32, 16, 4096), {x}, true, {1.0}}};
+    EXPECT_EQ(expected_slowdown(p, tuned, x), std::numeric_limits<double>::infinity());
 }
 
 TEST(TransferHints, TheLimitIsATenthOfTheSpaceBetweenTwoAndSixteen) {
@@ -180,8 +213,9 @@ TEST(HistoryWinners, AProblemHandsOnItsThreeFastest) {
     std::vector<StoredResult> history;
     for (std::int64_t b : {64, 128, 256, 512, 1024}) history.push_back(stored(q, b, 1.0 / double(b), 1));
     ASSERT_EQ(kTransferDepth, 3u);
-    EXPECT_EQ(winners(history_winners(history, p, {p}, 2)),
-              (std::vector<std::string>{"bf16:M=32 BLOCK=1024,VEC=4 BLOCK=512,VEC=4 BLOCK=256,VEC=4"}));
+    const std::vector<TunedProblem> w = history_winners(history, p, {p}, 2);
+    EXPECT_EQ(winners(w), (std::vector<std::string>{"bf16:M=32 BLOCK=1024,VEC=4 BLOCK=512,VEC=4 BLOCK=256,VEC=4"}));
+    EXPECT_EQ(w.front().slowdown, (std::vector<double>{1.0, 2.0, 4.0}));  // each one's time over the winner's
 }
 
 TEST(TransferHints, EveryProblemsWinnerComesBeforeAnyRunnerUp) {
