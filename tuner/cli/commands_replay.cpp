@@ -252,6 +252,12 @@ int cmd_replay(const GlobalOptions& g) {
                       {"evaluations_per_run", c.budget},
                       {"transfer", mode_key},
                       {"random_expected", efficiency_json(c.random_expected)}};
+            if (!c.kernels.empty()) {
+                j["kernels"] = json::array();
+                for (const ComparedKernel& k : c.kernels)
+                    j["kernels"].push_back(
+                        {{"kernel", k.name}, {"configurations", k.configurations}, {"evaluations_per_run", k.budget}});
+            }
             j["strategies"] = json::array();
             for (const Efficiency& e : c.strategies) j["strategies"].push_back(efficiency_json(e));
             out.push_back(j);
@@ -263,6 +269,13 @@ int cmd_replay(const GlobalOptions& g) {
             "  budget (random search closes {:g} % of the gap from the median): evaluations {}..{}, "
             "{:.1f}..{:.1f} s; {} evaluations per run, {} runs\n",
             100 * g_replay.cutoff, c.start.evals, c.end.evals, c.start.time_s, c.end.time_s, c.budget, o.runs);
+        if (!c.kernels.empty()) {
+            std::string kernels;
+            for (const ComparedKernel& k : c.kernels)
+                kernels += fmt::format("{}{} ({} configurations, {} evaluations)", kernels.empty() ? "" : ", ",
+                                       k.name.empty() ? "(unnamed)" : k.name, k.configurations, k.budget);
+            fmt::print("  kernels, each searched on its own, their evaluations interleaved: {}\n", kernels);
+        }
         fmt::print("  {:<22} {:>11} {:>11} {:>10}   {:<16} {:<16} {:<16} {:>14}\n", "strategy", "score(time)",
                    "score(evals)", "evals/run", "within 1 %", "within 2 %", "within 5 %", "2 % in 10 %");
         auto row = [&](const Efficiency& e, const std::string& label) {
@@ -342,8 +355,8 @@ void register_replay_commands(CLI::App& app) {
     replay->add_option(
         "--budget", g_replay.budget,
         "Evaluations per run, or a share of each space such as 10% (rounded up; an op's problem then hands "
-        "on what its strategy found within it, as a tuning with that budget would). Default: twice the "
-        "methodology's budget, at least 100");
+        "on what its strategy found within it, as a tuning with that budget would); of each kernel of a space of "
+        "alternatives, as `ktune tune` gives each its budget. Default: twice the methodology's budget, at least 100");
     replay->add_option("--batch", g_replay.batch, "Configurations per proposal of the adaptive strategies (default 8)")
         ->check(CLI::Range(1, 1 << 20));
     replay

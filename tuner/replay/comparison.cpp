@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -15,6 +17,15 @@ namespace ktune {
 
 namespace {
 
+// The evaluations a run of a space (or of one kernel of it) gets: the budget asked, or the share of the space asked
+// (rounded up), or twice the methodology's budget (at least 100); at most the whole space.
+std::int64_t run_budget(const ReplaySpace& space, const Cutoff& end, const ComparisonOptions& o) {
+    std::int64_t budget = o.budget.value_or(std::max<std::int64_t>(100, 2 * end.evals));
+    if (o.budget_share)
+        budget = std::max<std::int64_t>(1, std::int64_t(std::ceil(*o.budget_share * double(space.entries.size()))));
+    return std::min<std::int64_t>(budget, std::int64_t(space.entries.size()));
+}
+
 Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o) {
     Comparison c;
     c.space = space.name;
@@ -22,12 +33,23 @@ Comparison comparison_frame(const ReplaySpace& space, const ComparisonOptions& o
     c.stats = space_statistics(space);
     c.start = cutoff(c.stats, o.methodology.cutoff_percentile_start);
     c.end = cutoff(c.stats, o.methodology.cutoff_percentile);
-    c.budget = o.budget.value_or(std::max<std::int64_t>(100, 2 * c.end.evals));
-    if (o.budget_share)
-        c.budget = std::max<std::int64_t>(1, std::int64_t(std::ceil(*o.budget_share * double(space.entries.size()))));
-    c.budget = std::min<std::int64_t>(c.budget, std::int64_t(space.entries.size()));
+    c.budget = run_budget(space, c.end, o);
     c.random_expected = random_baseline(c.stats, c.budget, o.methodology);
     return c;
+}
+
+// What one search of a problem runs over: the space, or one kernel of a space of alternatives.
+struct Searched {
+    std::string kernel;  // whose chain of hints it takes and extends ("" for a space of one kernel)
+    ReplaySpace space;
+    std::int64_t budget = 0;
+    std::unordered_set<std::string> keys;  // its configurations, which alone are hints
+};
+
+Searched searched(std::string kernel, ReplaySpace space, std::int64_t budget) {
+    Searched s{std::move(kernel), std::move(space), budget, {}};
+    for (const ReplayEntry& e : s.space.entries) s.keys.insert(e.config.key());
+    return s;
 }
 
 // The fastest configurations (kTransferDepth) among `entries` of the space at `problem`, fastest first, with how close
@@ -52,12 +74,21 @@ TunedProblem fastest_found(const ReplaySpace& space, const ReplayRun& run) {
 
 }  // namespace
 
-std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces) {
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
     std::vector<TunedProblem> out;
     for (const ReplaySpace& space : spaces) {
         if (!space.problem) continue;
-        std::vector<std::size_t> all(space.entries.size());
-        std::iota(all.begin(), all.end(), std::size_t{0});
+        std::size_t begin = 0, size = space.entries.size();
+        if (!space.kernels.empty()) {
+            const auto k = std::ranges::find(space.kernels, kernel, &ReplayKernel::name);
+            if (k == space.kernels.end()) continue;  // none of this kernel's configurations at the problem
+            begin = k->begin;
+            size = k->size;
+        } else if (!kernel.empty()) {
+            continue;
+        }
+        std::vector<std::size_t> all(size);
+        std::iota(all.begin(), all.end(), begin);
         if (TunedProblem fastest = fastest_of(space, all, true); !fastest.fastest.empty())
             out.push_back(std::move(fastest));
     }
@@ -70,9 +101,36 @@ Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions&
 
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o) {
     std::vector<Comparison> out;
-    for (const ReplaySpace& space : spaces) out.push_back(comparison_frame(space, o));
-    // History: every problem's optimum, each problem then seeing all but its own (transfer_hints skips the problem).
-    const std::vector<TunedProblem> optima = o.history ? space_optima(spaces) : std::vector<TunedProblem>{};
+    // Each problem's searches: the space, or each kernel of a space of alternatives with its own budget, as `ktune
+    // tune` searches each kernel of the space file on its own.
+    std::vector<std::vector<Searched>> searches(spaces.size());
+    std::set<std::string> kernel_names;
+    for (std::size_t i = 0; i < spaces.size(); ++i) {
+        const ReplaySpace& space = spaces[i];
+        out.push_back(comparison_frame(space, o));
+        if (space.kernels.empty()) {
+            searches[i].push_back(searched("", space, out[i].budget));
+            continue;
+        }
+        out[i].budget = 0;
+        for (std::size_t k = 0; k < space.kernels.size(); ++k) {
+            ReplaySpace kernel = kernel_space(space, k);
+            const std::int64_t budget =
+                run_budget(kernel, cutoff(space_statistics(kernel), o.methodology.cutoff_percentile), o);
+            out[i].kernels.push_back({space.kernels[k].name, kernel.entries.size(), budget});
+            out[i].budget += budget;
+            kernel_names.insert(space.kernels[k].name);
+            searches[i].push_back(searched(space.kernels[k].name, std::move(kernel), budget));
+        }
+        out[i].random_expected = random_baseline(out[i].stats, out[i].budget, o.methodology);
+    }
+    // History: every problem's optima, of each kernel, each problem then seeing all but its own (transfer_hints skips
+    // the problem).
+    std::map<std::string, std::vector<TunedProblem>> optima;
+    if (o.history) {
+        optima[""] = space_optima(spaces);
+        for (const std::string& kernel : kernel_names) optima[kernel] = space_optima(spaces, kernel);
+    }
     std::vector<std::string> names = o.strategies;
     if (names.empty() && o.traced.empty()) {
         names = strategy_names();
@@ -83,25 +141,27 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
         std::vector<std::vector<ReplayRun>> runs(spaces.size());
         for (int r = 0; r < o.runs; ++r) {
             const std::uint64_t seed = o.seed + std::uint64_t(r);
-            std::vector<TunedProblem> tuned;  // this run's winners so far, for transfer
+            std::map<std::string, std::vector<TunedProblem>> tuned;  // this run's winners so far, per kernel
             for (std::size_t i = 0; i < spaces.size(); ++i) {
-                ReplayOptions ro;
-                ro.budget = out[i].budget;
-                ro.batch = o.batch;
-                ro.count_strategy_time = o.count_strategy_time;
-                std::vector<Config> first;
-                if (o.transfer && spaces[i].problem) {
-                    std::unordered_set<std::string> keys;
-                    for (const ReplayEntry& e : spaces[i].entries) keys.insert(e.config.key());
-                    first = transfer_hints(
-                        *spaces[i].problem, o.history ? optima : tuned,
-                        [&](const Config& c) { return keys.contains(c.key()); },
-                        transfer_hint_limit(keys.size(), out[i].budget));
+                std::vector<ReplayRun> kernel_runs;
+                for (const Searched& s : searches[i]) {
+                    ReplayOptions ro;
+                    ro.budget = s.budget;
+                    ro.batch = o.batch;
+                    ro.count_strategy_time = o.count_strategy_time;
+                    std::vector<Config> first;
+                    if (o.transfer && spaces[i].problem)
+                        first = transfer_hints(
+                            *spaces[i].problem, o.history ? optima[s.kernel] : tuned[s.kernel],
+                            [&](const Config& c) { return s.keys.contains(c.key()); },
+                            transfer_hint_limit(s.keys.size(), s.budget));
+                    kernel_runs.push_back(replay(s.space, name, seed, ro, first));
+                    if (spaces[i].problem)
+                        if (TunedProblem fastest = fastest_found(s.space, kernel_runs.back()); !fastest.fastest.empty())
+                            tuned[s.kernel].push_back(std::move(fastest));
                 }
-                runs[i].push_back(replay(spaces[i], name, seed, ro, first));
-                if (spaces[i].problem)
-                    if (TunedProblem fastest = fastest_found(spaces[i], runs[i].back()); !fastest.fastest.empty())
-                        tuned.push_back(std::move(fastest));
+                runs[i].push_back(spaces[i].kernels.empty() ? std::move(kernel_runs.front())
+                                                            : merge_kernel_runs(spaces[i], kernel_runs));
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

@@ -25,9 +25,12 @@ struct ComparisonOptions {
     std::map<std::string, std::vector<TracedStrategy>> traced;  // by ReplaySpace::name: another tuner's runs
     int runs = 20;                                              // seeds seed, seed + 1, ...
     std::uint64_t seed = 1;
-    std::optional<std::int64_t> budget = std::nullopt;  // default: twice the methodology's budget (at least 100)
-    // Instead, this share of each space (rounded up, as `auto` does): a problem of an op hands on to the next what its
-    // strategy found within it, as a tuning with that budget would.
+    // Evaluations per run; default: twice the methodology's budget (at least 100). Of a space of alternative kernels,
+    // each kernel's, as `ktune tune --budget` gives each kernel its budget (the default then of each kernel's space).
+    std::optional<std::int64_t> budget = std::nullopt;
+    // Instead, this share of each space (rounded up, as `auto` does; of each kernel's space, as `auto` gives each
+    // kernel its share): a problem of an op hands on to the next what its strategy found within it, as a tuning with
+    // that budget would.
     std::optional<double> budget_share = std::nullopt;
     std::optional<int> batch = std::nullopt;
     bool count_strategy_time = true;
@@ -40,23 +43,34 @@ struct ComparisonOptions {
     MethodologyOptions methodology = {};
 };
 
+// A kernel of a space of alternatives, searched on its own.
+struct ComparedKernel {
+    std::string name;
+    std::size_t configurations = 0;
+    std::int64_t budget = 0;  // evaluations per run
+};
+
 struct Comparison {
     std::string space;
     std::string unit;
-    SpaceStatistics stats;
+    SpaceStatistics stats;  // of the whole space: every kernel's configurations
     Cutoff start, end;
-    std::int64_t budget = 0;  // evaluations per run
+    std::int64_t budget = 0;  // evaluations per run (the kernels' together)
     Efficiency random_expected;
     std::vector<Efficiency> strategies;
+    std::vector<ComparedKernel> kernels;  // a space of alternatives' (ReplaySpace::kernels); else empty
 };
 
 // ktune's strategies, then the traced ones.
 Comparison compare_strategies(const ReplaySpace& space, const ComparisonOptions& o);
 // The fastest configurations (kTransferDepth: the optimum first) of each space that belongs to a problem, for
-// o.history.
-std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces);
+// o.history: of its kernel named `kernel` in a space of alternatives, of the whole space in a space of one kernel (with
+// `kernel` empty).
+std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces, const std::string& kernel = "");
 // One comparison per space; with o.transfer, problems after the first start from their predecessors' winners, or with
-// o.history every problem from the other problems' optima.
+// o.history every problem from the other problems' optima. Each kernel of a space of alternatives is searched on its
+// own, from its own kernel's winners at the other problems, and the space's runs merge its kernels'
+// (merge_kernel_runs).
 std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& spaces, const ComparisonOptions& o);
 // Two charts: best so far against evaluations, and against time.
 std::vector<SearchChart> comparison_charts(const Comparison& c);

@@ -34,6 +34,31 @@ ReplaySpace replay_space_from_t4(const T4File& f, std::string name) {
     return s;
 }
 
+namespace {
+
+ReplayEntry entry_of(const ResultRecord& r) {
+    ReplayEntry e;
+    std::size_t start = 0;
+    while (start < r.config_key.size()) {
+        const std::size_t comma = std::min(r.config_key.find(',', start), r.config_key.size());
+        const std::string item = r.config_key.substr(start, comma - start);
+        const std::size_t eq = item.find('=');
+        if (eq != std::string::npos) e.config.values.emplace_back(item.substr(0, eq), std::stoll(item.substr(eq + 1)));
+        start = comma + 1;
+    }
+    const Measurement& m = r.measurement;
+    e.status = m.status == Status::ok && m.rank_us() > 0 ? Status::ok
+               : m.status == Status::ok                  ? Status::launch_error
+                                                         : m.status;
+    e.value = m.rank_us();
+    const double sampled_us = std::accumulate(m.samples_us.begin(), m.samples_us.end(), 0.0) +
+                              std::accumulate(m.cupti_samples_us.begin(), m.cupti_samples_us.end(), 0.0);
+    e.cost_s = m.compile.compile_seconds + sampled_us * 1e-6;
+    return e;
+}
+
+}  // namespace
+
 std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
                                                   const std::string& device_key,
                                                   const std::optional<std::string>& problem_key) {
@@ -42,40 +67,92 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
     f.device_key = device_key;
     f.problem_key = problem_key;
     const std::vector<ResultRecord> records = store.results(f);
+    const auto source_key = [](const ResultRecord& r) { return r.kernel.variant + "|" + r.kernel.source_hash; };
     std::map<std::string, std::size_t> per_source;
-    for (const ResultRecord& r : records) ++per_source[r.kernel.variant + "|" + r.kernel.source_hash];
+    std::map<std::string, const KernelInfo*> kernel_of;
+    for (const ResultRecord& r : records) {
+        ++per_source[source_key(r)];
+        kernel_of.emplace(source_key(r), &r.kernel);
+    }
     if (per_source.empty()) return {};
-    const std::string source = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
-    // In the order the problems were first measured: a tuning's order, which transfer between problems follows.
+    const std::string top = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
+    const std::string variant = kernel_of.at(top)->variant;
+    // Of each alternative kernel of that variant, the source with the most results (that one for its own kernel).
+    std::map<std::string, std::string> source_of;  // alternative -> its source
+    for (const auto& [key, n] : per_source) {
+        if (kernel_of.at(key)->variant != variant) continue;
+        const auto [it, added] = source_of.try_emplace(kernel_of.at(key)->alternative, key);
+        if (!added && it->second != top && (key == top || n > per_source[it->second])) it->second = key;
+    }
+    // The kernels in the order they were first measured (a space file's order, which `ktune tune` follows), and the
+    // problems likewise: a tuning's order, which transfer between problems follows.
+    std::vector<std::string> kernels;
     std::vector<ReplaySpace> out;
     std::map<std::string, std::size_t> index_of;
+    std::vector<std::vector<std::vector<ReplayEntry>>> entries;  // per problem, per kernel
     for (const ResultRecord& r : records) {
-        if (r.kernel.variant + "|" + r.kernel.source_hash != source) continue;
+        const auto chosen = source_of.find(r.kernel.alternative);
+        if (r.kernel.variant != variant || chosen->second != source_key(r)) continue;
+        const auto k = std::size_t(std::ranges::find(kernels, r.kernel.alternative) - kernels.begin());
+        if (k == kernels.size()) kernels.push_back(r.kernel.alternative);
         const auto [it, added] = index_of.emplace(r.problem.key(), out.size());
-        if (added) out.emplace_back();
+        if (added) {
+            out.emplace_back();
+            entries.emplace_back();
+        }
         ReplaySpace& s = out[it->second];
         s.name = fmt::format("{} {} on {}", op, r.problem.key(), device_key);
         s.unit = "us";
         s.problem = r.problem;
-        ReplayEntry e;
-        std::size_t start = 0;
-        while (start < r.config_key.size()) {
-            const std::size_t comma = std::min(r.config_key.find(',', start), r.config_key.size());
-            const std::string item = r.config_key.substr(start, comma - start);
-            const std::size_t eq = item.find('=');
-            if (eq != std::string::npos)
-                e.config.values.emplace_back(item.substr(0, eq), std::stoll(item.substr(eq + 1)));
-            start = comma + 1;
+        entries[it->second].resize(std::max(entries[it->second].size(), k + 1));
+        entries[it->second][k].push_back(entry_of(r));
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        for (std::size_t k = 0; k < entries[i].size(); ++k) {
+            if (kernels.size() > 1 && !entries[i][k].empty())
+                out[i].kernels.push_back({kernels[k], out[i].entries.size(), entries[i][k].size()});
+            for (ReplayEntry& e : entries[i][k]) out[i].entries.push_back(std::move(e));
         }
-        const Measurement& m = r.measurement;
-        e.status = m.status == Status::ok && m.rank_us() > 0 ? Status::ok
-                   : m.status == Status::ok                  ? Status::launch_error
-                                                             : m.status;
-        e.value = m.rank_us();
-        const double sampled_us = std::accumulate(m.samples_us.begin(), m.samples_us.end(), 0.0) +
-                                  std::accumulate(m.cupti_samples_us.begin(), m.cupti_samples_us.end(), 0.0);
-        e.cost_s = m.compile.compile_seconds + sampled_us * 1e-6;
-        s.entries.push_back(std::move(e));
+    }
+    return out;
+}
+
+ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k) {
+    const ReplayKernel& kernel = space.kernels.at(k);
+    ReplaySpace out;
+    out.name = fmt::format("{} [{}]", space.name, kernel.name);
+    out.unit = space.unit;
+    out.problem = space.problem;
+    const auto first = space.entries.begin() + std::ptrdiff_t(kernel.begin);
+    out.entries.assign(first, first + std::ptrdiff_t(kernel.size));
+    return out;
+}
+
+ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs) {
+    if (runs.size() != space.kernels.size())
+        throw Error(ErrorCategory::internal,
+                    fmt::format("{} runs for the {} kernels of {}", runs.size(), space.kernels.size(), space.name));
+    ReplayRun out;
+    if (!runs.empty()) {
+        out.strategy = runs.front().strategy;
+        out.seed = runs.front().seed;
+    }
+    std::vector<std::size_t> next(runs.size(), 0);
+    double elapsed = 0;
+    for (;;) {
+        // The kernel whose next evaluation covers the smallest share of its own space: (j + 1) / N, compared exactly.
+        std::optional<std::size_t> pick;
+        for (std::size_t k = 0; k < runs.size(); ++k) {
+            if (next[k] == runs[k].evaluations.size()) continue;
+            if (!pick || (next[k] + 1) * space.kernels[*pick].size < (next[*pick] + 1) * space.kernels[k].size)
+                pick = k;
+        }
+        if (!pick) break;
+        const std::size_t k = *pick;
+        const Evaluation& e = runs[k].evaluations[next[k]];
+        elapsed += e.time_s - (next[k] ? runs[k].evaluations[next[k] - 1].time_s : 0.0);
+        out.evaluations.push_back({space.kernels[k].begin + e.entry, e.value, elapsed});
+        ++next[k];
     }
     return out;
 }

@@ -22,16 +22,28 @@ struct ReplayEntry {
     double cost_s = 0;  // what evaluating it cost: compile, validation and measurement
 };
 
+// One kernel of a space of alternative kernels (docs/design.md): ReplaySpace::entries[begin, begin + size).
+struct ReplayKernel {
+    std::string name;  // the alternative's name
+    std::size_t begin = 0, size = 0;
+};
+
 struct ReplaySpace {
     std::string name;
     std::string unit = "ms";
     std::vector<ReplayEntry> entries;
     std::optional<Problem> problem;  // a problem of a stored tuning; none for a T4 file
+    // A space of alternative kernels: their entries one kernel after another. Each is searched on its own, as `ktune
+    // tune` searches it (its own budget, its own chain of hints), and the problem's result is the best of them all.
+    // Empty: one kernel, searched whole.
+    std::vector<ReplayKernel> kernels = {};
 };
 
 ReplaySpace replay_space_from_t4(const T4File& f, std::string name);
-// One space per problem of an op's stored results on a device (the kernel source that has the most results there).
-// Each costs its recorded compile time plus its timing samples; `problem_key` keeps only that problem.
+// One space per problem of an op's stored results on a device: the variant of the kernel source that has the most
+// results there and, of each of its alternative kernels, the source that has the most (as Store::best ranks one
+// source of every alternative together). Each costs its recorded compile time plus its timing samples; `problem_key`
+// keeps only that problem.
 std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
                                                   const std::string& device_key,
                                                   const std::optional<std::string>& problem_key = std::nullopt);
@@ -53,6 +65,16 @@ struct ReplayOptions {
     std::optional<int> batch = std::nullopt;
     bool count_strategy_time = true;  // off: runs are exactly repeatable in time too (tests)
 };
+
+// Kernel k of a space of alternatives as a space of its own: its entries, the problem, "<name> [<kernel>]".
+ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k);
+
+// The runs of a problem's alternative kernels (runs[k] over kernel_space(space, k)) as one run over the space: their
+// evaluations interleaved as each covers its own space, the j-th of a kernel of N configurations at j / N (a tie in
+// the kernels' order), so that after any share of the whole space each kernel has evaluated about that share of its
+// own, as a tuning whose budget is that share of each kernel's space would. Each evaluation costs what it cost in its
+// own run (the strategy's own time included).
+ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs);
 
 // Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
 // `first` goes to the strategy's start_with() (transfer from other problems' winners).

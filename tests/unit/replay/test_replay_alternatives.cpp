@@ -1,0 +1,145 @@
+// A space of alternative kernels replayed as `ktune tune` tunes it: each kernel searched on its own, from its own
+// kernel's winners at the other problems, with its own budget, and the problem's result the best of them all.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/common/temp_dir.hpp"
+#include "tuner/replay/comparison.hpp"
+#include "tuner/replay/replay.hpp"
+
+namespace ktune {
+namespace {
+
+ResultRecord record(const std::string& alternative, const std::string& source_hash, const std::string& config_key,
+                    const Problem& p, double p50) {
+    ResultRecord r;
+    r.kernel = KernelInfo{"gemm_act", "gelu", "kernels/gemm/" + alternative + ".cuh", source_hash, "cold", alternative};
+    r.config_key = config_key;
+    r.problem = p;
+    r.device_key = "dev-A";
+    r.measured_at = "2025-01-01T00:00:00Z";
+    r.measurement.status = Status::ok;
+    r.measurement.stats.n = 2;
+    r.measurement.stats.p50 = p50;
+    r.measurement.samples_us = {p50, p50};
+    r.measurement.compile.compile_seconds = 0.5;
+    return r;
+}
+
+// Two problems of a space of two kernels, tuned kernel by kernel as `ktune tune` does: `big` (30 configurations, B),
+// measured first and with the most results, and `small` (10, T), whose T=7 is the optimum of both problems (1.0 against
+// big's best 2.0); an older source of `small` with one result at M=16.
+std::vector<ReplaySpace> two_kernels(const test::TempDir& dir) {
+    Store store = Store::open((dir.path() / "results.db").string());
+    const std::vector<Problem> problems{{Dtype::bf16, {{"M", 16}}}, {Dtype::bf16, {{"M", 32}}}};
+    for (const Problem& p : problems)
+        for (int b = 1; b <= 30; ++b) store.record(record("big", "hash-big", fmt::format("B={}", b), p, 2.0 + b % 7));
+    for (const Problem& p : problems)
+        for (int t = 1; t <= 10; ++t)
+            store.record(record("small", "hash-small", fmt::format("T={}", t), p, t == 7 ? 1.0 : 3.0 + t % 3));
+    store.record(record("small", "hash-small-old", "T=7", problems[0], 0.5));
+    return replay_spaces_from_store(store, "gemm_act", "dev-A");
+}
+
+TEST(ReplayAlternatives, FromTheStoreEveryKernelsSourceWithTheMostResults) {
+    test::TempDir dir;
+    const std::vector<ReplaySpace> spaces = two_kernels(dir);
+    ASSERT_EQ(spaces.size(), 2u);
+    for (const ReplaySpace& s : spaces) {
+        ASSERT_EQ(s.entries.size(), 40u) << s.name;  // both kernels, not only the one with the most results
+        ASSERT_EQ(s.kernels.size(), 2u);
+        EXPECT_EQ(s.kernels[0].name, "big");  // in the order they were measured
+        EXPECT_EQ(s.kernels[0].begin, 0u);
+        EXPECT_EQ(s.kernels[0].size, 30u);
+        EXPECT_EQ(s.kernels[1].name, "small");
+        EXPECT_EQ(s.kernels[1].begin, 30u);
+        EXPECT_EQ(s.kernels[1].size, 10u);
+        const auto best = std::ranges::min_element(s.entries, {}, &ReplayEntry::value);
+        EXPECT_EQ(best->config.key(), "T=7");
+        EXPECT_DOUBLE_EQ(best->value, 1.0);  // not the older source's 0.5
+        const ReplaySpace small = kernel_space(s, 1);
+        ASSERT_EQ(small.entries.size(), 10u);
+        EXPECT_EQ(small.entries.front().config.key(), "T=1");
+    }
+}
+
+TEST(ReplayAlternatives, TheOptimumInTheKernelWithFewerResultsIsFoundFromItsOwnHints) {
+    test::TempDir dir;
+    const std::vector<ReplaySpace> spaces = two_kernels(dir);
+    ComparisonOptions o;
+    o.strategies = {"forest", "random"};
+    o.runs = 10;
+    o.count_strategy_time = false;
+    for (const bool history : {true, false}) {
+        o.history = history;
+        const std::vector<Comparison> c = compare_strategies(spaces, o);
+        ASSERT_EQ(c.size(), 2u);
+        EXPECT_DOUBLE_EQ(c[1].stats.optimum, 1.0);  // over both kernels
+        EXPECT_EQ(c[1].stats.size, 40u);
+        // Each kernel its default run (the whole of these small spaces), the run both together.
+        ASSERT_EQ(c[1].kernels.size(), 2u);
+        EXPECT_EQ(c[1].kernels[0].budget, 30);
+        EXPECT_EQ(c[1].kernels[1].budget, 10);
+        EXPECT_EQ(c[1].budget, 40);
+        for (const Efficiency& e : c[1].strategies) {
+            EXPECT_DOUBLE_EQ(e.mean_evaluations, 40.0) << e.strategy;
+            // 10 % of the 40 configurations: 4 evaluations, big's first three and small's first (a tenth of each),
+            // which is T=7, the winner of small at the other problem (history) or the problem before (in-run).
+            EXPECT_DOUBLE_EQ(e.share_within_small[0], 1.0) << e.strategy << (history ? " history" : " in-run");
+        }
+    }
+    o.transfer = false;
+    o.history = false;
+    const std::vector<Comparison> without = compare_strategies(spaces, o);
+    for (const Efficiency& e : without[1].strategies) EXPECT_LT(e.share_within_small[0], 0.5) << e.strategy;
+}
+
+TEST(ReplayAlternatives, EachKernelGetsTheBudgetOfItsOwnSpace) {
+    test::TempDir dir;
+    const std::vector<ReplaySpace> spaces = two_kernels(dir);
+    ComparisonOptions o;
+    o.strategies = {"random"};
+    o.runs = 2;
+    o.count_strategy_time = false;
+    o.budget_share = 0.1;  // as `auto` gives each kernel a tenth of its space
+    Comparison c = compare_strategies(spaces[0], o);
+    EXPECT_EQ(c.kernels.at(0).budget, 3);
+    EXPECT_EQ(c.kernels.at(1).budget, 1);
+    EXPECT_EQ(c.budget, 4);
+    EXPECT_DOUBLE_EQ(c.strategies.at(0).mean_evaluations, 4.0);
+    o.budget_share.reset();
+    o.budget = 5;  // as `ktune tune --budget 5` gives each kernel 5
+    c = compare_strategies(spaces[0], o);
+    EXPECT_EQ(c.kernels.at(0).budget, 5);
+    EXPECT_EQ(c.kernels.at(1).budget, 5);
+    EXPECT_EQ(c.budget, 10);
+}
+
+TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
+    ReplaySpace space;
+    space.name = "p";
+    space.entries.resize(6);
+    space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
+    ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}, {0, 3.0, 3}, {2, 4.0, 4}}};
+    ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
+    const ReplayRun m = merge_kernel_runs(space, {a, b});
+    EXPECT_EQ(m.strategy, "forest");
+    EXPECT_EQ(m.seed, 3u);
+    // a's at 1/4, 2/4, 3/4, 1; b's at 1/2, 1: a tie goes to the earlier kernel. b's entries after a's 4.
+    const std::vector<std::size_t> entries{3, 1, 5, 0, 2, 4};
+    const std::vector<double> times{1, 2, 12, 13, 14, 34};  // each evaluation's own cost, in the merged order
+    ASSERT_EQ(m.evaluations.size(), entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        EXPECT_EQ(m.evaluations[i].entry, entries[i]) << i;
+        EXPECT_DOUBLE_EQ(m.evaluations[i].time_s, times[i]) << i;
+    }
+    EXPECT_DOUBLE_EQ(m.evaluations[2].value, 5.0);
+}
+
+}  // namespace
+}  // namespace ktune
