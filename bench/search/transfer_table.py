@@ -6,7 +6,9 @@ tuning's order, each starting from the fastest its strategy found at the problem
 run: up to 100 evaluations or the whole space); in-run at a 10 % budget (`--budget 10%`: each problem searched for a
 tenth of its space, handing on what it found there, as a tuning with that budget would); history (each problem
 starting from the fastest of all the other problems in the database, never its own). A problem meets the criterion for a strategy when at least 18 of
-its 20 runs came within 2 % of the exhaustive optimum after evaluating at most 10 % of its space. Prints a Markdown
+its 20 runs came within 2 % of the exhaustive optimum after evaluating at most 10 % of its space (of a space of
+alternative kernels, every kernel's configurations: each kernel searched on its own, as `ktune tune` does, the best of
+them against the optimum of them all; docs/search.md, Replay). Prints a Markdown
 table (problems meeting it, per op, strategy and mode) and, with --misses, the problems each strategy missed.
 
 Usage: bench/search/transfer_table.py --db exhaustive.db [--ktune build/ktune] [--ops softmax,...] [--runs 20]
