@@ -61,22 +61,9 @@ def bl(problem):
     m = dict(re.findall(r"(\w+)=(\d+)", problem))
     return int(m["B"]), int(m["L"]), int(m.get("U", 1))
 
-# Every invalid result (wrong output, launch error) from the database: shown in full, and the run fails.
-db = sqlite3.connect(f"{d}/ktune.db")
-bad = db.execute("""SELECT k.variant, k.source_path, p.key, c.key, m.status, m.mismatches, m.max_abs_error, substr(m.message, 1, 300)
-                    FROM measurements m JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
-                    JOIN configurations c ON c.id = m.configuration_id
-                    WHERE m.status NOT IN ('ok', 'compiled') ORDER BY k.variant, p.key, c.key""").fetchall()
-counts = db.execute("""SELECT k.variant, k.source_path, m.status, count(*) FROM measurements m
-                       JOIN kernels k ON k.id = m.kernel_id GROUP BY k.variant, k.source_path, m.status""").fetchall()
-alt = lambda path: path.rsplit("prefill_attention_", 1)[-1].removesuffix(".cuh")  # fa2, wgmma
-print("statuses:", ", ".join(f"{v}/{alt(a)} {s} {n}" for v, a, s, n in counts))
-for row in bad[:30]:  # variant | kernel | problem | config | status | mismatches | max abs error | message
-    print("INVALID:", " | ".join(str(x) for x in row))
-if len(bad) > 30:
-    print(f"... and {len(bad) - 30} more invalid results (the database holds them all)")
-
 # Each alternative's best p50 per problem (which kernel won, and by how much).
+db = sqlite3.connect(f"{d}/ktune.db")
+alt = lambda path: path.rsplit("prefill_attention_", 1)[-1].removesuffix(".cuh")  # fa2, wgmma
 per_alt = {}
 for v, path, prob, us in db.execute("""SELECT k.variant, k.source_path, p.key, min(m.p50_us) FROM measurements m
                                         JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
@@ -115,6 +102,7 @@ for x in sdpa:
 text = "\n".join(lines)
 open(f"{d}/table.md", "w").write(text + "\n")
 print(text)
-sys.exit(1 if bad else 0)
 PY
+# Every invalid result (wrong output, launch error) from the database, with its mismatched elements: the run fails.
+"$root/bench/measurements_ok.py" "$dir/ktune.db" || rc=1
 [ "$rc" = 0 ] || { echo "FAILED: see above (invalid results or a failed tuning); logs in $dir" >&2; exit 1; }
