@@ -14,11 +14,13 @@ import unittest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "measurements_ok.py")
 MAKE_FIXTURE = None
-FIXTURE_DIR = tempfile.mkdtemp(prefix="ktune-measurements-ok-fixture-")
-FIXTURE = os.path.join(FIXTURE_DIR, "fixture.db")
+FIXTURE_DIR = FIXTURE = None
 
 
 def setUpModule():
+    global FIXTURE_DIR, FIXTURE
+    FIXTURE_DIR = tempfile.mkdtemp(prefix="ktune-measurements-ok-fixture-")
+    FIXTURE = os.path.join(FIXTURE_DIR, "fixture.db")
     subprocess.run([MAKE_FIXTURE, FIXTURE], check=True)
 
 
