@@ -31,6 +31,7 @@ decode kernel reads seq_lens = position + 1 tokens), every residual add fused wi
 Positions must be below the cos/sin cache (max_positions, default config.max_position_embeddings).
 """
 
+import functools
 import types
 
 import torch
@@ -83,9 +84,7 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         v = self.v_proj(hidden_states).view(b * s, hk, d)
     step = kwargs.get("ktune_positions")  # decode_step's: converted once per step, not once per layer
     positions = step[0] if step is not None else position_ids.reshape(-1).to(torch.int32)
-    layer_cache = _static_layer(cache, self.layer_idx) if step is not None and s == 1 else None
-    if layer_cache is not None and layer_cache.keys.shape[0] != b:
-        layer_cache = None  # a cache for more sequences than this step's: HF's update writes it
+    layer_cache = _static_layer(cache, self.layer_idx, b) if step is not None and s == 1 else None
     if layer_cache is not None:
         # decode_step: one launch rotates q and k and writes the token's k, v straight into the static cache at each
         # sequence's position (HF's update adds three kernels of position arithmetic and two copies a layer);
@@ -218,11 +217,12 @@ def _attention_train(self, hidden_states, position_ids, attention_mask, cache):
     return self.o_proj(out.transpose(1, 2).reshape(b, s, hq * d))
 
 
-def _static_layer(cache, idx):
-    """The layer of a StaticCache whose keys / values decode_step may write itself, as its update() would (at each
-    sequence's position, through ktune::rope_neox_cache_): a plain StaticLayer (not a sliding window), initialised by
-    the prefill; None for anything else. Where the layer counts its length in a tensor (cumulative_length), decode_step
-    advances it."""
+def _static_layer(cache, idx, batch):
+    """The layer of a StaticCache whose keys / values decode_step writes itself for `batch` sequences, as its update()
+    would (at each sequence's position, through ktune::rope_neox_cache_): a plain StaticLayer (not a sliding window),
+    initialised by the prefill, holding exactly `batch` sequences; None for anything else (HF's update writes it: a
+    cache for more sequences than the step's, say). Where the layer counts its length in a tensor (cumulative_length),
+    decode_step advances it."""
     layers = getattr(cache, "layers", None)
     if layers is None or idx >= len(layers):
         return None
@@ -231,7 +231,7 @@ def _static_layer(cache, idx):
         return None
     if not isinstance(getattr(layer, "keys", None), torch.Tensor) or not isinstance(layer.values, torch.Tensor):
         return None
-    return layer
+    return layer if layer.keys.shape[0] == batch else None
 
 
 def _decoder_forward(self, hidden_states, attention_mask=None, position_ids=None, **kwargs):
@@ -388,6 +388,7 @@ def patch_model(model, weights="bf16", max_batch=8, max_positions=None, group=12
     return model
 
 
+@functools.lru_cache(maxsize=None)
 def _pick_chunk(vocab):
     """The divisor of `vocab` in [64, 4096] nearest its square root, or None (a small or prime-ish vocabulary)."""
     if vocab < 4096:
@@ -420,13 +421,12 @@ def decode_step(model, input_ids, position_ids, cache):
     # Every layer's RoPE positions and attention lengths, made once (three small kernels a layer fewer)
     positions = position_ids.expand(input_ids.shape[0], 1).reshape(-1).to(torch.int32)
     step = (positions, positions + 1)
-    # The layers whose k, v the step writes itself (_static_layer, a cache of this batch) advance their lengths as HF's
-    # update would; here rather than after the last layer, where the add would stand between the final norm and
-    # lm_head and keep lm_head from launching early (programmatic launch). The step reads none of these lengths (HF's
-    # update, which does, serves only the other layers).
-    batch = input_ids.shape[0]
+    # The layers whose k, v the step writes itself (_static_layer) advance their lengths as HF's update would; here
+    # rather than after the last layer, where the add would stand between the final norm and lm_head and keep lm_head
+    # from launching early (programmatic launch). The step reads none of these lengths (HF's update, which does, serves
+    # only the other layers).
     wrote = [layer.cumulative_length for i in range(len(layers))
-             if (layer := _static_layer(cache, i)) is not None and layer.keys.shape[0] == batch
+             if (layer := _static_layer(cache, i, input_ids.shape[0])) is not None
              and isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
     if wrote:
         torch._foreach_add_(wrote, 1)

@@ -528,7 +528,7 @@ def test_decode_steps_leave_the_cache_as_hf_does(monkeypatch):
         caches.append(cache)
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
     assert caches[1].get_seq_length() == caches[0].get_seq_length() == 13
-    assert ktune_torch.llama._static_layer(caches[1], 0) is not None  # the direct write was what ran
+    assert ktune_torch.llama._static_layer(caches[1], 0, 2) is not None  # the direct write was what ran
     assert len(calls) == 3 * 2  # every decode step's every layer
 
 
