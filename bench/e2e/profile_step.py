@@ -4,6 +4,8 @@
 calls, total and mean kernel time, the share of the step's kernel time, and for the linears the bytes read (weights)
 against --bandwidth (GB/s, e.g. the device's copy/read roofline). Then the same step captured in a CUDA graph, timed:
 the difference between the graph's step time and the kernels' sum is what launches and gaps cost inside the graph.
+Last, the greedy pick that decode.py's steps end with, over the step's logits: torch's argmax against
+ktune_torch.llama.greedy_tokens (two passes), their kernels and kernel time per pick.
   KTUNE_TORCH_LIB=.../libktune_torch_ops.so python3 bench/e2e/profile_step.py --batch 1 --weights bf16
 """
 import argparse
@@ -22,6 +24,31 @@ def kernel_family(name):
     base = name.split("<")[0].split("(")[0].strip()
     base = base.rsplit("::", 1)[-1] or name[:40]
     return base[:48]
+
+
+def cuda_kernel_us(prof):
+    """The profiled CUDA kernels' durations (us)."""
+    return [e.time_range.elapsed_us() for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0]
+
+
+def pick_kernels(logits, steps):
+    """(pick, kernels per pick, kernel us per pick) of torch's argmax and llama.greedy_tokens over `logits`."""
+    from ktune_torch import llama
+    from torch.profiler import ProfilerActivity, profile
+
+    rows = []
+    for name, pick in (("torch argmax", lambda: logits[:, -1].argmax(-1, keepdim=True)),
+                       ("ktune_torch.llama.greedy_tokens", lambda: llama.greedy_tokens(logits))):
+        pick()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                pick()
+            torch.cuda.synchronize()
+        us = cuda_kernel_us(prof)
+        rows.append((name, len(us) / steps, sum(us) / steps))
+    return rows
 
 
 def main():
@@ -80,6 +107,8 @@ def main():
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) * 1e3)
+        logits = llama.decode_step(model, tok, pos, cache)
+        picks = pick_kernels(logits, args.steps)
     times.sort()
     graph_us = times[len(times) // 2]
 
@@ -100,6 +129,10 @@ def main():
     for name, (calls, us) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
         print(f"| {name} | {calls / args.steps:.0f} | {us / args.steps:.0f} | {us / calls:.2f} | "
               f"{100 * us / args.steps / total:.1f} % |")
+    print("\n| greedy pick over the logits | kernels | kernel us |")
+    print("| --- | ---: | ---: |")
+    for name, kernels, us in picks:
+        print(f"| {name} | {kernels:.0f} | {us:.1f} |")
 
 
 if __name__ == "__main__":
