@@ -54,12 +54,20 @@ void from_json(const json& j, Buffer& r) {
 
 void to_json(json& j, const Arg& a) {
     j = json{{"kind", a.kind}, {"buffer", a.buffer}, {"integer", a.integer}, {"real", a.real}};
+    if (a.kind == "tensor_map") {
+        j["dims"] = a.dims;
+        j["box"] = a.box;
+        j["swizzle"] = a.swizzle;
+    }
 }
 void from_json(const json& j, Arg& r) {
     KTUNE_GET(kind);
     KTUNE_GET(buffer);
     KTUNE_GET(integer);
     KTUNE_GET(real);
+    KTUNE_GET(dims);
+    KTUNE_GET(box);
+    KTUNE_GET(swizzle);
 }
 
 void to_json(json& j, const Launch& l) {
@@ -72,6 +80,7 @@ void to_json(json& j, const Launch& l) {
         j["library"] = l.library;
         j["config"] = l.config;
     }
+    if (!l.tensor_maps.empty()) j["tensor_maps"] = l.tensor_maps;
 }
 void from_json(const json& j, Launch& r) {
     KTUNE_GET(cubin);
@@ -81,6 +90,7 @@ void from_json(const json& j, Launch& r) {
     KTUNE_GET(shared_bytes);
     r.library = j.value("library", std::string());
     r.config = j.value("config", NamedValues());
+    r.tensor_maps = j.value("tensor_maps", std::vector<Arg>());
 }
 
 std::string l2_state(const TimingOptions& t) {

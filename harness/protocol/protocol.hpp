@@ -46,10 +46,14 @@ struct Buffer {
 };
 
 struct Arg {
-    std::string kind;  // "buffer" "i32" "i64" "f32"
+    std::string kind;  // "buffer" "i32" "i64" "f32" "tensor_map"
     std::string buffer;
     std::int64_t integer = 0;
     double real = 0;
+    // tensor_map: a TMA descriptor (CUtensorMap, passed by value) over `buffer`, row-major, outermost dimension first:
+    // the tensor's extents, the box one copy moves, and the shared-memory swizzle span in bytes (0, 32, 64, 128).
+    std::vector<std::int64_t> dims, box;
+    int swizzle = 0;
 };
 
 struct Launch {
@@ -61,6 +65,8 @@ struct Launch {
     // block and shared_bytes are then unused.
     std::string library;
     NamedValues config;
+    // Arguments this kernel takes after the problem's (search space: kernel.tensor_maps): TMA descriptors.
+    std::vector<Arg> tensor_maps;
 };
 
 struct TimingOptions {

@@ -28,6 +28,47 @@ std::size_t elem_size(const std::string& e) {
     throw std::invalid_argument("unknown element type '" + e + "'");
 }
 
+CUtensorMapDataType tensor_map_type(const std::string& e) {
+    if (e == "f32") return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    if (e == "f16") return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    if (e == "bf16") return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    if (e == "i32") return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    if (e == "i64") return CU_TENSOR_MAP_DATA_TYPE_INT64;
+    if (e == "i8" || e == "u8") return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // TMA copies bytes: signedness is the kernel's
+    throw std::invalid_argument("unknown element type '" + e + "'");
+}
+
+// A TMA descriptor over a dense row-major tensor at `address`. The host checked the extents against the buffer and
+// the box against TMA's limits (SearchSpace::tensor_map_args); the driver checks them again.
+CUtensorMap encode_tensor_map(const wire::Arg& a, const wire::Buffer& buffer, CUdeviceptr address) {
+    const std::size_t rank = a.dims.size();
+    if (rank < 1 || rank > 5 || a.box.size() != rank)
+        throw std::invalid_argument("tensor map over " + a.buffer + ": needs 1 to 5 dimensions and a box of as many");
+    // The driver takes the innermost dimension first and the strides of the outer ones in bytes.
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box[5], element_strides[5];
+    std::uint64_t stride = elem_size(buffer.elem);
+    for (std::size_t i = 0; i < rank; ++i) {
+        const std::size_t d = rank - 1 - i;
+        dims[i] = static_cast<cuuint64_t>(a.dims[d]);
+        box[i] = static_cast<cuuint32_t>(a.box[d]);
+        element_strides[i] = 1;
+        stride *= static_cast<std::uint64_t>(a.dims[d]);
+        if (i + 1 < rank) strides[i] = stride;
+    }
+    const CUtensorMapSwizzle swizzle = a.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                       : a.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                       : a.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                         : CU_TENSOR_MAP_SWIZZLE_NONE;
+    CUtensorMap map;
+    // Elements outside the extents read as zeros (the tails of M, N and K).
+    KTUNE_CU(cuTensorMapEncodeTiled(&map, tensor_map_type(buffer.elem), static_cast<cuuint32_t>(rank),
+                                    reinterpret_cast<void*>(address), dims, strides, box, element_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    return map;
+}
+
 // Grid for the grid-stride utility kernels: enough blocks to fill any current GPU, few enough to stay cheap.
 constexpr unsigned kUtilityBlocks = 1024, kUtilityThreads = 256;
 constexpr unsigned long long kSpinTimeoutNs = 2'000'000'000ull;  // the blocking kernel gives up after 2 s
@@ -267,20 +308,25 @@ void Worker::free_problem() {
     m_replicas = 0;
 }
 
+CUdeviceptr Worker::buffer_address(const std::string& name, bool reference_outputs, std::size_t replica) const {
+    auto it =
+        std::find_if(m_buffers.begin(), m_buffers.end(), [&](const DeviceBuffer& b) { return b.spec.name == name; });
+    if (it == m_buffers.end()) throw std::invalid_argument("argument names unknown buffer '" + name + "'");
+    if (replica > 0) return it->replicas.at(replica - 1);
+    return reference_outputs && it->reference ? it->reference : it->ptr;
+}
+
 Worker::LaunchParams Worker::build_params(bool reference_outputs, std::size_t replica) {
+    const std::size_t maps = m_tensor_maps ? m_tensor_maps->size() : 0;
     LaunchParams p;
     p.values.assign(m_args.size(), 0);
-    p.pointers.resize(m_args.size());
+    p.maps.reserve(maps);  // no reallocation: the pointers below point into it
+    p.pointers.resize(m_args.size() + maps);
     for (std::size_t i = 0; i < m_args.size(); ++i) {
         const wire::Arg& a = m_args[i];
         void* slot = &p.values[i];
         if (a.kind == "buffer") {
-            auto it = std::find_if(m_buffers.begin(), m_buffers.end(),
-                                   [&](const DeviceBuffer& b) { return b.spec.name == a.buffer; });
-            if (it == m_buffers.end()) throw std::invalid_argument("argument names unknown buffer '" + a.buffer + "'");
-            CUdeviceptr ptr = it->ptr;
-            if (reference_outputs && it->reference) ptr = it->reference;
-            if (replica > 0) ptr = it->replicas.at(replica - 1);
+            const CUdeviceptr ptr = buffer_address(a.buffer, reference_outputs, replica);
             std::memcpy(slot, &ptr, sizeof ptr);
         } else if (a.kind == "i32") {
             const auto v = static_cast<std::int32_t>(a.integer);
@@ -295,6 +341,14 @@ Worker::LaunchParams Worker::build_params(bool reference_outputs, std::size_t re
             throw std::invalid_argument("unknown argument kind '" + a.kind + "'");
         }
         p.pointers[i] = slot;
+    }
+    for (std::size_t i = 0; i < maps; ++i) {
+        const wire::Arg& a = (*m_tensor_maps)[i];
+        const auto it = std::find_if(m_buffers.begin(), m_buffers.end(),
+                                     [&](const DeviceBuffer& b) { return b.spec.name == a.buffer; });
+        if (it == m_buffers.end()) throw std::invalid_argument("tensor map names unknown buffer '" + a.buffer + "'");
+        p.maps.push_back(encode_tensor_map(a, it->spec, buffer_address(a.buffer, reference_outputs, replica)));
+        p.pointers[m_args.size() + i] = &p.maps.back();
     }
     return p;
 }
@@ -523,6 +577,11 @@ void Worker::time_cupti(const Runner& run, const KernelFilter& timed, const wire
 
 wire::EvaluateResult Worker::evaluate(const wire::Launch& l, const Tolerance& tol, const wire::TimingOptions& timing) {
     wire::EvaluateResult r;
+    m_tensor_maps = &l.tensor_maps;  // build_params appends them while this launch is evaluated
+    struct Reset {
+        const std::vector<wire::Arg>*& maps;
+        ~Reset() { maps = nullptr; }
+    } const reset{m_tensor_maps};
     Runner run;
     KernelFilter timed;
     std::unique_ptr<LibraryCall> call;

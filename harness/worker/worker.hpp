@@ -39,9 +39,10 @@ private:
         std::vector<CUdeviceptr> replicas;  // small problems: more copies that timing samples rotate through
         std::size_t bytes = 0;
     };
-    // Kernel arguments for one launch; `pointers` point into `values`, which a move keeps in place.
+    // Kernel arguments for one launch; `pointers` point into `values` and `maps`, which a move keeps in place.
     struct LaunchParams {
         std::vector<std::uint64_t> values;
+        std::vector<CUtensorMap> maps;  // the launch's TMA descriptors, passed by value (128 bytes each)
         std::vector<void*> pointers;
     };
 
@@ -53,8 +54,11 @@ private:
     CUfunction function(const std::string& cubin, const std::string& lowered);
     CUfunction utility(const std::string& what);
     void launch(CUfunction f, const wire::Launch& l, LaunchParams& params);
-    // replica 0 is the buffers themselves; 1..n the rotation copies of a small problem.
+    // replica 0 is the buffers themselves; 1..n the rotation copies of a small problem. The problem's arguments, then
+    // the tensor maps of the launch being evaluated (m_tensor_maps), each over the same copy of its buffer.
     LaunchParams build_params(bool reference_outputs, std::size_t replica = 0);
+    // The device address of a buffer's copy: the buffer, its reference outputs, or rotation copy `replica`.
+    CUdeviceptr buffer_address(const std::string& name, bool reference_outputs, std::size_t replica) const;
     // The timed launch's arguments for the buffers and each of their rotation copies, in rotation order: sample i
     // uses element i % size().
     std::vector<LaunchParams> rotation_params();
@@ -93,7 +97,8 @@ private:
 
     std::vector<DeviceBuffer> m_buffers;
     std::vector<wire::Arg> m_args;
-    std::size_t m_replicas = 0;  // rotation copies per buffer of the current problem
+    const std::vector<wire::Arg>* m_tensor_maps = nullptr;  // during evaluate(): the launch's kernel.tensor_maps
+    std::size_t m_replicas = 0;                             // rotation copies per buffer of the current problem
 };
 
 }  // namespace ktune::worker

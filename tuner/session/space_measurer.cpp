@@ -48,8 +48,14 @@ ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::
     for (const BufferSpec& b : op.buffers(p))
         s.buffers.push_back(wire::Buffer{b.name, std::string(elem_wire_name(b.type)), b.elements,
                                          std::string(buffer_role_name(b.role)), b.lo, b.hi, buffer_seed(seed, b.name)});
-    for (const KernelArg& a : op.arguments(p))
-        s.args.push_back(wire::Arg{std::string(arg_kind_name(a.kind)), a.buffer, a.integer, a.real});
+    for (const KernelArg& a : op.arguments(p)) {
+        wire::Arg w;
+        w.kind = arg_kind_name(a.kind);
+        w.buffer = a.buffer;
+        w.integer = a.integer;
+        w.real = a.real;
+        s.args.push_back(std::move(w));
+    }
     return s;
 }
 
@@ -160,6 +166,15 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
             launch.grid = geometry.grid;
             launch.block = geometry.block;
             launch.shared_bytes = geometry.shared_bytes;
+            for (TensorMapValue& v : m_space.tensor_map_values(c, p)) {
+                wire::Arg map;
+                map.kind = "tensor_map";
+                map.buffer = std::move(v.buffer);
+                map.dims = std::move(v.shape);
+                map.box = std::move(v.box);
+                map.swizzle = v.swizzle;
+                launch.tensor_maps.push_back(std::move(map));
+            }
         }
         m.dynamic_shared_bytes = g.shared_bytes;
         if (int(g.shared_bytes) > m_gpu.props().max_shared_per_block_optin) {

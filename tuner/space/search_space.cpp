@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/file.hpp"
@@ -36,6 +37,7 @@ struct ParsedSpace {
     std::vector<ParameterSpec> parameters;
     std::vector<Expression> constraints, prune;
     LaunchSpec launch, reference_launch;
+    std::vector<TensorMapSpec> tensor_maps;
     std::vector<ProblemAxis> axes;
     std::vector<Dtype> dtypes;
     std::vector<std::pair<Dtype, Tolerance>> tolerances;
@@ -155,6 +157,7 @@ private:
     void check_reference_name(const Located& node) const;
     Expression read_expression(const Located& node) const;
     LaunchSpec read_launch(const Located& node, bool parameters_allowed) const;
+    std::vector<TensorMapSpec> read_tensor_maps(const Located& node, const detail::ParsedSpace& out) const;
     void check_variables(const Expression& e, bool parameters_allowed) const;
     void number_choices(std::vector<ParameterSpec>& parameters, detail::ParsedSpace& out);
     void check_choice_names(const std::vector<ParameterSpec>& parameters) const;
@@ -218,7 +221,7 @@ detail::ParsedSpace Loader::load(const Located& root) {
 
     const Located& kernel_node = *find_field(top, "kernel");
     auto kernel = kernel_node.fields({"source", "library", "name", "reference", "reference_source", "defines",
-                                      "reference_defines", "arch_specific", "programmatic_launch"},
+                                      "reference_defines", "arch_specific", "programmatic_launch", "tensor_maps"},
                                      {"name", "reference"});
     const Located* source = find_field(kernel, "source");
     const Located* library = find_field(kernel, "library");
@@ -247,6 +250,10 @@ detail::ParsedSpace Loader::load(const Located& root) {
         if (library != nullptr && flag == "true")
             a->fail("a library baseline is launched by its library: programmatic_launch does not apply");
         out.programmatic_launch = flag == "true";
+    }
+    if (const Located* t = find_field(kernel, "tensor_maps")) {
+        if (library != nullptr) t->fail("a library baseline takes the op's arguments only: tensor_maps does not apply");
+        out.tensor_maps = read_tensor_maps(*t, out);
     }
     out.kernel_name = find_field(kernel, "name")->text();
     check_kernel_name(*find_field(kernel, "name"), out.defines);
@@ -673,6 +680,42 @@ LaunchSpec Loader::read_launch(const Located& node, bool parameters_allowed) con
     return spec;
 }
 
+std::vector<TensorMapSpec> Loader::read_tensor_maps(const Located& node, const detail::ParsedSpace& out) const {
+    if (!out.declared_op) node.fail("tensor_maps view the op spec's buffers: the space needs an op_spec");
+    std::vector<std::string> buffers;
+    for (const DeclaredOp::BufferDeclaration& b : out.declared_op->buffer_declarations()) buffers.push_back(b.name);
+    std::vector<TensorMapSpec> maps;
+    for (const Located& item : node.items()) {
+        auto f = item.fields({"buffer", "shape", "box", "swizzle"}, {"buffer", "shape", "box"});
+        TensorMapSpec m;
+        m.where = item.where();
+        const Located& buffer = *find_field(f, "buffer");
+        m.buffer = buffer.text();
+        if (std::find(buffers.begin(), buffers.end(), m.buffer) == buffers.end())
+            buffer.fail(
+                fmt::format("unknown buffer '{}' (the op spec's buffers: {})", excerpt(m.buffer), join(buffers)));
+        for (auto [key, list, parameters] : {std::tuple{"shape", &m.shape, false}, std::tuple{"box", &m.box, true}}) {
+            const Located& l = *find_field(f, key);
+            for (const Located& e : l.items()) {
+                list->push_back(read_expression(e));
+                check_variables(list->back(), parameters);
+            }
+            if (list->empty() || list->size() > 5) l.fail(fmt::format("{} takes 1 to 5 dimensions", key));
+        }
+        if (m.box.size() != m.shape.size())
+            find_field(f, "box")->fail(fmt::format("box has {} dimensions, shape {}", m.box.size(), m.shape.size()));
+        if (const Located* sw = find_field(f, "swizzle")) {
+            const std::string t = sw->text();
+            if (t != "0" && t != "32" && t != "64" && t != "128")
+                sw->fail(fmt::format("swizzle is a span in bytes: 0, 32, 64 or 128, not '{}'", excerpt(t)));
+            m.swizzle = std::stoi(t);
+        }
+        maps.push_back(std::move(m));
+    }
+    if (maps.empty()) node.fail("tensor_maps lists at least one map (or leave it out)");
+    return maps;
+}
+
 std::vector<std::pair<Dtype, Tolerance>> Loader::read_tolerances(const Located& node,
                                                                  const std::vector<Dtype>& dtypes) const {
     std::vector<std::pair<Dtype, Tolerance>> out;
@@ -858,6 +901,7 @@ SearchSpace SearchSpace::from_parsed(detail::ParsedSpace&& p, const std::string&
     s.m_prune = std::move(p.prune);
     s.m_launch = std::move(p.launch);
     s.m_reference_launch = std::move(p.reference_launch);
+    s.m_tensor_maps = std::move(p.tensor_maps);
     s.m_axes = std::move(p.axes);
     s.m_dtypes = std::move(p.dtypes);
     s.m_tolerances = std::move(p.tolerances);
@@ -1113,7 +1157,10 @@ void SearchSpace::check_launches() const {
         reference_launch(p);
         if (is_library()) continue;
         for_each_config([&](const Config& c) {
-            if (is_valid(c, p)) launch(c, p);  // throws for the first geometry out of range
+            if (is_valid(c, p)) {
+                launch(c, p);  // throws for the first geometry out of range
+                tensor_map_values(c, p);
+            }
             return true;
         });
     }
@@ -1150,6 +1197,46 @@ LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {
     return evaluate_launch(m_launch, variables(c, p), context(&c, p));
 }
 
+std::vector<TensorMapValue> SearchSpace::tensor_map_values(const Config& c, const Problem& p) const {
+    if (m_tensor_maps.empty()) return {};
+    const auto vars = variables(c, p);
+    const std::vector<BufferSpec> buffers = m_declared_op->buffers(p);
+    std::vector<TensorMapValue> out;
+    for (const TensorMapSpec& m : m_tensor_maps) {
+        const auto fail = [&](const std::string& why) {
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("tensor map over {} for {}: {}", m.buffer, context(&c, p), why), m.where);
+        };
+        const auto b =
+            std::find_if(buffers.begin(), buffers.end(), [&](const BufferSpec& x) { return x.name == m.buffer; });
+        const std::int64_t elem = static_cast<std::int64_t>(elem_bytes(b->type));
+        TensorMapValue v{m.buffer, {}, {}, m.swizzle};
+        std::int64_t elements = 1;
+        for (std::size_t i = 0; i < m.shape.size(); ++i) {
+            v.shape.push_back(m.shape[i].evaluate_int(vars));
+            v.box.push_back(m.box[i].evaluate_int(vars));
+            if (v.shape[i] < 1 || v.shape[i] > (std::int64_t{1} << 32))
+                fail(fmt::format("extent '{}' is {}; TMA takes 1 to 2^32", excerpt(m.shape[i].text()), v.shape[i]));
+            if (v.box[i] < 1 || v.box[i] > 256)
+                fail(fmt::format("box '{}' is {}; TMA moves 1 to 256 elements a dimension", excerpt(m.box[i].text()),
+                                 v.box[i]));
+            elements *= v.shape[i];
+            if (elements > b->elements)
+                fail(fmt::format("the view [{}] is larger than the buffer's {} elements", fmt::join(v.shape, ", "),
+                                 b->elements));
+        }
+        const std::int64_t row_bytes = v.shape.back() * elem, box_row_bytes = v.box.back() * elem;
+        if (v.shape.size() > 1 && row_bytes % 16 != 0)
+            fail(fmt::format("rows of {} bytes: TMA needs a pitch that is a multiple of 16", row_bytes));
+        if (box_row_bytes % 16 != 0)
+            fail(fmt::format("the box's rows are {} bytes: TMA needs a multiple of 16", box_row_bytes));
+        if (m.swizzle != 0 && box_row_bytes > m.swizzle)
+            fail(fmt::format("the box's rows are {} bytes, beyond the {}-byte swizzle span", box_row_bytes, m.swizzle));
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
 std::string SearchSpace::launch_text() const {
     if (is_library()) return "";
     auto list = [](const std::vector<Expression>& es) {
@@ -1157,8 +1244,12 @@ std::string SearchSpace::launch_text() const {
         for (const Expression& e : es) out += (out.empty() ? "" : ", ") + e.text();
         return out;
     };
-    return fmt::format("grid: {}; block: {}; shared_bytes: {}", list(m_launch.grid), list(m_launch.block),
-                       m_launch.shared_bytes.text());
+    std::string text = fmt::format("grid: {}; block: {}; shared_bytes: {}", list(m_launch.grid), list(m_launch.block),
+                                   m_launch.shared_bytes.text());
+    for (const TensorMapSpec& m : m_tensor_maps)
+        text +=
+            fmt::format("; tensor_map: {} [{}] box [{}] swizzle {}", m.buffer, list(m.shape), list(m.box), m.swizzle);
+    return text;
 }
 
 LaunchGeometry SearchSpace::reference_launch(const Problem& p) const {

@@ -17,6 +17,11 @@
 //                                    # name shows them), for kernels written for Kernel Tuner or KTT (macros);
 //                                    # a parameter in defines need not appear in the name
 //     reference_defines: {BLOCK: 256}  # optional: -DNAME=VALUE for the reference kernel
+//     tensor_maps:                   # optional (an op_spec's buffers): TMA descriptors (CUtensorMap, by value) the
+//       - {buffer: x, shape: [M, K], box: [64, "BK"], swizzle: 128}   # kernel takes after the op's arguments, in
+//                                    # order: a dense row-major view of the buffer (shape: problem axes, outermost
+//                                    # first), the box one copy moves (parameters allowed), the shared-memory swizzle
+//                                    # span in bytes (0, 32, 64 or 128); elements outside the shape read as zeros
 //     # or, for a library baseline (core/library.hpp), `library: cublas_gemm` instead of source, with a name
 //     # such as "cublas_gemm<{T}, {ALGO}>", a reference_source and a reference_launch, and no launch section
 //   parameters:                       # each exactly one of values / range / pow2 / choices; optional doc
@@ -83,6 +88,22 @@ struct LaunchGeometry {
     unsigned block[3] = {1, 1, 1};
     unsigned shared_bytes = 0;
     std::int64_t threads() const { return std::int64_t(block[0]) * block[1] * block[2]; }
+};
+
+// kernel.tensor_maps: one TMA descriptor a kernel takes after the op's arguments.
+struct TensorMapSpec {
+    std::string buffer;             // the op spec's buffer it views
+    std::vector<Expression> shape;  // extents, row-major, outermost first: problem axes
+    std::vector<Expression> box;    // the elements one copy moves per dimension: parameters and axes
+    int swizzle = 0;                // bytes: 0 (none), 32, 64, 128
+    std::string where;
+};
+
+// A TMA descriptor's values for one (configuration, problem), checked against the buffer and TMA's limits.
+struct TensorMapValue {
+    std::string buffer;
+    std::vector<std::int64_t> shape, box;
+    int swizzle = 0;
 };
 
 struct ProblemAxis {
@@ -178,8 +199,13 @@ public:
     void check_launches() const;
 
     LaunchGeometry launch(const Config& c, const Problem& p) const;
-    // The launch section's expressions as one line ("grid: ...; block: ...; shared_bytes: ..."; "" for a library
-    // baseline): part of what a measurement is of, so part of the kernel's identity in the store.
+    const std::vector<TensorMapSpec>& tensor_maps() const { return m_tensor_maps; }
+    // kernel.tensor_maps for (config, problem). Throws Error(bad_input) naming the entry for a view larger than its
+    // buffer, a box beyond TMA's limits (1 to 256 elements a dimension, the innermost a multiple of 16 bytes and
+    // within the swizzle span) or rows whose pitch is not a multiple of 16 bytes; check_launches() runs it too.
+    std::vector<TensorMapValue> tensor_map_values(const Config& c, const Problem& p) const;
+    // The launch section's expressions as one line ("grid: ...; block: ...; shared_bytes: ..."; then "; tensor_maps:
+    // ..." if any; "" for a library baseline): part of what a measurement is of, so of the kernel's identity.
     std::string launch_text() const;
     LaunchGeometry reference_launch(const Problem& p) const;
 
@@ -201,6 +227,7 @@ private:
     std::vector<ParameterSpec> m_parameters;
     std::vector<Expression> m_constraints, m_prune;
     LaunchSpec m_launch, m_reference_launch;
+    std::vector<TensorMapSpec> m_tensor_maps;
     std::vector<ProblemAxis> m_axes;
     std::vector<Dtype> m_dtypes;
     std::vector<std::pair<Dtype, Tolerance>> m_tolerances;
