@@ -3,9 +3,11 @@
 # ktune's cuBLAS baseline, all in one database with ktune's method. bf16 at M {256, 2048, 8192} x (N, K)
 # {(14336, 4096), (4096, 4096)}:
 #   1. cuBLAS alone (search_spaces/linear_cublas_gemm.yaml, exhaustive: cublasGemmEx and cuBLASLt's ranks 1..8);
-#   2. gemm_act_gelu, alternative wgmma_ws, the configurations of WS_CONFIGS (exhaustive within them);
+#   2. gemm_act_gelu, alternatives wgmma_ws (cp.async producer) and wgmma_tma (TMA producer), the configurations of
+#      WS_CONFIGS (exhaustive within them);
 #   3. gemm_act_gelu, alternative wgmma (the validated kernel), its best configuration of the first H100 run;
-#   4. ffn_gated_swiglu, wgmma_ws at M {256, 2048, 8192}, I 14336, K 4096 (FFN_WS_CONFIGS), and wgmma's best;
+#   4. ffn_gated_swiglu, wgmma_ws and wgmma_tma at M {256, 2048, 8192}, I 14336, K 4096 (FFN_WS_CONFIGS), and
+#      wgmma's best;
 #   5. gemm_act_gelu, alternative skinny (linear_skinny's decode kernel, M <= 64) at M {16, 64} (SKINNY_M; cuBLAS
 #      there too), a random sample of SKINNY_BUDGET configurations per problem.
 # Prints per problem the best of each and the ratio cuBLAS time / ktune time (>= 1: ktune faster; for the gated FFN
@@ -65,10 +67,13 @@ run() {  # run TAG SPACE [ktune tune flags...]
 
 run cublas linear_cublas_gemm "${gemm_filters[@]}" "${skinny_filters[@]}" --strategy exhaustive
 mapfile -t ws_flags < <(cfg_flags "$ws_configs")
-run gelu_ws gemm_act_gelu --kernel wgmma_ws "${gemm_filters[@]}" "${ws_flags[@]}" --strategy exhaustive --time "$time_limit"
 mapfile -t ffn_flags < <(cfg_flags "$ffn_ws_configs")
-run ffn_ws ffn_gated_swiglu --kernel wgmma_ws "${ffn_filters[@]}" "${ffn_flags[@]}" --strategy exhaustive \
-  --time "$time_limit"
+for producer in ws tma; do
+  run "gelu_$producer" gemm_act_gelu --kernel "wgmma_$producer" "${gemm_filters[@]}" "${ws_flags[@]}" \
+    --strategy exhaustive --time "$time_limit"
+  run "ffn_$producer" ffn_gated_swiglu --kernel "wgmma_$producer" "${ffn_filters[@]}" "${ffn_flags[@]}" \
+    --strategy exhaustive --time "$time_limit"
+done
 if [ "${SPACES_OLD:-1}" = 1 ]; then
   run gelu_old gemm_act_gelu --kernel wgmma "${gemm_filters[@]}" --config "$old_gemm" --strategy exhaustive
   run ffn_old ffn_gated_swiglu --kernel wgmma "${ffn_filters[@]}" --config "$old_ffn" --strategy exhaustive
@@ -95,7 +100,7 @@ def shape(key):
     return int(kv["M"]), int(kv.get("N", kv.get("I", 0))), int(kv["K"])
 
 best = {}  # (tag, (M, N, K)) -> (us, config)
-for tag in ["cublas", "gelu_ws", "ffn_ws", "gelu_old", "ffn_old", "gelu_skinny"]:
+for tag in ["cublas", "gelu_ws", "gelu_tma", "ffn_ws", "ffn_tma", "gelu_old", "ffn_old", "gelu_skinny"]:
     for s in load(tag):
         for p in s.get("problems", []):
             b = p.get("best")
@@ -121,13 +126,15 @@ for mnk in sorted({k[1] for k in best if k[0] == "cublas"}, key=lambda t: (t[1],
         print(row("gelu skinny", "gelu_skinny", mnk, 2 * M * N * K, cb))
         continue
     print(row("gelu wgmma_ws", "gelu_ws", mnk, 2 * M * N * K, cb))
+    print(row("gelu wgmma_tma", "gelu_tma", mnk, 2 * M * N * K, cb))
     print(row("gelu wgmma (old)", "gelu_old", mnk, 2 * M * N * K, cb))
-for mnk in sorted({k[1] for k in best if k[0] in ("ffn_ws", "ffn_old")}):
+for mnk in sorted({k[1] for k in best if k[0] in ("ffn_ws", "ffn_tma", "ffn_old")}):
     M, I, K = mnk
     cb = best.get(("cublas", mnk))
     cb2 = 2 * cb[0] if cb else None  # [Wg; Wu] as one GEMM of 2I columns costs about two of I
     print(f"| cuBLAS 2 x GEMM(N=I) | M={M},I={I},K={K} | {cb2 or float('nan'):.1f} | - | 1 | (no SwiGLU) |")
     print(row("swiglu wgmma_ws", "ffn_ws", mnk, 4 * M * I * K, cb2, "I"))
+    print(row("swiglu wgmma_tma", "ffn_tma", mnk, 4 * M * I * K, cb2, "I"))
     print(row("swiglu wgmma (old)", "ffn_old", mnk, 4 * M * I * K, cb2, "I"))
 PY
 # Every ktune kernel measurement that is not ok; for cuBLAS only wrong results (a rank past cuBLASLt's offer is a

@@ -1,6 +1,9 @@
 #pragma once
-// Hopper GEMM with a fused epilogue, warp-specialized: one producer warpgroup streams K tiles into shared memory with
-// cp.async while two consumer warpgroups run wgmma on them; mbarriers hand the stages back and forth. The same
+// Hopper GEMM with a fused epilogue, warp-specialized: one producer warpgroup streams K tiles into shared memory while
+// two consumer warpgroups run wgmma on them; mbarriers hand the stages back and forth. The producer copies with
+// cp.async (gemm_act_wgmma_ws, ffn_gated_wgmma_ws) or has one thread issue TMA copies through tensor maps the host
+// encoded (gemm_act_wgmma_tma, ffn_gated_wgmma_tma: the space's kernel.tensor_maps, 128-byte swizzle, boxes of the
+// whole tile: [BM, 64] of x, [BN, 64] of w). The same
 // operations, operand layout (128-byte swizzle), descriptors and fragment layout as kernels/gemm/gemm_wgmma.cuh (the
 // validated kernel, kept as its own alternative); needs sm_90a (the spaces set kernel.arch_specific).
 //
@@ -16,9 +19,12 @@
 // slab per 16 of K; ffn_gated: two, gate and up, into two accumulators).
 //
 // Pipeline: STAGES stages of one 64-wide K tile (A: BM rows, B: BN rows, ffn_gated 2 BN: gate rows then up rows; each
-// row 128 bytes, swizzled as in gemm_wgmma.cuh). Per stage two mbarriers:
-//   full[s]:  128 arrivals, one per producer thread, made by cp.async.mbarrier.arrive.noinc when all of that thread's
-//             earlier copies have landed: the phase completes when the whole tile is in shared memory.
+// row 128 bytes, swizzled as in gemm_wgmma.cuh, which is the layout TMA's 128-byte swizzle writes). Per stage two
+// mbarriers:
+//   full[s]:  cp.async: 128 arrivals, one per producer thread, made by cp.async.mbarrier.arrive.noinc when all of
+//             that thread's earlier copies have landed; TMA: one arrival that expects the stage's bytes, which the
+//             copies complete. Either way the phase completes when the whole tile is in shared memory (TMA writes
+//             rows past M, N and K as zeros, as the cp.async zero-fill does).
 //   empty[s]: 8 arrivals, lane 0 of each consumer warp once its wgmma reading the stage have completed.
 // Fill j (j = kt / STAGES) of stage s completes phase j of full[s]; its consumers wait on parity j & 1. Fill j >= 1
 // waits for release j - 1 (phase j - 1 of empty[s], parity (j - 1) & 1). Neither side can run a whole phase ahead of
@@ -106,6 +112,26 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// A CUtensorMap's 128 bytes: taken by value (__grid_constant__), its parameter-space address handed to TMA.
+struct alignas(64) TensorMap {
+    unsigned long long opaque[16];
+};
+__device__ __forceinline__ void prefetch_tensor_map(const TensorMap& map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
+}
+// One arrival on `bar` that also expects `bytes` more to be completed by asynchronous copies.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// The box of `map` at (row, k) into shared memory at dst; completes its bytes on `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, int k, int row, unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+            dst),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(k), "r"(row), "r"(bar)
+        : "memory");
+}
+
 template <typename T>
 __device__ __forceinline__ unsigned pack2(float a, float b);
 template <>
@@ -158,9 +184,11 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     return true;
 }
 
-template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M>
+// x_map, w_map: null for the cp.async producer; the TMA producer's tensor maps over x [M, K] and w [N or 2I, K].
+template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
-                                             const T* __restrict__ b, int M, int N, int K) {
+                                             const T* __restrict__ b, int M, int N, int K, const TensorMap* x_map,
+                                             const TensorMap* w_map) {
     constexpr int CONSUMERS = 2;
     constexpr int BM = 64 * CONSUMERS * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
@@ -181,7 +209,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     const int tid = threadIdx.x % 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar(s), 128);
+            mbar_init(full_bar(s), TMA ? 1 : 128);
             mbar_init(empty_bar(s), CONSUMERS * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -204,6 +232,22 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     if (wg == 0) {
         // Producer.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+        if constexpr (TMA) {
+            if (tid != 0) return;
+            prefetch_tensor_map(*x_map);
+            prefetch_tensor_map(*w_map);
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(empty_bar(s), ((kt / STAGES) - 1) & 1);
+                const unsigned base = smem + s * STAGE_BYTES;
+                mbar_arrive_expect_tx(full_bar(s), STAGE_BYTES);
+                tma_load_2d(base, *x_map, kt * kBK, int(m0), full_bar(s));
+                tma_load_2d(base + A_BYTES, *w_map, kt * kBK, int(n0), full_bar(s));
+                // Up rows I + n: the second half of w (gate rows past I read up rows: columns never stored).
+                if constexpr (GATED) tma_load_2d(base + A_BYTES + BN * kRowBytes, *w_map, kt * kBK, N + int(n0), full_bar(s));
+            }
+            return;
+        }
         for (int kt = 0; kt < k_tiles; ++kt) {
             const int s = kt % STAGES;
             if (kt >= STAGES) mbar_wait(empty_bar(s), ((kt / STAGES) - 1) & 1);
@@ -242,7 +286,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(full_bar(s), (kt / STAGES) & 1);
-        fence_proxy_async();
+        if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
         const unsigned a_base = smem + s * STAGE_BYTES + cw * MT * 64 * kRowBytes;
         const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
 #pragma unroll
@@ -359,7 +403,8 @@ __global__ void __launch_bounds__(384, 1)
                       int M, int N, int K) {
     static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M>(y, x, w, b, M, N, K);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, false>(y, x, w, b, M, N, K, nullptr,
+                                                                                   nullptr);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
 #endif
@@ -370,8 +415,37 @@ __global__ void __launch_bounds__(384, 1)
     ffn_gated_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K) {
     static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M>(y, x, w, nullptr, M, I, K);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, false>(y, x, w, nullptr, M, I, K, nullptr,
+                                                                                  nullptr);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+__global__ void __launch_bounds__(384, 1)
+    gemm_act_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                       int M, int N, int K, const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                       const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES>());
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true>(y, x, w, b, M, N, K, &x_map,
+                                                                                  &w_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
+#endif
+}
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+__global__ void __launch_bounds__(384, 1)
+    ffn_gated_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K,
+                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES>());
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true>(y, x, w, nullptr, M, I, K, &x_map,
+                                                                                 &w_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif
 }
