@@ -698,6 +698,13 @@ std::vector<TensorMapSpec> Loader::read_tensor_maps(const Located& node, const d
             const Located& l = *find_field(f, key);
             for (const Located& e : l.items()) {
                 list->push_back(read_expression(e));
+                if (!parameters)
+                    for (const auto& v : list->back().variables())
+                        if (std::find(m_parameter_names.begin(), m_parameter_names.end(), v) != m_parameter_names.end())
+                            e.fail(
+                                fmt::format("the shape reads parameter {}: it is the problem's view of the buffer, "
+                                            "the same for every configuration (the box may read parameters)",
+                                            v));
                 check_variables(list->back(), parameters);
             }
             if (list->empty() || list->size() > 5) l.fail(fmt::format("{} takes 1 to 5 dimensions", key));

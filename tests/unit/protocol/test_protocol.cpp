@@ -28,6 +28,26 @@ TEST(Protocol, ALibraryLaunchKeepsItsNameAndConfiguration) {
     EXPECT_FALSE(json(Launch{}).contains("library"));  // a kernel launch carries no library fields
 }
 
+TEST(Protocol, ALaunchKeepsItsTensorMapsInOrder) {
+    Launch l;
+    Arg map;
+    map.kind = "tensor_map";
+    map.buffer = "w";
+    map.dims = {14336, 4096};
+    map.box = {256, 64};
+    map.swizzle = 128;
+    l.tensor_maps = {map, map};
+    l.tensor_maps[1].buffer = "x";
+    const Launch back = json(l).get<Launch>();
+    ASSERT_EQ(back.tensor_maps.size(), 2u);
+    EXPECT_EQ(back.tensor_maps[0].buffer, "w");
+    EXPECT_EQ(back.tensor_maps[1].buffer, "x");
+    EXPECT_EQ(back.tensor_maps[0].dims, map.dims);
+    EXPECT_EQ(back.tensor_maps[0].box, map.box);
+    EXPECT_EQ(back.tensor_maps[0].swizzle, 128);
+    EXPECT_FALSE(json(Launch{}).contains("tensor_maps"));  // a launch without them carries nothing new
+}
+
 TEST(Protocol, EvaluateResultKeepsSamplesAndStatus) {
     EvaluateResult r;
     r.status = "invalid_result";
