@@ -209,19 +209,28 @@ TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
 
 TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheirTiles) {
     // The TMA-fed GEMM and gated FFN (kernel.tensor_maps): the descriptors' zero fill past M, N and K is what keeps
-    // the tails right, and a gated FFN reads its up rows through the same map as its gate rows.
-    for (const auto& [space, shape] :
-         {std::pair{"gemm_act_gelu", NamedValues{{"M", 200}, {"N", 1000}, {"K", 4104}}},
-          std::pair{"ffn_gated_swiglu", NamedValues{{"M", 130}, {"I", 1000}, {"K", 4104}}}}) {
-        TuneOptions o = options(resolve_space_path(m_root, space));
+    // the tails right, and a gated FFN reads its up rows through the same map as its gate rows. Per space a block of
+    // 128 rows and one of 256, both partly past M.
+    struct Case {
+        const char* space;
+        NamedValues shape;
+        std::vector<std::string> configs;
+    };
+    for (const Case& c : {Case{"gemm_act_gelu",
+                               {{"M", 200}, {"N", 1000}, {"K", 4104}},
+                               {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=128,STAGES=3,GROUP_M=1"}},
+                          Case{"ffn_gated_swiglu",
+                               {{"M", 200}, {"I", 1000}, {"K", 4104}},
+                               {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=64,STAGES=3,GROUP_M=1"}}}) {
+        TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
-        o.shapes = {shape};
+        o.shapes = {c.shape};
         o.alternatives = {"wgmma_tma"};
-        o.config_filter_texts = {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=128,STAGES=3,GROUP_M=1"};
+        o.config_filter_texts = c.configs;
         const TuneSummary s = run_tuning(o, nullptr).front();
         ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
-        EXPECT_EQ(s.status_counts.count("ok") ? s.status_counts.at("ok") : 0, 2) << space;
-        EXPECT_EQ(s.status_counts.size(), 1u) << space << ": every configuration ok";
+        EXPECT_EQ(s.status_counts.count("ok") ? s.status_counts.at("ok") : 0, 2) << c.space;
+        EXPECT_EQ(s.status_counts.size(), 1u) << c.space << ": every configuration ok";
     }
 }
 
