@@ -49,6 +49,19 @@ struct Device {
     std::vector<Entry> entries;
 };
 
+// One TMA descriptor (kernel.tensor_maps) a configuration's kernel takes after the op's arguments, as its launch
+// encodes it.
+struct TensorMapCall {
+    std::string buffer;            // the op spec's buffer: the dispatcher's pointer parameter of that name
+    std::size_t buffer_index = 0;  // its index among the table's buffers (buffer_elements)
+    std::string data_type;         // "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+    int elem_bytes = 0;
+    std::vector<std::string> extents;  // C++ (double) over the dispatcher's `shape`, outermost first
+    std::vector<std::int64_t> box;     // outermost first: the configuration's numbers
+    std::string swizzle;               // "CU_TENSOR_MAP_SWIZZLE_128B"
+    std::string what;                  // for the comment: "x [R, C], swizzle 128"
+};
+
 struct Model {
     std::shared_ptr<const OpBinding> binding;
     std::vector<const SearchSpace*> kernels;  // the space's kernels: one, or its alternatives in file order
@@ -57,6 +70,7 @@ struct Model {
     std::vector<Device> devices;
     std::map<Dtype, std::size_t> default_config;
     std::vector<std::string> warnings;
+    std::vector<std::vector<TensorMapCall>> tensor_maps;  // per configuration; empty for a kernel without any
 };
 
 std::string identifier(const std::string& s) {
@@ -364,6 +378,105 @@ CppExpressionNames names_for(const ConfigInstance& ci, const Model& m) {
     return n;
 }
 
+std::string tensor_map_data_type(ElemType t) {
+    switch (t) {
+        case ElemType::f32:
+            return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+        case ElemType::f16:
+            return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+        case ElemType::bf16:
+            return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+        case ElemType::i32:
+            return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+        case ElemType::i64:
+            return "CU_TENSOR_MAP_DATA_TYPE_INT64";
+        case ElemType::i8:
+        case ElemType::u8:
+            return "CU_TENSOR_MAP_DATA_TYPE_UINT8";  // TMA copies bytes: signedness is the kernel's (as the worker)
+    }
+    return "CU_TENSOR_MAP_DATA_TYPE_UINT8";
+}
+
+// The descriptors of every configuration whose kernel takes some (kernel.tensor_maps): the extents translated to C++
+// over the dispatcher's shape, the element type of the instance's dtype, the box as the search space evaluates and
+// checks it for the configuration's tuned problems (numbers: one box per configuration).
+std::vector<std::vector<TensorMapCall>> plan_tensor_maps(const Model& m) {
+    std::vector<std::vector<TensorMapCall>> out(m.configs.size());
+    for (std::size_t i = 0; i < m.configs.size(); ++i) {
+        const ConfigInstance& ci = m.configs[i];
+        const SearchSpace& k = *m.kernels[ci.alternative];
+        if (k.tensor_maps().empty()) continue;
+        const std::string where = k.file() + ": kernel.tensor_maps";
+        if (find_op_binding(k.op(), k.variant()) != nullptr || k.declared_op() == nullptr)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}/{} has a hand-written dispatcher: kernels with tensor maps are exported "
+                                    "through the dispatcher derived from the op spec only",
+                                    k.op(), k.variant()),
+                        where);
+        std::optional<std::vector<TensorMapValue>> values;
+        for (const Device& d : m.devices)
+            for (const Entry& e : d.entries) {
+                if (e.config != i) continue;
+                std::vector<TensorMapValue> v = k.tensor_map_values(ci.config, e.problem);  // throws when invalid
+                if (!values) {
+                    values = std::move(v);
+                    continue;
+                }
+                for (std::size_t j = 0; j < v.size(); ++j)
+                    if (v[j].box != (*values)[j].box)
+                        throw Error(ErrorCategory::bad_input,
+                                    fmt::format("the box of the tensor map over {} differs between problems of {}: "
+                                                "the exported dispatcher takes one box per configuration (a box of "
+                                                "parameters, not of problem axes)",
+                                                v[j].buffer, ci.config.key()),
+                                    where);
+            }
+        if (!values) continue;  // a configuration is exported for the problems it won: never here
+        const std::vector<DeclaredOp::BufferDeclaration> declarations = k.declared_op()->buffer_declarations();
+        const CppExpressionNames names = names_for(ci, m);
+        for (std::size_t j = 0; j < k.tensor_maps().size(); ++j) {
+            const TensorMapSpec& spec = k.tensor_maps()[j];
+            TensorMapCall call;
+            call.buffer = spec.buffer;
+            const auto& buffers = m.binding->buffers;
+            const auto b = std::find_if(buffers.begin(), buffers.end(),
+                                        [&](const OpBinding::Buffer& x) { return x.name == spec.buffer; });
+            const auto d = std::find_if(declarations.begin(), declarations.end(),
+                                        [&](const DeclaredOp::BufferDeclaration& x) { return x.name == spec.buffer; });
+            if (b == buffers.end() || d == declarations.end())
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("the tensor map over {} views a buffer that the kernel does not take among "
+                                        "the op's arguments: the dispatcher has no pointer for it",
+                                        spec.buffer),
+                            spec.where);
+            call.buffer_index = static_cast<std::size_t>(b - buffers.begin());
+            const auto type = d->types.find(ci.dtype);
+            if (type == d->types.end())
+                throw Error(
+                    ErrorCategory::bad_input,
+                    fmt::format("the op spec gives buffer {} no element type at {}", spec.buffer, dtype_name(ci.dtype)),
+                    spec.where);
+            call.data_type = tensor_map_data_type(type->second);
+            call.elem_bytes = elem_bytes(type->second);
+            for (const Expression& e : spec.shape)
+                call.extents.push_back(expression_to_cpp(e.text(), names, spec.where));
+            call.box = (*values)[j].box;
+            call.swizzle = spec.swizzle == 0 ? "CU_TENSOR_MAP_SWIZZLE_NONE"
+                                             : fmt::format("CU_TENSOR_MAP_SWIZZLE_{}B", spec.swizzle);
+            std::string shape;
+            for (const Expression& e : spec.shape) shape += (shape.empty() ? "" : ", ") + e.text();
+            call.what = fmt::format("{} [{}], swizzle {}", spec.buffer, shape, spec.swizzle);
+            out[i].push_back(std::move(call));
+        }
+    }
+    return out;
+}
+
+bool has_tensor_maps(const Model& m) {
+    return std::any_of(m.tensor_maps.begin(), m.tensor_maps.end(),
+                       [](const std::vector<TensorMapCall>& maps) { return !maps.empty(); });
+}
+
 class Writer {
 public:
     void line(const std::string& s = {}) { m_text += s + "\n"; }
@@ -400,10 +513,38 @@ std::string call_arguments(const Model& m, Dtype dtype) {
 
 // One `case` of a launch switch: the instance, its shared-memory opt-in, the launch and its error into `err`. A kernel
 // that waits in-kernel for the one before it (kernel.programmatic_launch) launches with the programmatic stream
-// serialization attribute where detail::programmatic_launch() allows it.
-void write_launch_case(Writer& w, const std::string& label, const std::string& kernel, const std::string& args,
-                       bool programmatic) {
+// serialization attribute where detail::programmatic_launch() allows it. A kernel that takes TMA descriptors
+// (kernel.tensor_maps) gets them encoded first, for this call's pointers and shape, after the op's arguments; a
+// descriptor that cannot be encoded returns its status before anything is launched.
+void write_launch_case(Writer& w, const std::string& label, const std::string& kernel, std::string args,
+                       bool programmatic, const std::vector<TensorMapCall>& maps = {}, const std::string& table = {}) {
     w.linef("    {}: {{", label);
+    if (!maps.empty()) {
+        w.linef("        detail::TensorMapArg ktune_maps[{}];", maps.size());
+        w.line("        int ktune_driver_error = 0;");
+        w.line("        Status ktune_status = Status::ok;");
+    }
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+        const TensorMapCall& t = maps[i];
+        std::string extents, box;
+        for (const std::string& e : t.extents) extents += (extents.empty() ? "" : ", ") + e;
+        for (const std::int64_t b : t.box) box += fmt::format("{}{}u", box.empty() ? "" : ", ", b);
+        w.linef("        // The tensor map over {}", comment_text(t.what));
+        w.linef("        const double ktune_extents{}[] = {{{}}};", i, extents);
+        w.linef("        const unsigned ktune_box{}[] = {{{}}};", i, box);
+        w.linef(
+            "        ktune_status = detail::encode_tensor_map(&ktune_maps[{}], {}, {}, {}, {}, ktune_extents{}, "
+            "ktune_box{},",
+            i, t.data_type, t.elem_bytes, t.buffer, t.extents.size(), i, i);
+        w.linef(
+            "                                                {}, {}::buffer_elements({}, shape, dtype), "
+            "&ktune_driver_error);",
+            t.swizzle, table, t.buffer_index);
+        w.line(
+            "        if (ktune_status != Status::ok) return detail::tensor_map_status(ktune_status, "
+            "ktune_driver_error, choice);");
+        args += fmt::format(", ktune_maps[{}]", i);
+    }
     w.linef("        auto* kernel = &::{};", kernel);
     w.line("        static const bool ktune_clusters = detail::allow_large_clusters(kernel);");
     w.line("        (void)ktune_clusters;");
@@ -664,6 +805,10 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
         w.line(
             "// Its kernels use Hopper's arch-specific instructions (wgmma; kernel.arch_specific): compile with "
             "-arch=sm_90a;\n// built for another target they trap when launched.");
+    if (has_tensor_maps(m))
+        w.line(
+            "// Some kernels take TMA descriptors (kernel.tensor_maps): each launch encodes them for its pointers and "
+            "shape\n// with the driver's cuTensorMapEncodeTiled, found through the runtime (no -lcuda needed).");
     w.linef("// Use: nvcc -std=c++17 -arch={} -I<ktune root> -I<this folder>, then",
             arch_specific ? "sm_90a" : "sm_90");
     w.line("//   ktune_tuned::DeviceProps props;");
@@ -705,6 +850,10 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     if (!b.host_header.empty()) w.linef("#include \"{}\"", include_path(b.host_header, "the op's host header"));
     w.line();
     w.raw(export_detail::header_common_text());
+    if (has_tensor_maps(m)) {
+        w.line();
+        w.raw(export_detail::tensor_map_helper_text());
+    }
     w.line();
     w.line("namespace ktune_tuned {");
     w.linef("namespace {} {{", table);
@@ -1016,7 +1165,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
         const std::string args = call_arguments(m, m.configs[i].dtype);
         write_launch_case(w, fmt::format("case {}", i), m.configs[i].kernel, args,
-                          m.kernels[m.configs[i].alternative]->programmatic_launch());
+                          m.kernels[m.configs[i].alternative]->programmatic_launch(), m.tensor_maps[i], table);
     }
     w.line("    default: return Status::no_config;");
     w.line("    }");
@@ -1067,7 +1216,8 @@ RenderedHeader render_header(const Store& store, const std::vector<const SearchS
                     fmt::format("the search space {} is {}/{}, not {}/{}", space.file(), space.op(), space.variant(),
                                 options.op, options.variant),
                     "--op");
-    const Model m = collect(store, kernels, options);
+    Model m = collect(store, kernels, options);
+    m.tensor_maps = plan_tensor_maps(m);
     std::vector<export_detail::LaunchTexts> launches;
     for (const SearchSpace* k : kernels)
         launches.push_back(export_detail::read_launch_texts(k->file(), k->alternative()));

@@ -304,3 +304,108 @@ inline void set_programmatic_launch(bool on) { detail::programmatic_launch_flag(
 }
 
 }  // namespace ktune::export_detail
+
+namespace ktune::export_detail {
+
+std::string_view tensor_map_helper_text() {
+    return R"ktune(#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_TENSOR_MAPS_V1)
+#define KTUNE_TUNED_TENSOR_MAPS_V1
+#include <cstring>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+namespace ktune_tuned {
+namespace detail {
+
+// A TMA descriptor (CUtensorMap, 128 bytes) as a kernel argument. A kernel declares it by value as a
+// `const __grid_constant__` parameter of its own 128-byte type (or CUtensorMap): the argument converts to that type
+// byte for byte, in a <<<>>> launch as in cudaLaunchKernelEx.
+struct TensorMapArg {
+    CUtensorMap map;
+    template <typename T>
+    operator T() const {
+        static_assert(sizeof(T) == sizeof(CUtensorMap), "a tensor map parameter is the descriptor's 128 bytes");
+        T out;
+        std::memcpy(static_cast<void*>(&out), &map, sizeof(CUtensorMap));
+        return out;
+    }
+};
+
+// cuTensorMapEncodeTiled of the driver the runtime loaded, looked up once (null when it has none): the header's
+// user links the runtime only, not libcuda.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        // The 12.0 ABI of the function, whatever the driver's version (cudaGetDriverEntryPoint is deprecated in 13).
+        const cudaError_t e =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+        const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+        if (e != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();  // not the error of a later launch
+            fn = nullptr;
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    return encoder;
+}
+
+// Encodes the descriptor of a dense row-major view of `base`: `rank` extents, outermost first, over a buffer of
+// `buffer_elements` elements of `elem_bytes` bytes; `box` (outermost first) the elements one copy moves; `swizzle` the
+// shared-memory swizzle. Elements outside the extents read as zeros. Returns Status::bad_argument for extents TMA
+// cannot take (integers in [1, 2^32], rows a multiple of 16 bytes, strides below 2^40 bytes) or a view larger than
+// the buffer, Status::misaligned for a pointer not 16-byte aligned, Status::cuda_error with the driver's CUresult in
+// *cuda_error when the driver has no encoder or refuses the descriptor.
+inline Status encode_tensor_map(TensorMapArg* out, CUtensorMapDataType type, int elem_bytes, const void* base,
+                                int rank, const double* extents, const unsigned* box, CUtensorMapSwizzle swizzle,
+                                long long buffer_elements, int* cuda_error) {
+    if (rank < 1 || rank > 5 || elem_bytes < 1) return Status::bad_argument;
+    if (!aligned(base, 16)) return Status::misaligned;
+    cuuint64_t dims[5], strides[4];
+    cuuint32_t box_dims[5], element_strides[5];
+    double elements = 1, stride = elem_bytes;
+    for (int i = 0; i < rank; ++i) {  // the driver takes the innermost dimension first
+        const int d = rank - 1 - i;
+        if (!ex_integral(extents[d]) || extents[d] < 1 || extents[d] > 4294967296.0) return Status::bad_argument;
+        dims[i] = static_cast<cuuint64_t>(extents[d]);
+        box_dims[i] = box[d];
+        element_strides[i] = 1;
+        elements *= extents[d];
+        stride *= extents[d];
+        if (i + 1 < rank) {
+            // The byte stride of the next dimension out: a multiple of 16 (the rows' pitch) and below 2^40.
+            if (stride >= 1099511627776.0 || static_cast<long long>(stride) % 16 != 0) return Status::bad_argument;
+            strides[i] = static_cast<cuuint64_t>(stride);
+        }
+    }
+    if (buffer_elements < 0 || elements > static_cast<double>(buffer_elements)) return Status::bad_argument;
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (encode == nullptr) {
+        *cuda_error = static_cast<int>(CUDA_ERROR_NOT_FOUND);
+        return Status::cuda_error;
+    }
+    const CUresult r = encode(&out->map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides,
+                              box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        *cuda_error = static_cast<int>(r);
+        return Status::cuda_error;
+    }
+    return Status::ok;
+}
+
+// A dispatcher's return for a descriptor it could not encode: the driver's error goes to Choice::cuda_error.
+inline Status tensor_map_status(Status s, int cuda_error, Choice* choice) {
+    if (s == Status::cuda_error && choice != nullptr) choice->cuda_error = cuda_error;
+    return s;
+}
+
+}  // namespace detail
+}  // namespace ktune_tuned
+#endif  // KTUNE_TUNED_TENSOR_MAPS_V1
+)ktune";
+}
+
+}  // namespace ktune::export_detail

@@ -8,4 +8,9 @@ namespace ktune::export_detail {
 // <cuda_runtime.h> unless KTUNE_TUNED_HOST_ONLY is defined.
 std::string_view header_common_text();
 
+// What a header whose kernels take TMA descriptors (kernel.tensor_maps) adds to the common part, and only such a
+// header: cuTensorMapEncodeTiled from the driver through the runtime (no -lcuda), the descriptor as a kernel argument
+// and its checked encoding. Needs the common part; includes <cuda.h>, <cudaTypedefs.h> and <cstring> itself.
+std::string_view tensor_map_helper_text();
+
 }  // namespace ktune::export_detail
