@@ -132,6 +132,23 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
         : "memory");
 }
 
+// The box of `map` at (col, row) from shared memory at src; completes in this thread's bulk async-group.
+__device__ __forceinline__ void tma_store_2d(const TensorMap& map, int col, int row, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(&map)),
+                 "r"(col), "r"(row), "r"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Until this thread's bulk stores have read their shared memory (READ) or completed.
+template <bool READ>
+__device__ __forceinline__ void bulk_wait_all() {
+    if constexpr (READ)
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 template <typename T>
 __device__ __forceinline__ unsigned pack2(float a, float b);
 template <>
@@ -169,7 +186,7 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
 
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
 // a configuration the YAML forbids must fail to compile wherever it is compiled).
-template <bool GATED, int MT, int BN, int STAGES>
+template <bool GATED, int MT, int BN, int STAGES, int TPB = 1>
 __host__ __device__ constexpr bool gemm_ws_config_ok() {
     constexpr int BM = 64 * 2 * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
@@ -179,16 +196,22 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
     static_assert(STAGES >= 2, "a stage loading while another is computed");
     static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
-    static_assert(PIPE_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
+    constexpr int STAGING_BYTES = TPB > 1 ? BM * BN * 2 : 0;  // gemm_ws_roles' output staging
+    static_assert(PIPE_BYTES + STAGING_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
     static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
     return true;
 }
 
 // x_map, w_map: null for the cp.async producer; the TMA producer's tensor maps over x [M, K] and w [N or 2I, K].
-template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA>
+// TPB (TMA only): output tiles per block. Block b takes tiles b, b + gridDim.x, ...; its producer runs on into the next
+// tile's stages while the consumers store the last one. Those write their outputs into a staging tile of their own
+// (BM x BN, 64 x 64 boxes 128-byte swizzled, after the stages) and one thread per consumer hands it to TMA stores
+// (the y map: rows past M and columns past N are not written), which run while the next tile's MMAs do. TPB 1: one
+// tile, staged in the pipeline's shared memory (idle by then) and stored by every thread.
+template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA, int TPB>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ b, int M, int N, int K, const TensorMap* x_map,
-                                             const TensorMap* w_map) {
+                                             const TensorMap* w_map, const TensorMap* y_map) {
     constexpr int CONSUMERS = 2;
     constexpr int BM = 64 * CONSUMERS * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
@@ -200,7 +223,9 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned bars = smem + PIPE_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    constexpr int STAGING_BYTES = TPB > 1 ? BM * BN * 2 : 0;  // TPB > 1: the output tile, by consumer, slab, panel
+    const unsigned staging = smem + PIPE_BYTES;
+    const unsigned bars = staging + STAGING_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
     auto full_bar = [&](int s) { return bars + 8u * s; };
     auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
 
@@ -216,17 +241,20 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     }
     __syncthreads();
 
-    // Block order: GROUP_M row tiles walk one column tile after another, so their blocks reuse its weight tile in L2.
+    static_assert(TPB == 1 || TMA, "tiles per block: the TMA producer");
+    // Tile order: GROUP_M row tiles walk one column tile after another, so their blocks reuse its weight tile in L2.
     const int tiles_m = (M + BM - 1) / BM;
     const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-    const int per_group = GROUP_M * tiles_n;
-    const int first_m = (pid / per_group) * GROUP_M;
-    const int group_rows = min(tiles_m - first_m, GROUP_M);
-    const int tile_m = first_m + (pid % per_group) % group_rows;
-    const int tile_n = (pid % per_group) / group_rows;
-    const long long m0 = (long long)tile_m * BM;
-    const long long n0 = (long long)tile_n * BN;
+    const int tiles = tiles_m * tiles_n;
+    const auto tile_origin = [&](int tile, long long& m0, long long& n0) {
+        const int per_group = GROUP_M * tiles_n;
+        const int first_m = (tile / per_group) * GROUP_M;
+        const int group_rows = min(tiles_m - first_m, GROUP_M);
+        m0 = (long long)(first_m + (tile % per_group) % group_rows) * BM;
+        n0 = (long long)((tile % per_group) / group_rows) * BN;
+    };
+    long long m0, n0;
+    tile_origin(blockIdx.x, m0, n0);
     const int k_tiles = (K + kBK - 1) / kBK;
 
     if (wg == 0) {
@@ -236,32 +264,37 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             if (tid != 0) return;
             prefetch_tensor_map(*x_map);
             prefetch_tensor_map(*w_map);
+            int fill = 0;  // this block's stage fills so far, over its tiles
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                tile_origin(tile, m0, n0);
+                for (int kt = 0; kt < k_tiles; ++kt, ++fill) {
+                    const int s = fill % STAGES;
+                    if (fill >= STAGES) mbar_wait(empty_bar(s), ((fill / STAGES) - 1) & 1);
+                    const unsigned base = smem + s * STAGE_BYTES;
+                    mbar_arrive_expect_tx(full_bar(s), STAGE_BYTES);
+                    tma_load_2d(base, *x_map, kt * kBK, int(m0), full_bar(s));
+                    tma_load_2d(base + A_BYTES, *w_map, kt * kBK, int(n0), full_bar(s));
+                    // Up rows I + n: the second half of w (gate rows past I read up rows: columns never stored).
+                    if constexpr (GATED)
+                        tma_load_2d(base + A_BYTES + BN * kRowBytes, *w_map, kt * kBK, N + int(n0), full_bar(s));
+                }
+            }
+        } else {
             for (int kt = 0; kt < k_tiles; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(empty_bar(s), ((kt / STAGES) - 1) & 1);
                 const unsigned base = smem + s * STAGE_BYTES;
-                mbar_arrive_expect_tx(full_bar(s), STAGE_BYTES);
-                tma_load_2d(base, *x_map, kt * kBK, int(m0), full_bar(s));
-                tma_load_2d(base + A_BYTES, *w_map, kt * kBK, int(n0), full_bar(s));
-                // Up rows I + n: the second half of w (gate rows past I read up rows: columns never stored).
-                if constexpr (GATED) tma_load_2d(base + A_BYTES + BN * kRowBytes, *w_map, kt * kBK, N + int(n0), full_bar(s));
+                const int k0 = kt * kBK;
+                load_tile<T, BM>(base, x, m0, M, k0, K, tid);
+                load_tile<T, BN>(base + A_BYTES, w, n0, N, k0, K, tid);
+                // Up rows I + n: the same columns of the second half of w, valid while n < I (= N).
+                if constexpr (GATED)
+                    load_tile<T, BN>(base + A_BYTES + BN * kRowBytes, w + (long long)N * K, n0, N, k0, K, tid);
+                cp_async_arrive_noinc(full_bar(s));
             }
-            return;
+            // The consumers wait for every tile; waiting here too keeps no copy outliving its issuing thread.
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
         }
-        for (int kt = 0; kt < k_tiles; ++kt) {
-            const int s = kt % STAGES;
-            if (kt >= STAGES) mbar_wait(empty_bar(s), ((kt / STAGES) - 1) & 1);
-            const unsigned base = smem + s * STAGE_BYTES;
-            const int k0 = kt * kBK;
-            load_tile<T, BM>(base, x, m0, M, k0, K, tid);
-            load_tile<T, BN>(base + A_BYTES, w, n0, N, k0, K, tid);
-            // Up rows I + n: the same columns of the second half of w, valid while n < I (= N).
-            if constexpr (GATED)
-                load_tile<T, BN>(base + A_BYTES + BN * kRowBytes, w + (long long)N * K, n0, N, k0, K, tid);
-            cp_async_arrive_noinc(full_bar(s));
-        }
-        // The consumers wait for every tile; waiting here too keeps no copy outliving its issuing thread.
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
         return;
     }
 
@@ -272,126 +305,175 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 
     float acc[MT][ACC];
     float acc_up[GATED ? MT : 1][GATED ? ACC : 1];
-#pragma unroll
-    for (int t = 0; t < MT; ++t)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[t][i] = 0.0f;
-    if constexpr (GATED) {
+    // The output of fragment (t, j, h): rows t * 64 + 16 warp + lane / 4 + 8 h, columns 8 j + 2 (lane % 4) + 0, 1 of
+    // the consumer's slabs, activated (gated: act(gate) * up; else act(z + bias)).
+    const auto output_pair = [&](int t, int j, int h, float& v0, float& v1) {
+        const int col = j * 8 + 2 * (lane % 4);
+        if constexpr (GATED) {
+            v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
+            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
+        } else {
+            float bias0 = 0.0f, bias1 = 0.0f;
+            if (b != nullptr) {
+                if (n0 + col < N) bias0 = to_float(b[n0 + col]);
+                if (n0 + col + 1 < N) bias1 = to_float(b[n0 + col + 1]);
+            }
+            v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
+            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
+        }
+    };
+    int fill = 0;  // the stage fills consumed so far, over this block's tiles
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        tile_origin(tile, m0, n0);
 #pragma unroll
         for (int t = 0; t < MT; ++t)
 #pragma unroll
-            for (int i = 0; i < ACC; ++i) acc_up[t][i] = 0.0f;
-    }
+            for (int i = 0; i < ACC; ++i) acc[t][i] = 0.0f;
+        if constexpr (GATED) {
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+                for (int i = 0; i < ACC; ++i) acc_up[t][i] = 0.0f;
+        }
 
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % STAGES;
-        mbar_wait(full_bar(s), (kt / STAGES) & 1);
-        if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
-        const unsigned a_base = smem + s * STAGE_BYTES + cw * MT * 64 * kRowBytes;
-        const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
+        for (int kt = 0; kt < k_tiles; ++kt, ++fill) {
+            const int s = fill % STAGES;
+            mbar_wait(full_bar(s), (fill / STAGES) & 1);
+            if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
+            const unsigned a_base = smem + s * STAGE_BYTES + cw * MT * 64 * kRowBytes;
+            const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
+#pragma unroll
+            for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+            if constexpr (GATED) {
+#pragma unroll
+                for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < kBK / 16; ++ks) {
+                const unsigned long long db = smem_desc(b_base + ks * 32);
+#pragma unroll
+                for (int t = 0; t < MT; ++t) {
+                    const unsigned long long da = smem_desc(a_base + t * 64 * kRowBytes + ks * 32);
+                    Wgmma<T, BN>::mma(acc[t], da, db);
+                    if constexpr (GATED) Wgmma<T, BN>::mma(acc_up[t], da, smem_desc(b_base + BN * kRowBytes + ks * 32));
+                }
+            }
+            wgmma_commit();
+            wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
+#pragma unroll
+            for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+            if constexpr (GATED) {
+#pragma unroll
+                for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
+            }
+            if (kt > 0 && lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
+        }
+        wgmma_wait<0>();
 #pragma unroll
         for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
         if constexpr (GATED) {
 #pragma unroll
             for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
         }
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < kBK / 16; ++ks) {
-            const unsigned long long db = smem_desc(b_base + ks * 32);
+
+        if constexpr (TPB > 1) {
+            // The last stage back to the producer, already filling the next tile.
+            if (lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
+            // This consumer's staging tile is free once its previous tile's stores have read it.
+            if (tid == 0) bulk_wait_all<true>();
+            named_sync(2 + cw, 128);
+            // Slab t, panel p (64 columns) at its_staging + (t * BN / 64 + p) * 8192: 64 rows of 128 bytes, 16-byte
+            // chunk q of row r at q ^ (r % 8), the layout the y map's 128-byte swizzle reads (bank-conflict free here).
+            const unsigned its_staging = staging + cw * MT * 64 * BN * 2;
 #pragma unroll
             for (int t = 0; t < MT; ++t) {
-                const unsigned long long da = smem_desc(a_base + t * 64 * kRowBytes + ks * 32);
-                Wgmma<T, BN>::mma(acc[t], da, db);
-                if constexpr (GATED) Wgmma<T, BN>::mma(acc_up[t], da, smem_desc(b_base + BN * kRowBytes + ks * 32));
-            }
-        }
-        wgmma_commit();
-        wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
 #pragma unroll
-        for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-        if constexpr (GATED) {
+                for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
-            for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
-        }
-        if (kt > 0 && lane == 0) mbar_arrive(empty_bar((kt - 1) % STAGES));
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-    if constexpr (GATED) {
-#pragma unroll
-        for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
-    }
-
-    // Both consumers' MMAs are done with every stage (and every fill has landed: each was waited for) before the
-    // pipeline's shared memory holds the output.
-    named_sync(1, 128 * CONSUMERS);
-
-    // Fragments to shared memory. Thread l of warp v holds, per 8-column group j of its m64 slab, rows v * 16 + l / 4
-    // (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 0..1] the first row, [4 j + 2..3] the second.
-    const unsigned out_base = smem + cw * MT * 64 * OUT_ROW_BYTES;
-#pragma unroll
-    for (int t = 0; t < MT; ++t) {
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int col = j * 8 + 2 * (lane % 4);
-            float bias0 = 0.0f, bias1 = 0.0f;
-            if constexpr (!GATED) {
-                if (b != nullptr) {
-                    if (n0 + col < N) bias0 = to_float(b[n0 + col]);
-                    if (n0 + col + 1 < N) bias1 = to_float(b[n0 + col + 1]);
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = warp * 16 + lane / 4 + 8 * h;
+                        float v0, v1;
+                        output_pair(t, j, h, v0, v1);
+                        const unsigned at = its_staging + (t * (BN / 64) + j / 8) * 8192 + r * kRowBytes +
+                                            (((j % 8) ^ (r % 8)) << 4) + 4 * (lane % 4);
+                        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pack2<T>(v0, v1)) : "memory");
+                    }
                 }
             }
+            fence_proxy_async();  // the generic proxy's writes, before TMA reads them
+            named_sync(2 + cw, 128);
+            if (tid == 0) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = t * 64 + warp * 16 + lane / 4 + 8 * h;
-                float v0, v1;
-                if constexpr (GATED) {
-                    v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
-                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
-                } else {
-                    v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
-                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
+                for (int t = 0; t < MT; ++t)
+#pragma unroll
+                    for (int p = 0; p < BN / 64; ++p)
+                        tma_store_2d(*y_map, int(n0) + p * 64, int(m0) + (cw * MT + t) * 64,
+                                     its_staging + (t * (BN / 64) + p) * 8192);
+                bulk_commit();
+            }
+            continue;
+        }
+        // Both consumers' MMAs are done with every stage (and every fill has landed: each was waited for) before the
+        // pipeline's shared memory holds the output.
+        named_sync(1, 128 * CONSUMERS);
+
+        // Fragments to shared memory. Thread l of warp v holds, per 8-column group j of its m64 slab, rows v * 16 + l / 4
+        // (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 0..1] the first row, [4 j + 2..3] the second.
+        const unsigned out_base = smem + cw * MT * 64 * OUT_ROW_BYTES;
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = j * 8 + 2 * (lane % 4);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = t * 64 + warp * 16 + lane / 4 + 8 * h;
+                    float v0, v1;
+                    output_pair(t, j, h, v0, v1);
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(out_base + row * OUT_ROW_BYTES + col * 2),
+                                 "r"(pack2<T>(v0, v1))
+                                 : "memory");
                 }
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(out_base + row * OUT_ROW_BYTES + col * 2),
-                             "r"(pack2<T>(v0, v1))
-                             : "memory");
             }
         }
-    }
-    named_sync(2 + cw, 128);  // this consumer's rows are staged
+        named_sync(2 + cw, 128);  // this consumer's rows are staged
 
-    // Coalesced stores of this consumer's MT * 64 rows: 16 bytes (8 outputs) per thread per step.
-    constexpr int CHUNKS_PER_ROW = BN / 8;
-    constexpr int CHUNKS = MT * 64 * CHUNKS_PER_ROW;
-    static_assert(CHUNKS % 128 == 0, "whole steps of 128 threads");
-    const bool vec_ok = (N % 8) == 0;
+        // Coalesced stores of this consumer's MT * 64 rows: 16 bytes (8 outputs) per thread per step.
+        constexpr int CHUNKS_PER_ROW = BN / 8;
+        constexpr int CHUNKS = MT * 64 * CHUNKS_PER_ROW;
+        static_assert(CHUNKS % 128 == 0, "whole steps of 128 threads");
+        const bool vec_ok = (N % 8) == 0;
 #pragma unroll 4
-    for (int i = 0; i < CHUNKS / 128; ++i) {
-        const int idx = tid + i * 128;
-        const int r = idx / CHUNKS_PER_ROW, c = idx % CHUNKS_PER_ROW;
-        const long long row = m0 + cw * MT * 64 + r;
-        const long long col = n0 + c * 8;
-        if (row >= M || col >= N) continue;
-        unsigned v0, v1, v2, v3;
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
-                     : "r"(out_base + r * OUT_ROW_BYTES + c * 16)
-                     : "memory");
-        T* out = y + row * N + col;
-        if (vec_ok && col + 8 <= N) {
-            *reinterpret_cast<uint4*>(out) = make_uint4(v0, v1, v2, v3);
-        } else {
-            const unsigned words[4] = {v0, v1, v2, v3};
+        for (int i = 0; i < CHUNKS / 128; ++i) {
+            const int idx = tid + i * 128;
+            const int r = idx / CHUNKS_PER_ROW, c = idx % CHUNKS_PER_ROW;
+            const long long row = m0 + cw * MT * 64 + r;
+            const long long col = n0 + c * 8;
+            if (row >= M || col >= N) continue;
+            unsigned v0, v1, v2, v3;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                         : "r"(out_base + r * OUT_ROW_BYTES + c * 16)
+                         : "memory");
+            T* out = y + row * N + col;
+            if (vec_ok && col + 8 <= N) {
+                *reinterpret_cast<uint4*>(out) = make_uint4(v0, v1, v2, v3);
+            } else {
+                const unsigned words[4] = {v0, v1, v2, v3};
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                if (col + e < N) {
-                    const unsigned short bits = static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2)));
-                    out[e] = *reinterpret_cast<const T*>(&bits);
+                for (int e = 0; e < 8; ++e) {
+                    if (col + e < N) {
+                        const unsigned short bits = static_cast<unsigned short>(words[e / 2] >> (16 * (e % 2)));
+                        out[e] = *reinterpret_cast<const T*>(&bits);
+                    }
                 }
             }
         }
+    }  // this block's tiles
+    // The staging tile stays until the last stores have read it, and the block until they completed.
+    if constexpr (TPB > 1) {
+        if (tid == 0) bulk_wait_all<false>();
     }
 }
 
@@ -403,8 +485,8 @@ __global__ void __launch_bounds__(384, 1)
                       int M, int N, int K) {
     static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, false>(y, x, w, b, M, N, K, nullptr,
-                                                                                   nullptr);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, false, 1>(y, x, w, b, M, N, K, nullptr,
+                                                                                   nullptr, nullptr);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
 #endif
@@ -415,36 +497,38 @@ __global__ void __launch_bounds__(384, 1)
     ffn_gated_wgmma_ws(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K) {
     static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, false>(y, x, w, nullptr, M, I, K, nullptr,
-                                                                                  nullptr);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, false, 1>(y, x, w, nullptr, M, I, K, nullptr,
+                                                                                  nullptr, nullptr);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg (nvcc -arch=sm_90a also emits compute_90 PTX): never run
 #endif
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB>
 __global__ void __launch_bounds__(384, 1)
     gemm_act_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                        int M, int N, int K, const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
-                       const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES>());
+                       const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
+                       const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES, TPB>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true>(y, x, w, b, M, N, K, &x_map,
-                                                                                  &w_map);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true, TPB>(y, x, w, b, M, N, K, &x_map,
+                                                                                  &w_map, &y_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB>
 __global__ void __launch_bounds__(384, 1)
     ffn_gated_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
-                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES>());
+                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
+                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES, TPB>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true>(y, x, w, nullptr, M, I, K, &x_map,
-                                                                                 &w_map);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true, TPB>(y, x, w, nullptr, M, I, K, &x_map,
+                                                                                 &w_map, &y_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif

@@ -210,7 +210,7 @@ TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
 TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheirTiles) {
     // The TMA-fed GEMM and gated FFN (kernel.tensor_maps): the descriptors' zero fill past M, N and K is what keeps
     // the tails right, and a gated FFN reads its up rows through the same map as its gate rows. Per space a block of
-    // 128 rows and one of 256, both partly past M.
+    // 128 rows and one of 256, both partly past M; then blocks of several tiles (TPB), whose outputs TMA stores clip.
     struct Case {
         const char* space;
         NamedValues shape;
@@ -221,7 +221,13 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
                                {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=128,STAGES=3,GROUP_M=1"}},
                           Case{"ffn_gated_swiglu",
                                {{"M", 200}, {"I", 1000}, {"K", 4104}},
-                               {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=64,STAGES=3,GROUP_M=1"}}}) {
+                               {"MT=1,BN=64,STAGES=4,GROUP_M=1", "MT=2,BN=64,STAGES=3,GROUP_M=1"}},
+                          Case{"gemm_act_gelu",
+                               {{"M", 2000}, {"N", 1000}, {"K", 4104}},
+                               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2"}},
+                          Case{"ffn_gated_swiglu",
+                               {{"M", 2000}, {"I", 1000}, {"K", 4104}},
+                               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4", "MT=2,BN=64,STAGES=3,GROUP_M=1,TPB=2"}}}) {
         TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
         o.shapes = {c.shape};
