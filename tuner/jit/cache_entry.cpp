@@ -50,18 +50,36 @@ std::string sha256_hex(std::string_view bytes) {
     throw Error(ErrorCategory::store, what + ": " + std::strerror(err), path.string());
 }
 
+// Unique per process and per call: two threads or two ktune processes writing the same entry never share a temporary,
+// and the last rename wins.
+fs::path temporary_path(const fs::path& path) {
+    static std::atomic<unsigned long> counter{0};
+    return path.parent_path() / fmt::format(".{}.tmp-{}-{}-{}", path.filename().string(), ::getpid(),
+                                            std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
+}
+
+void rename_into_place(const fs::path& temp, const fs::path& path) {
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(temp.c_str());
+        throw_io("cannot rename a cache file into place", path, err);
+    }
+}
+
+void write_sidecar(const fs::path& cache_dir, const CacheEntry& entry, const std::string& cubin) {
+    CacheEntry recorded = entry;
+    recorded.cubin_bytes = cubin.size();
+    recorded.cubin_sha256 = sha256_hex(cubin);
+    write_file_atomically(sidecar_path(cache_dir, entry.key), entry_to_json(recorded));
+}
+
 }  // namespace
 
 fs::path cubin_path(const fs::path& cache_dir, const std::string& key) { return cache_dir / (key + ".cubin"); }
 fs::path sidecar_path(const fs::path& cache_dir, const std::string& key) { return cache_dir / (key + ".json"); }
 
 void write_file_atomically(const fs::path& path, const std::string& bytes) {
-    // Unique per process and per call: two threads or two ktune processes writing the same entry never share a
-    // temporary, and the last rename wins with identical content.
-    static std::atomic<unsigned long> counter{0};
-    const fs::path temp =
-        path.parent_path() / fmt::format(".{}.tmp-{}-{}-{}", path.filename().string(), ::getpid(),
-                                         std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
+    const fs::path temp = temporary_path(path);
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw_io("cannot create a cache file", temp, errno);
     std::size_t written = 0;
@@ -82,11 +100,7 @@ void write_file_atomically(const fs::path& path, const std::string& bytes) {
         ::unlink(temp.c_str());
         throw_io("cannot flush a cache file", temp, err);
     }
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(temp.c_str());
-        throw_io("cannot rename a cache file into place", path, err);
-    }
+    rename_into_place(temp, path);
 }
 
 std::string entry_to_json(const CacheEntry& entry) {
@@ -163,11 +177,19 @@ std::optional<CacheEntry> entry_from_json(const std::string& json) {
 }
 
 void write_cache_entry(const fs::path& cache_dir, const CacheEntry& entry, const std::string& cubin) {
-    CacheEntry recorded = entry;
-    recorded.cubin_bytes = cubin.size();
-    recorded.cubin_sha256 = sha256_hex(cubin);
     write_file_atomically(cubin_path(cache_dir, entry.key), cubin);
-    write_file_atomically(sidecar_path(cache_dir, entry.key), entry_to_json(recorded));
+    write_sidecar(cache_dir, entry, cubin);
+}
+
+void write_cache_entry(const fs::path& cache_dir, const CacheEntry& entry, const std::string& cubin,
+                       const fs::path& same_cubin) {
+    const fs::path path = cubin_path(cache_dir, entry.key);
+    const fs::path temp = temporary_path(path);
+    if (::link(same_cubin.c_str(), temp.c_str()) == 0)
+        rename_into_place(temp, path);
+    else
+        write_file_atomically(path, cubin);
+    write_sidecar(cache_dir, entry, cubin);
 }
 
 std::optional<CacheEntry> read_cache_entry(const fs::path& cache_dir, const std::string& key) {

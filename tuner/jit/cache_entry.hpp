@@ -35,6 +35,11 @@ std::filesystem::path sidecar_path(const std::filesystem::path& cache_dir, const
 
 // Writes the cubin, then the sidecar. Throws Error(store) naming the path when the cache cannot be written.
 void write_cache_entry(const std::filesystem::path& cache_dir, const CacheEntry& entry, const std::string& cubin);
+// The same, with the cubin a hard link to `same_cubin`, a file that holds these very bytes (the entry of another
+// request compiled in the same program); a copy where the file system refuses the link. The sidecar records the bytes
+// given, so if `same_cubin` was replaced meanwhile the entry reads as a miss, never as another kernel's cubin.
+void write_cache_entry(const std::filesystem::path& cache_dir, const CacheEntry& entry, const std::string& cubin,
+                       const std::filesystem::path& same_cubin);
 
 // The entry for this key, or nothing when it is absent, unreadable, of another format, or its cubin is missing, not an
 // ELF file, or not the size and SHA-256 the sidecar records: any of those is a miss, and the recompilation overwrites

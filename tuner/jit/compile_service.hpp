@@ -5,6 +5,17 @@
 // Cache key: a hash of the kernel source and every header it includes with #include "..." (resolved against the kernel
 // root, recursively), the name expressions, the options, the architecture and the NVRTC version. An entry is a cubin
 // file plus a JSON sidecar with the lowered names and the compiler's resource report, so a cache hit needs no NVRTC.
+//
+// Batching (submit() only): a cold tuning is bound by NVRTC, which parses a source's headers once per program. When
+// more requests wait than the pool has threads, a thread takes the oldest and up to batch_limit() - 1 other waiting
+// requests for the same source, architecture and options (each of one name expression) and compiles the cache misses
+// among them as ONE program. Each request still gets its own result and its own cache entry under its own key (the key
+// is defined as above, whatever the batch): a sidecar naming only its kernel, and a cubin that is a hard link to (or a
+// copy of) the combined one, so it also holds the batch's other kernels. Its compile_seconds (and its kernel's) is its
+// share of the program's time (whole / kernels), so that summed over a run they still add up to the NVRTC time. Its log
+// is the program's log (every kernel's ptxas lines) plus a last line naming the batch. When the combined program fails
+// (one member's static_assert, a resource error...), each member is compiled alone, so a failure reports only its own
+// log and never fails another request.
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -45,6 +56,15 @@ struct CompileServiceOptions {
     std::string cache_dir;         // on-disk cache; created when missing
     std::string cuda_include_dir;  // for <cuda_fp16.h>, <cuda_bf16.h>; default: the toolkit's include dir
     unsigned threads = 0;          // 0: hardware concurrency
+    unsigned max_batch = 0;        // most requests in one program; 0: $KTUNE_COMPILE_BATCH or 16; 1: no batching
+};
+
+// What the service has compiled since it started (for tests and reports; cache hits count nowhere).
+struct CompileStats {
+    std::uint64_t programs = 0;          // NVRTC programs compiled, alone or batched
+    std::uint64_t batched_programs = 0;  // programs that held several requests (and compiled)
+    std::uint64_t batched_requests = 0;  // requests served by those programs
+    std::uint64_t batch_fallbacks = 0;   // combined programs that failed, their members then compiled one by one
 };
 
 class CompileService {
@@ -54,9 +74,15 @@ public:
     explicit CompileService(CompileServiceOptions options, std::vector<std::string> include_dirs = {});
     ~CompileService();  // waits for queued work
 
-    // Queues a compilation; never throws for a compile error (the result says ok=false with the log).
+    // Queues a compilation; never throws for a compile error (the result says ok=false with the log). May be compiled
+    // in one program with other waiting requests (above); what the future holds is the same either way.
     std::shared_future<CompileResult> submit(CompileRequest request);
-    CompileResult compile(const CompileRequest& request);  // synchronous
+    CompileResult compile(const CompileRequest& request);  // synchronous, never batched
+
+    // How many waiting requests one thread takes into a program, given how many wait: none batched while every thread
+    // has one (batching delays a result), then enough that the threads share the backlog, up to max_batch.
+    static std::size_t batch_limit(std::size_t waiting, unsigned threads, unsigned max_batch);
+    CompileStats stats() const;
 
     // The cache key without compiling. Throws Error(bad_input) naming the file when a source or header is missing.
     std::string cache_key(const CompileRequest& request) const;
