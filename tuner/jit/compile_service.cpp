@@ -96,7 +96,7 @@ void check_nvrtc(nvrtcResult result, const std::string& what) {
     }
 }
 
-constexpr unsigned k_default_max_batch = 16;
+constexpr unsigned k_default_max_batch = 8;
 
 unsigned max_batch_from_environment() {
     const char* env = std::getenv("KTUNE_COMPILE_BATCH");
