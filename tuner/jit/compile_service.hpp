@@ -17,8 +17,8 @@
 // (one member's static_assert, a resource error...), each member is compiled alone, so a failure reports only its own
 // log and never fails another request.
 // Each kernel's machine code is the same as when compiled alone (byte-identical .text over the softmax, rmsnorm and
-// gemm_act spaces); what a program shares is the front end (its headers parsed once), 12-21 % of these kernels' compile time. A
-// larger cap saved no more (4, 8 and 16 alike, 32 worse) and leaves a longer last batch on one thread.
+// gemm_act spaces); what a program shares is the front end (its headers parsed once), 12-21 % of these kernels' compile
+// time. A larger cap saved no more (4, 8 and 16 alike, 32 worse) and leaves a longer last batch on one thread.
 #include <cstdint>
 #include <functional>
 #include <future>

@@ -101,7 +101,7 @@ TEST_F(CompileBatchTest, CompilesWaitingRequestsOfOneSourceAsOneProgramEachWithI
         EXPECT_EQ(r.kernels[0].info.registers, single.kernels[0].info.registers) << "its own ptxas lines";
         EXPECT_EQ(r.kernels[0].info.static_shared_bytes, blocks[i] * 4);
         const std::string cubin = file_bytes(r.cubin_path);
-        EXPECT_EQ(cubin.compare(0, 4, "\x7f" "ELF"), 0) << r.cubin_path;
+        EXPECT_EQ(cubin.substr(0, 4), "\177ELF") << r.cubin_path;
         EXPECT_NE(cubin.find(r.kernels[0].lowered_name), std::string::npos) << "the cubin holds its kernel";
     }
     EXPECT_GE(batched, 4) << "the batched results say so in their log";
