@@ -179,12 +179,13 @@ std::string find_nvcc() {
 }
 
 // The GEMM's warp-specialized kernel with a TMA producer (search_spaces/gemm_act_none.yaml, alternative wgmma_tma):
-// its two descriptors, whatever its space's exact text, as the search space evaluates them; the header compiles.
+// its three descriptors (x, w, y), whatever its space's exact text, as the search space evaluates them; the header
+// compiles.
 TEST_F(ExportTensorMaps, EncodesTheGemmsTmaDescriptorsAsTheSearchSpaceEvaluatesThemAndCompiles) {
     const std::vector<SearchSpace> kernels =
         SearchSpace::load_alternatives(source_root() + "/search_spaces/gemm_act_none.yaml");
     const SearchSpace& tma = named(kernels, "wgmma_tma");
-    ASSERT_EQ(tma.tensor_maps().size(), 2u);
+    ASSERT_EQ(tma.tensor_maps().size(), 3u);
     std::optional<Problem> problem;
     std::optional<Config> config;
     for (const Problem& p : tma.problems()) {
@@ -215,7 +216,7 @@ TEST_F(ExportTensorMaps, EncodesTheGemmsTmaDescriptorsAsTheSearchSpaceEvaluatesT
         EXPECT_TRUE(has(
             text, fmt::format("&ktune_maps[{}], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, {}, 2,", i, values[i].buffer)));
     }
-    EXPECT_TRUE(has(text, ", ktune_maps[0], ktune_maps[1]);"));
+    EXPECT_TRUE(has(text, ", ktune_maps[0], ktune_maps[1], ktune_maps[2]);"));
 
     // The header as `ktune export-header` writes it compiles in a user's translation unit (the kernel's own
     // diagnostics aside: only the header's are counted).
