@@ -39,7 +39,7 @@ CUtensorMapDataType tensor_map_type(const std::string& e) {
 }
 
 // A TMA descriptor over a dense row-major tensor at `address`. The host checked the extents against the buffer and
-// the box against TMA's limits (SearchSpace::tensor_map_args); the driver checks them again.
+// the box against TMA's limits (SearchSpace::tensor_map_values); the driver checks them again.
 CUtensorMap encode_tensor_map(const wire::Arg& a, const wire::Buffer& buffer, CUdeviceptr address) {
     const std::size_t rank = a.dims.size();
     if (rank < 1 || rank > 5 || a.box.size() != rank)
@@ -308,12 +308,16 @@ void Worker::free_problem() {
     m_replicas = 0;
 }
 
-CUdeviceptr Worker::buffer_address(const std::string& name, bool reference_outputs, std::size_t replica) const {
+const Worker::DeviceBuffer& Worker::buffer_named(const std::string& name) const {
     auto it =
         std::find_if(m_buffers.begin(), m_buffers.end(), [&](const DeviceBuffer& b) { return b.spec.name == name; });
     if (it == m_buffers.end()) throw std::invalid_argument("argument names unknown buffer '" + name + "'");
-    if (replica > 0) return it->replicas.at(replica - 1);
-    return reference_outputs && it->reference ? it->reference : it->ptr;
+    return *it;
+}
+
+CUdeviceptr Worker::buffer_address(const DeviceBuffer& b, bool reference_outputs, std::size_t replica) {
+    if (replica > 0) return b.replicas.at(replica - 1);
+    return reference_outputs && b.reference ? b.reference : b.ptr;
 }
 
 Worker::LaunchParams Worker::build_params(bool reference_outputs, std::size_t replica) {
@@ -326,7 +330,7 @@ Worker::LaunchParams Worker::build_params(bool reference_outputs, std::size_t re
         const wire::Arg& a = m_args[i];
         void* slot = &p.values[i];
         if (a.kind == "buffer") {
-            const CUdeviceptr ptr = buffer_address(a.buffer, reference_outputs, replica);
+            const CUdeviceptr ptr = buffer_address(buffer_named(a.buffer), reference_outputs, replica);
             std::memcpy(slot, &ptr, sizeof ptr);
         } else if (a.kind == "i32") {
             const auto v = static_cast<std::int32_t>(a.integer);
@@ -344,10 +348,8 @@ Worker::LaunchParams Worker::build_params(bool reference_outputs, std::size_t re
     }
     for (std::size_t i = 0; i < maps; ++i) {
         const wire::Arg& a = (*m_tensor_maps)[i];
-        const auto it = std::find_if(m_buffers.begin(), m_buffers.end(),
-                                     [&](const DeviceBuffer& b) { return b.spec.name == a.buffer; });
-        if (it == m_buffers.end()) throw std::invalid_argument("tensor map names unknown buffer '" + a.buffer + "'");
-        p.maps.push_back(encode_tensor_map(a, it->spec, buffer_address(a.buffer, reference_outputs, replica)));
+        const DeviceBuffer& b = buffer_named(a.buffer);
+        p.maps.push_back(encode_tensor_map(a, b.spec, buffer_address(b, reference_outputs, replica)));
         p.pointers[m_args.size() + i] = &p.maps.back();
     }
     return p;

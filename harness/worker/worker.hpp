@@ -57,8 +57,9 @@ private:
     // replica 0 is the buffers themselves; 1..n the rotation copies of a small problem. The problem's arguments, then
     // the tensor maps of the launch being evaluated (m_tensor_maps), each over the same copy of its buffer.
     LaunchParams build_params(bool reference_outputs, std::size_t replica = 0);
+    const DeviceBuffer& buffer_named(const std::string& name) const;  // throws for a name the problem lacks
     // The device address of a buffer's copy: the buffer, its reference outputs, or rotation copy `replica`.
-    CUdeviceptr buffer_address(const std::string& name, bool reference_outputs, std::size_t replica) const;
+    static CUdeviceptr buffer_address(const DeviceBuffer& b, bool reference_outputs, std::size_t replica);
     // The timed launch's arguments for the buffers and each of their rotation copies, in rotation order: sample i
     // uses element i % size().
     std::vector<LaunchParams> rotation_params();

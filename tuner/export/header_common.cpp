@@ -303,10 +303,6 @@ inline void set_programmatic_launch(bool on) { detail::programmatic_launch_flag(
 )ktune";
 }
 
-}  // namespace ktune::export_detail
-
-namespace ktune::export_detail {
-
 std::string_view tensor_map_helper_text() {
     return R"ktune(#if !defined(KTUNE_TUNED_HOST_ONLY) && !defined(KTUNE_TUNED_TENSOR_MAPS_V1)
 #define KTUNE_TUNED_TENSOR_MAPS_V1
