@@ -292,7 +292,7 @@ void bench(benchmark::State& state, Problem p, bool jit) {
     }
     const long long shape[3] = {p.rows, p.hidden, p.stride};
     kt::detail::Geometry g;
-    kt::rmsnorm_fwd_table::geometry(choice.config, shape, &g);
+    kt::rmsnorm_fwd_table::geometry(choice.config, shape, g_gpu.props.sm_count, &g);
     Summary& summary = g_summary[problem_name(p)];
     summary.config = choice.config_key;
     summary.tuned_p50 = choice.exact_bucket && choice.level == kt::Level::exact_device ? choice.tuned_p50_us : 0;

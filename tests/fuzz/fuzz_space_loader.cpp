@@ -30,7 +30,7 @@ void exercise(const ktune::SearchSpace& s) {
             // Keys are stored and read back: every configuration's key must parse into that configuration.
             if (!(s.parse_config(c.key(), "fuzz") == c)) __builtin_trap();
             try {
-                (void)s.launch(c, p);
+                (void)s.launch(c, p, ktune::SearchSpace::nominal_sm_count);
             } catch (const ktune::Error&) {
             }
         }

@@ -433,7 +433,7 @@ std::uint64_t show_space(const SearchSpace& s, json* out) {
                 fmt::print("  {}\n", c.key());
                 continue;
             }
-            const LaunchGeometry lg = s.launch(c, pr);
+            const LaunchGeometry lg = s.launch(c, pr, SearchSpace::nominal_sm_count);
             fmt::print("  {:<44} grid {}x{}x{} block {}x{}x{} smem {}\n", c.key(), lg.grid[0], lg.grid[1], lg.grid[2],
                        lg.block[0], lg.block[1], lg.block[2], lg.shared_bytes);
         }

@@ -346,8 +346,11 @@ void check_launch_texts(const std::vector<export_detail::LaunchTexts>& launches,
             for (const auto& s : t.block) block.emplace_back(s, t.where);
             const Expression shared(t.shared_bytes, t.where);
             const Config& c = m.configs[e.config].config;
-            const LaunchGeometry g = space.launch(c, e.problem);
-            const auto vars = space.variables(c, e.problem);
+            // A compile-only sweep (no GPU) stores its target without an SM count.
+            const int sms = d.info.sm_count > 0 ? d.info.sm_count : SearchSpace::nominal_sm_count;
+            const LaunchGeometry g = space.launch(c, e.problem, sms);
+            auto vars = space.variables(c, e.problem);
+            vars["SMS"] = sms;
             bool same = shared.evaluate_int(vars) == g.shared_bytes;
             for (std::size_t i = 0; i < grid.size(); ++i) same = same && grid[i].evaluate_int(vars) == g.grid[i];
             for (std::size_t i = 0; i < block.size(); ++i) same = same && block[i].evaluate_int(vars) == g.block[i];
@@ -370,7 +373,8 @@ CppExpressionNames names_for(const ConfigInstance& ci, const Model& m) {
                 for (std::size_t i = 0; i < p.labels.size(); ++i)
                     n.constants[p.labels[i]] = static_cast<double>(p.values[i]);
     n.constants["DTYPE_BYTES"] = dtype_bytes(ci.dtype);
-    n.constants["true"] = 1;  // a bool parameter's value is already 0 / 1
+    n.variables["SMS"] = "static_cast<double>(sm_count)";  // geometry()'s parameter: the launch grid may read it
+    n.constants["true"] = 1;                               // a bool parameter's value is already 0 / 1
     n.constants["false"] = 0;
     for (std::size_t i = 0; i < b.axes.size(); ++i)
         n.variables[b.axes[i].axis] = fmt::format("static_cast<double>(shape[{}])", i);
@@ -1003,10 +1007,11 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     static constexpr const char* grid_limit[] = {"2147483647.0", "65535.0", "65535.0"};
     static constexpr const char* block_limit[] = {"1024.0", "1024.0", "64.0"};
     w.line(
-        "// The launch geometry of a configuration for a shape (the YAML's launch expressions); false when it is out");
-    w.line("// of range.");
-    w.line("inline bool geometry(int config, const long long* shape, detail::Geometry* g) {");
+        "// The launch geometry of a configuration for a shape (the YAML's launch expressions) on a GPU of sm_count");
+    w.line("// streaming multiprocessors (a grid may read them); false when it is out of range.");
+    w.line("inline bool geometry(int config, const long long* shape, int sm_count, detail::Geometry* g) {");
     w.line("    (void)shape;");
+    w.line("    (void)sm_count;");
     w.line("    *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};");
     w.line("    switch (config) {");
     for (std::size_t i = 0; i < m.configs.size(); ++i) {
@@ -1158,7 +1163,7 @@ std::string render(const Model& m, const std::vector<export_detail::LaunchTexts>
     w.line("    if (choice != nullptr) *choice = c;");
     w.line("    if (c.config < 0) return Status::no_config;");
     w.line("    detail::Geometry g;");
-    w.line("    if (!geometry(c.config, shape, &g)) return Status::bad_launch;");
+    w.line("    if (!geometry(c.config, shape, device.sm_count, &g)) return Status::bad_launch;");
     w.line("    const dim3 grid(g.grid[0], g.grid[1], g.grid[2]), block(g.block[0], g.block[1], g.block[2]);");
     w.line("    cudaError_t err = cudaSuccess;");
     w.line("    switch (c.config) {");

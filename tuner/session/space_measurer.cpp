@@ -161,7 +161,7 @@ Measurement SpaceMeasurer::measure(const Config& c, const Problem& p, const wire
     }
     try {
         if (!m_space.is_library()) {
-            g = m_space.launch(c, p);
+            g = m_space.launch(c, p, m_gpu.device().sm_count);
             wire::Launch geometry = to_wire(g);
             launch.grid = geometry.grid;
             launch.block = geometry.block;

@@ -66,11 +66,21 @@ constexpr long long max_shared_bytes = 232448;
 // problems() materialises every problem: a dozen axes of eight values would be 7e10 of them.
 constexpr std::uint64_t max_problems = std::uint64_t{1} << 16;
 constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
+constexpr const char* sm_count_variable = "SMS";  // the launch grid's: the GPU's streaming multiprocessors
 
 // Names that would shadow something in an expression or in kernel.name.
 const std::set<std::string>& reserved_names() {
-    static const std::set<std::string> names{"T",       dtype_bytes_variable, "min",  "max",  "ceil_div", "log2",
-                                             "is_pow2", "align_up",           "true", "false"};
+    static const std::set<std::string> names{"T",
+                                             dtype_bytes_variable,
+                                             sm_count_variable,
+                                             "min",
+                                             "max",
+                                             "ceil_div",
+                                             "log2",
+                                             "is_pow2",
+                                             "align_up",
+                                             "true",
+                                             "false"};
     return names;
 }
 
@@ -158,7 +168,8 @@ private:
     Expression read_expression(const Located& node) const;
     LaunchSpec read_launch(const Located& node, bool parameters_allowed) const;
     std::vector<TensorMapSpec> read_tensor_maps(const Located& node, const detail::ParsedSpace& out) const;
-    void check_variables(const Expression& e, bool parameters_allowed) const;
+    // sm_count_allowed: the kernel's launch grid, which may read SMS.
+    void check_variables(const Expression& e, bool parameters_allowed, bool sm_count_allowed = false) const;
     void number_choices(std::vector<ParameterSpec>& parameters, detail::ParsedSpace& out);
     void check_choice_names(const std::vector<ParameterSpec>& parameters) const;
     std::vector<std::pair<Dtype, Tolerance>> read_tolerances(const Located& node,
@@ -638,12 +649,20 @@ void Loader::check_choice_names(const std::vector<ParameterSpec>& parameters) co
 
 Expression Loader::read_expression(const Located& node) const { return Expression(node.text(), node.where()); }
 
-void Loader::check_variables(const Expression& e, bool parameters_allowed) const {
+void Loader::check_variables(const Expression& e, bool parameters_allowed, bool sm_count_allowed) const {
     for (const auto& v : e.variables()) {
         bool parameter = std::find(m_parameter_names.begin(), m_parameter_names.end(), v) != m_parameter_names.end();
         bool axis = std::find(m_axis_names.begin(), m_axis_names.end(), v) != m_axis_names.end();
-        if (axis || v == dtype_bytes_variable || (parameter && parameters_allowed) || m_constant_names.count(v))
+        if (axis || v == dtype_bytes_variable || (parameter && parameters_allowed) || m_constant_names.count(v) ||
+            (v == sm_count_variable && sm_count_allowed))
             continue;
+        if (v == sm_count_variable)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("expression '{}' reads {}, the GPU's streaming multiprocessors: only the kernel's "
+                                    "launch grid may (the space, its constraints and the block are the same on every "
+                                    "GPU)",
+                                    excerpt(e.text()), sm_count_variable),
+                        e.where());
         if (parameter)
             throw Error(ErrorCategory::bad_input,
                         fmt::format("reference_launch expression '{}' uses parameter {}: the reference kernel has no "
@@ -668,9 +687,10 @@ LaunchSpec Loader::read_launch(const Located& node, bool parameters_allowed) con
         if (items.empty() || items.size() > 3)
             list.fail(fmt::format("{} takes 1 to 3 expressions (x, y, z), got {}", key, items.size()));
         auto& to = std::string_view(key) == "grid" ? spec.grid : spec.block;
+        const bool grid = &to == &spec.grid;
         for (const Located& item : items) {
             to.push_back(read_expression(item));
-            check_variables(to.back(), parameters_allowed);
+            check_variables(to.back(), parameters_allowed, grid && parameters_allowed);
         }
     }
     if (const Located* s = find_field(f, "shared_bytes")) {
@@ -1165,7 +1185,7 @@ void SearchSpace::check_launches() const {
         if (is_library()) continue;
         for_each_config([&](const Config& c) {
             if (is_valid(c, p)) {
-                launch(c, p);  // throws for the first geometry out of range
+                launch(c, p, nominal_sm_count);  // throws for the first geometry out of range
                 tensor_map_values(c, p);
             }
             return true;
@@ -1200,8 +1220,12 @@ std::uint64_t SearchSpace::count_valid_configs(const Problem& p) const {
     return n;
 }
 
-LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p) const {
-    return evaluate_launch(m_launch, variables(c, p), context(&c, p));
+LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p, int sm_count) const {
+    if (sm_count < 1)
+        throw Error(ErrorCategory::internal, fmt::format("launch for {}: {} SMs", context(&c, p), sm_count), m_file);
+    auto vars = variables(c, p);
+    vars[sm_count_variable] = sm_count;
+    return evaluate_launch(m_launch, vars, context(&c, p));
 }
 
 std::vector<TensorMapValue> SearchSpace::tensor_map_values(const Config& c, const Problem& p) const {

@@ -198,7 +198,11 @@ public:
     // problem too.
     void check_launches() const;
 
-    LaunchGeometry launch(const Config& c, const Problem& p) const;
+    // The grid's expressions may read SMS, the streaming multiprocessors of the GPU the kernel runs on: a kernel that
+    // strides over its tiles takes a grid of one block per SM ("min(tiles, SMS)"), which no count of tiles a block
+    // can give on every GPU. Checks and listings without a GPU take nominal_sm_count.
+    LaunchGeometry launch(const Config& c, const Problem& p, int sm_count) const;
+    static constexpr int nominal_sm_count = 132;  // an H100 SXM's
     const std::vector<TensorMapSpec>& tensor_maps() const { return m_tensor_maps; }
     // kernel.tensor_maps for (config, problem). Throws Error(bad_input) naming the entry for a view larger than its
     // buffer, a box beyond TMA's limits (1 to 256 elements a dimension, the innermost a multiple of 16 bytes and

@@ -145,9 +145,9 @@ TEST(GeneratedHeaderGeometry, AgreesWithTheSearchSpaceForEveryConfigurationAndSh
             for (long long h : {1LL, 4095LL, 8192LL}) {
                 const long long shape[3] = {m, h, h};
                 kt::detail::Geometry g;
-                ASSERT_TRUE(kt::rmsnorm_fwd_table::geometry(i, shape, &g));
+                ASSERT_TRUE(kt::rmsnorm_fwd_table::geometry(i, shape, 132, &g));
                 const LaunchGeometry want =
-                    space.launch(c, Problem{dtypes[static_cast<int>(hc.dtype)], {{"M", m}, {"H", h}}});
+                    space.launch(c, Problem{dtypes[static_cast<int>(hc.dtype)], {{"M", m}, {"H", h}}}, 132);
                 for (int k = 0; k < 3; ++k) {
                     EXPECT_EQ(g.grid[k], want.grid[k]) << hc.key << " M=" << m;
                     EXPECT_EQ(g.block[k], want.block[k]) << hc.key;
@@ -162,7 +162,7 @@ TEST(GeneratedHeaderGeometry, AgreesWithTheSearchSpaceForEveryConfigurationAndSh
 TEST(GeneratedHeaderGeometry, RefusesAConfigurationIndexOutsideTheTable) {
     const long long shape[3] = {16, 4096, 4096};
     kt::detail::Geometry g;
-    EXPECT_FALSE(kt::rmsnorm_fwd_table::geometry(kt::rmsnorm_fwd_table::config_count, shape, &g));
+    EXPECT_FALSE(kt::rmsnorm_fwd_table::geometry(kt::rmsnorm_fwd_table::config_count, shape, 132, &g));
     EXPECT_FALSE(kt::rmsnorm_fwd_table::legal(-1, shape));
 }
 

@@ -65,7 +65,8 @@ TEST(T1, ProblemSizeIsTheProblemAndGridDivDividesIt) {
     ASSERT_EQ(s.problems().size(), 1u);
     const Problem p = s.problems()[0];
     EXPECT_EQ(p.key(), "fp32:problem_size_x=1000000");
-    const LaunchGeometry g = s.launch(s.parse_config("block_size_x=512,tile_size_x=4", "test"), p);
+    const LaunchGeometry g =
+        s.launch(s.parse_config("block_size_x=512,tile_size_x=4", "test"), p, SearchSpace::nominal_sm_count);
     EXPECT_EQ(g.grid[0], 489u);  // ceil(1e6 / 2048)
     EXPECT_EQ(g.block[0], 512u);
 }

@@ -62,8 +62,8 @@ TEST(Alternatives, SharedConstraintsApplyToEveryKernelAndOwnOnesToItsOwn) {
 TEST(Alternatives, EachKernelLaunchesWithItsOwnGeometry) {
     const std::vector<SearchSpace> k = SearchSpace::load_alternatives_string(two_kernels, "alt.yaml");
     const Problem p{Dtype::fp16, {{"N", 4096}}};
-    EXPECT_EQ(k[0].launch(Config{{{"VEC", 4}, {"BLOCK", 128}}}, p).grid[0], 8u);
-    EXPECT_EQ(k[1].launch(Config{{{"VEC", 4}, {"WARPS", 2}}}, p).block[0], 64u);
+    EXPECT_EQ(k[0].launch(Config{{{"VEC", 4}, {"BLOCK", 128}}}, p, SearchSpace::nominal_sm_count).grid[0], 8u);
+    EXPECT_EQ(k[1].launch(Config{{{"VEC", 4}, {"WARPS", 2}}}, p, SearchSpace::nominal_sm_count).block[0], 64u);
 }
 
 TEST(Alternatives, AFileOfOneKernelIsOneSpaceWithoutAName) {

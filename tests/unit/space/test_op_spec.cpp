@@ -142,7 +142,7 @@ TEST(OpSpec, AnAxisTheOpDoesNotHaveIsRefusedNamingTheAxes) {
 
 TEST(OpSpec, LaunchExpressionsSeeOptionalAxesAtTheirDefaults) {
     const SearchSpace s = load(space_with(good_spec));
-    EXPECT_EQ(s.launch(Config{{{"BLOCK", 64}}}, bf16(16, 256)).grid[0], 16u);
+    EXPECT_EQ(s.launch(Config{{{"BLOCK", 64}}}, bf16(16, 256), SearchSpace::nominal_sm_count).grid[0], 16u);
 }
 
 TEST(OpSpec, ACppOpHasNoDeclaredOp) {

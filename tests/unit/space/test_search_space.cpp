@@ -163,7 +163,8 @@ TEST(SearchSpace, ReferenceNameSubstitutesTheElementType) {
 }
 
 TEST(SearchSpace, LaunchGeometryEvaluatesGridBlockAndSharedBytes) {
-    LaunchGeometry g = load_good("full.yaml").launch(config(128, 4, 1), problem(Dtype::bf16, 4096, 4608));
+    LaunchGeometry g = load_good("full.yaml")
+                           .launch(config(128, 4, 1), problem(Dtype::bf16, 4096, 4608), SearchSpace::nominal_sm_count);
     EXPECT_EQ(g.grid[0], 9u);  // ceil_div(4608, 128 * 4 * 1)
     EXPECT_EQ(g.grid[1], 4096u);
     EXPECT_EQ(g.grid[2], 1u);
@@ -195,9 +196,11 @@ TEST(SearchSpace, BlockOverTheThreadLimitIsAnErrorNamingTheExpression) {
     SearchSpace s = SearchSpace::load_string(
         small_space("launch: {grid: [M], block: [BLOCK]}\n", "reference_launch: {grid: [M], block: ['1']}\n"),
         "mem.yaml");
-    EXPECT_EQ(s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}}).block[0], 32u);
+    EXPECT_EQ(
+        s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}}, SearchSpace::nominal_sm_count).block[0],
+        32u);
     try {
-        s.launch(Config{{{"BLOCK", 2048}}}, Problem{Dtype::fp16, {{"M", 1}}});
+        s.launch(Config{{{"BLOCK", 2048}}}, Problem{Dtype::fp16, {{"M", 1}}}, SearchSpace::nominal_sm_count);
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
@@ -209,7 +212,7 @@ TEST(SearchSpace, BlockOverTheThreadLimitIsAnErrorNamingTheExpression) {
 TEST(SearchSpace, ThreadsOverTheLimitAcrossDimensionsIsAnError) {
     SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: [M], block: ['32', '64']}\n"), "mem.yaml");
     try {
-        s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}});
+        s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}}, SearchSpace::nominal_sm_count);
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_THAT(e.message(), HasSubstr("2048 threads"));
@@ -219,7 +222,7 @@ TEST(SearchSpace, ThreadsOverTheLimitAcrossDimensionsIsAnError) {
 TEST(SearchSpace, GridDimensionOfZeroIsAnError) {
     SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: ['M - 1'], block: ['32']}\n"), "mem.yaml");
     try {
-        s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}});
+        s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 1}}}, SearchSpace::nominal_sm_count);
         FAIL() << "no error";
     } catch (const Error& e) {
         EXPECT_EQ(e.category(), ErrorCategory::bad_input);
@@ -229,7 +232,38 @@ TEST(SearchSpace, GridDimensionOfZeroIsAnError) {
 
 TEST(SearchSpace, GridYOverItsLimitIsAnError) {
     SearchSpace s = SearchSpace::load_string(small_space("launch: {grid: ['1', M], block: ['32']}\n"), "mem.yaml");
-    EXPECT_THROW(s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 70000}}}), Error);
+    EXPECT_THROW(s.launch(Config{{{"BLOCK", 32}}}, Problem{Dtype::fp16, {{"M", 70000}}}, SearchSpace::nominal_sm_count),
+                 Error);
+}
+
+TEST(SearchSpace, TheLaunchGridMayReadTheGpusStreamingMultiprocessors) {
+    // A kernel that strides over its tiles launches one block per SM: the grid follows the GPU it runs on.
+    const std::string reference = "reference_launch: {grid: [M], block: ['1']}\n";
+    const SearchSpace s = SearchSpace::load_string(
+        small_space("launch: {grid: ['min(ceil_div(M, 4), SMS)'], block: [BLOCK]}\n", reference), "mem.yaml");
+    const Config c{{{"BLOCK", 32}}};
+    EXPECT_EQ(s.launch(c, Problem{Dtype::fp16, {{"M", 70000}}}, 132).grid[0], 132u);
+    EXPECT_EQ(s.launch(c, Problem{Dtype::fp16, {{"M", 70000}}}, 114).grid[0], 114u);
+    EXPECT_EQ(s.launch(c, Problem{Dtype::fp16, {{"M", 1}}}, 132).grid[0], 1u);
+    EXPECT_NE(s.launch_text().find("SMS"), std::string::npos);  // part of the kernel's identity, as any launch text
+}
+
+TEST(SearchSpace, OnlyTheKernelsLaunchGridMayReadTheStreamingMultiprocessors) {
+    // The space, its constraints, the block and shared memory are the same on every GPU; the reference's launch too.
+    const std::string reference = "reference_launch: {grid: [M], block: ['1']}\n";
+    for (const auto& [launch, extra] : std::vector<std::pair<std::string, std::string>>{
+             {"launch: {grid: [M], block: ['min(BLOCK, SMS)']}\n", reference},
+             {"launch: {grid: [M], block: [BLOCK], shared_bytes: 'SMS'}\n", reference},
+             {"launch: {grid: [M], block: [BLOCK]}\nconstraints: ['BLOCK < SMS']\n", reference},
+             {"launch: {grid: [M], block: [BLOCK]}\n", "reference_launch: {grid: ['SMS'], block: ['1']}\n"}}) {
+        try {
+            SearchSpace::load_string(small_space(launch, extra), "mem.yaml");
+            FAIL() << "no error for " << launch << extra;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.category(), ErrorCategory::bad_input);
+            EXPECT_THAT(e.message(), HasSubstr("only the kernel's launch grid may")) << launch << extra;
+        }
+    }
 }
 
 TEST(SearchSpace, EmptyConstraintsSectionMeansEveryConfigurationIsValid) {

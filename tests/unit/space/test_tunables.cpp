@@ -69,8 +69,12 @@ TEST(Tunables, EvaluatesConstraintsWithChoiceNamesAsConstantsAndBoolsAsZeroOrOne
 
 TEST(Tunables, ReadsChoicesInLaunchExpressions) {
     const SearchSpace s = tunables();
-    EXPECT_EQ(s.launch(find(s, "FLAG=false,ENGINE=wgmma,VT=float2,OFFSET=0"), k_problem).block[0], 128u);
-    EXPECT_EQ(s.launch(find(s, "FLAG=false,ENGINE=simt,VT=float4,OFFSET=0"), k_problem).block[0], 256u);
+    EXPECT_EQ(s.launch(find(s, "FLAG=false,ENGINE=wgmma,VT=float2,OFFSET=0"), k_problem, SearchSpace::nominal_sm_count)
+                  .block[0],
+              128u);
+    EXPECT_EQ(s.launch(find(s, "FLAG=false,ENGINE=simt,VT=float4,OFFSET=0"), k_problem, SearchSpace::nominal_sm_count)
+                  .block[0],
+              256u);
     EXPECT_NO_THROW(s.check_launches());
 }
 

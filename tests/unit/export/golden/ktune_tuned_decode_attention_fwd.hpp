@@ -396,10 +396,11 @@ inline bool legal(int config, const long long* shape) {
     }
 }
 
-// The launch geometry of a configuration for a shape (the YAML's launch expressions); false when it is out
-// of range.
-inline bool geometry(int config, const long long* shape, detail::Geometry* g) {
+// The launch geometry of a configuration for a shape (the YAML's launch expressions) on a GPU of sm_count
+// streaming multiprocessors (a grid may read them); false when it is out of range.
+inline bool geometry(int config, const long long* shape, int sm_count, detail::Geometry* g) {
     (void)shape;
+    (void)sm_count;
     *g = detail::Geometry{{1, 1, 1}, {1, 1, 1}, 0};
     switch (config) {
     case 0:
@@ -648,7 +649,7 @@ inline Status decode_attention_fwd(const DeviceProps& device, Dtype dtype, void*
     if (choice != nullptr) *choice = c;
     if (c.config < 0) return Status::no_config;
     detail::Geometry g;
-    if (!geometry(c.config, shape, &g)) return Status::bad_launch;
+    if (!geometry(c.config, shape, device.sm_count, &g)) return Status::bad_launch;
     const dim3 grid(g.grid[0], g.grid[1], g.grid[2]), block(g.block[0], g.block[1], g.block[2]);
     cudaError_t err = cudaSuccess;
     switch (c.config) {
