@@ -16,7 +16,7 @@
 // Block: 384 threads, warpgroup 0 the producer, warpgroups 1 and 2 the consumers. setmaxnreg moves registers from the
 // producer (56 each) to the consumers (224 each): 56 * 128 + 224 * 256 = 64512 of the SM's 65536. The block tile is
 // BM x BN with BM = 2 * 64 * MT: consumer c owns rows c * 64 * MT.. (MT slabs of 64 rows, one wgmma m64nBNk16 per
-// slab per 16 of K; ffn_gated: two, gate and up, into two accumulators).
+// slab per 16 of K; ffn_gated: one m64n(2 BN)k16 over the stage's gate rows and the up rows after them).
 //
 // Pipeline: STAGES stages of one 64-wide K tile (A: BM rows, B: BN rows, ffn_gated 2 BN: gate rows then up rows; each
 // row 128 bytes, swizzled as in gemm_wgmma.cuh, which is the layout TMA's 128-byte swizzle writes). Per stage two
@@ -25,10 +25,12 @@
 //             that thread's earlier copies have landed; TMA: one arrival that expects the stage's bytes, which the
 //             copies complete. Either way the phase completes when the whole tile is in shared memory (TMA writes
 //             rows past M, N and K as zeros, as the cp.async zero-fill does).
-//   empty[s]: 8 arrivals, lane 0 of each consumer warp once its wgmma reading the stage have completed.
+//   empty[s]: 8 arrivals (pingpong: 4, one consumer reads a stage), lane 0 of each consumer warp once its wgmma
+//             reading the stage have completed.
 // Fill j (j = kt / STAGES) of stage s completes phase j of full[s]; its consumers wait on parity j & 1. Fill j >= 1
 // waits for release j - 1 (phase j - 1 of empty[s], parity (j - 1) & 1). Neither side can run a whole phase ahead of
-// the other, so one parity bit names the phase unambiguously.
+// the other, so one parity bit names the phase unambiguously (pingpong: the order barriers keep it so, see
+// gemm_ws_body).
 // Consumers keep one wgmma group in flight: tile kt's wgmma are issued before waiting for tile kt - 1's
 // (wgmma.wait_group 1), whose stage is then released.
 //
@@ -37,7 +39,11 @@
 // them as coalesced 16-byte rows (element stores where N % 8 != 0 or at the right edge).
 //
 // Launch: block 384, grid ceil_div(M, BM) * ceil_div(N, BN) (1D, rastered in groups of GROUP_M row tiles as
-// gemm_wgmma.cuh), dynamic shared memory STAGES * (BM + B_ROWS) * 128 + 1024 (alignment) + 1024 (barriers).
+// gemm_wgmma.cuh), dynamic shared memory STAGES * (BM + B_ROWS) * 128 + 1024 (alignment) + 1024 (barriers); the TMA
+// kernels: grid ceil_div(tiles, TPB) (TPB 0: min(tiles, SMs)), TPB != 1 adding the consumers' output staging,
+// 2 * 64 MT * BN * 2 bytes.
+// PINGPONG (gemm_ws_body): the consumers take turns over a block's tiles of BM = 64 MT rows instead of sharing
+// tiles of 128 MT.
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/gemm/gemm_types.cuh"
 #include "kernels/gemm/wgmma_ops.cuh"
@@ -186,9 +192,9 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
 
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
 // a configuration the YAML forbids must fail to compile wherever it is compiled).
-template <bool GATED, int MT, int BN, int STAGES, int TPB = 1>
+template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false>
 __host__ __device__ constexpr bool gemm_ws_config_ok() {
-    constexpr int BM = 64 * 2 * MT;
+    constexpr int BM = 64 * (PINGPONG ? 1 : 2) * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
     constexpr int PIPE_BYTES = STAGES * (BM + B_ROWS) * kRowBytes;
     constexpr int ACC = BN / 2;
@@ -196,24 +202,34 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
     static_assert(STAGES >= 2, "a stage loading while another is computed");
     static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
-    constexpr int STAGING_BYTES = TPB > 1 ? BM * BN * 2 : 0;  // gemm_ws_roles' output staging
+    constexpr int STAGING_BYTES = TPB != 1 ? 2 * 64 * MT * BN * 2 : 0;  // each consumer's output staging
     static_assert(PIPE_BYTES + STAGING_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
+    static_assert(TPB >= 0, "TPB: tiles per block, 0 for one block per SM");
+    static_assert(!PINGPONG || TPB != 1, "pingpong: the consumers take turns over a block's tiles");
     static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
     return true;
 }
 
 // x_map, w_map: null for the cp.async producer; the TMA producer's tensor maps over x [M, K] and w [N or 2I, K].
-// TPB (TMA only): output tiles per block. Block b takes tiles b, b + gridDim.x, ...; its producer runs on into the next
+// TPB (TMA only): output tiles per block, 0 for a grid of one block per SM (the launch's min(tiles, SMS)); the kernel
+// takes any grid. Block b takes tiles b, b + gridDim.x, ...; its producer runs on into the next
 // tile's stages while the consumers store the last one. Those write their outputs into a staging tile of their own
-// (BM x BN, 64 x 64 boxes 128-byte swizzled, after the stages) and one thread per consumer hands it to TMA stores
+// (64 MT x BN, 64 x 64 boxes 128-byte swizzled, after the stages) and one thread per consumer hands it to TMA stores
 // (the y map: rows past M and columns past N are not written), which run while the next tile's MMAs do. TPB 1: one
 // tile, staged in the pipeline's shared memory (idle by then) and stored by every thread.
-template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA, int TPB>
+// PINGPONG (TPB != 1): the consumers take turns instead of sharing each tile. A tile is BM = 64 MT rows, a stage holds
+// one tile's A and B; consumer c takes the block's tiles c, c + 2, ... and its epilogue runs while the other's MMAs
+// do, so the tensor cores do not wait for it. A consumer starts a tile's MMAs once the other has waited for every
+// stage of the tile before (the order barriers): stages then fill one phase ahead of any waiting consumer, as the
+// parity waits need.
+template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA, int TPB,
+          bool PINGPONG = false>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ b, int M, int N, int K, const TensorMap* x_map,
                                              const TensorMap* w_map, const TensorMap* y_map) {
     constexpr int CONSUMERS = 2;
-    constexpr int BM = 64 * CONSUMERS * MT;
+    static_assert(!PINGPONG || (TMA && TPB != 1), "pingpong: the TMA producer, several tiles a block");
+    constexpr int BM = 64 * (PINGPONG ? 1 : CONSUMERS) * MT;  // rows of a tile
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
     constexpr int A_BYTES = BM * kRowBytes;
     constexpr int STAGE_BYTES = (BM + B_ROWS) * kRowBytes;
@@ -223,11 +239,14 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    constexpr int STAGING_BYTES = TPB > 1 ? BM * BN * 2 : 0;  // TPB > 1: the output tile, by consumer, slab, panel
+    // TPB != 1: each consumer's output tile (64 MT x BN), by slab and panel.
+    constexpr int STAGING_BYTES = TPB != 1 ? CONSUMERS * 64 * MT * BN * 2 : 0;
     const unsigned staging = smem + PIPE_BYTES;
-    const unsigned bars = staging + STAGING_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+    // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s), pingpong's order[c] at bars + 8 (2 STAGES + c).
+    const unsigned bars = staging + STAGING_BYTES;
     auto full_bar = [&](int s) { return bars + 8u * s; };
     auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
+    auto order_bar = [&](int c) { return bars + 8u * (2 * STAGES + c); };
 
     // Broadcast from lane 0 so the compiler sees the role warp-uniform (the setmaxnreg branches must be).
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
@@ -235,7 +254,10 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar(s), TMA ? 1 : 128);
-            mbar_init(empty_bar(s), CONSUMERS * 4);
+            mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * 4);  // lane 0 of each warp that reads the stage
+        }
+        if constexpr (PINGPONG) {
+            for (int c = 0; c < CONSUMERS; ++c) mbar_init(order_bar(c), 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -303,51 +325,51 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     const int cw = wg - 1;  // consumer index
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
 
-    float acc[MT][ACC];
-    float acc_up[GATED ? MT : 1][GATED ? ACC : 1];
+    // Gated: the gate's columns, then the up's (one wgmma of n = 2 BN over the stage's gate and up rows, which lie
+    // one after the other, reads the A tile once for both).
+    constexpr int ACC_ALL = GATED ? 2 * ACC : ACC;
+    float acc[MT][ACC_ALL];
+    // The bias of columns 8 j + 2 (lane % 4) + 0, 1 of the tile (zeros without one, or gated): loaded once per j,
+    // outside the loops over slabs and rows (the epilogue's shared-memory stores clobber memory for the compiler).
+    const auto bias_pair = [&](int j, float& bias0, float& bias1) {
+        const long long col = n0 + j * 8 + 2 * (lane % 4);
+        bias0 = !GATED && b != nullptr && col < N ? to_float(b[col]) : 0.0f;
+        bias1 = !GATED && b != nullptr && col + 1 < N ? to_float(b[col + 1]) : 0.0f;
+    };
     // The output of fragment (t, j, h): rows t * 64 + 16 warp + lane / 4 + 8 h, columns 8 j + 2 (lane % 4) + 0, 1 of
     // the consumer's slabs, activated (gated: act(gate) * up; else act(z + bias)).
-    const auto output_pair = [&](int t, int j, int h, float& v0, float& v1) {
-        const int col = j * 8 + 2 * (lane % 4);
+    const auto output_pair = [&](int t, int j, int h, float bias0, float bias1, float& v0, float& v1) {
         if constexpr (GATED) {
-            v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
-            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
+            v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc[t][ACC + 4 * j + 2 * h];
+            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc[t][ACC + 4 * j + 2 * h + 1];
         } else {
-            float bias0 = 0.0f, bias1 = 0.0f;
-            if (b != nullptr) {
-                if (n0 + col < N) bias0 = to_float(b[n0 + col]);
-                if (n0 + col + 1 < N) bias1 = to_float(b[n0 + col + 1]);
-            }
             v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
             v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
         }
     };
     int fill = 0;  // the stage fills consumed so far, over this block's tiles
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    constexpr int TURN = PINGPONG ? CONSUMERS : 1;  // this consumer's step over the block's tiles
+    for (int nth = PINGPONG ? cw : 0, tile = blockIdx.x + nth * gridDim.x; tile < tiles;
+         nth += TURN, tile += TURN * gridDim.x) {
         tile_origin(tile, m0, n0);
+        if constexpr (PINGPONG) {
+            fill = nth * k_tiles;  // the fills of the block's earlier tiles, this consumer's and the other's
+            // The other consumer has waited for every stage of the block's tile before this one.
+            if (nth > 0) mbar_wait(order_bar(1 - cw), ((nth - 1) / 2) & 1);
+        }
 #pragma unroll
         for (int t = 0; t < MT; ++t)
 #pragma unroll
-            for (int i = 0; i < ACC; ++i) acc[t][i] = 0.0f;
-        if constexpr (GATED) {
-#pragma unroll
-            for (int t = 0; t < MT; ++t)
-#pragma unroll
-                for (int i = 0; i < ACC; ++i) acc_up[t][i] = 0.0f;
-        }
+            for (int i = 0; i < ACC_ALL; ++i) acc[t][i] = 0.0f;
 
         for (int kt = 0; kt < k_tiles; ++kt, ++fill) {
             const int s = fill % STAGES;
             mbar_wait(full_bar(s), (fill / STAGES) & 1);
             if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
-            const unsigned a_base = smem + s * STAGE_BYTES + cw * MT * 64 * kRowBytes;
+            const unsigned a_base = smem + s * STAGE_BYTES + (PINGPONG ? 0 : cw * MT * 64 * kRowBytes);
             const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
 #pragma unroll
             for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-            if constexpr (GATED) {
-#pragma unroll
-                for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
-            }
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ++ks) {
@@ -355,29 +377,21 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 #pragma unroll
                 for (int t = 0; t < MT; ++t) {
                     const unsigned long long da = smem_desc(a_base + t * 64 * kRowBytes + ks * 32);
-                    Wgmma<T, BN>::mma(acc[t], da, db);
-                    if constexpr (GATED) Wgmma<T, BN>::mma(acc_up[t], da, smem_desc(b_base + BN * kRowBytes + ks * 32));
+                    Wgmma<T, GATED ? 2 * BN : BN>::mma(acc[t], da, db);
                 }
             }
             wgmma_commit();
             wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
 #pragma unroll
             for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-            if constexpr (GATED) {
-#pragma unroll
-                for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
-            }
             if (kt > 0 && lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
         }
+        if (PINGPONG && lane == 0) mbar_arrive(order_bar(cw));  // the other consumer may start its next tile
         wgmma_wait<0>();
 #pragma unroll
         for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-        if constexpr (GATED) {
-#pragma unroll
-            for (int t = 0; t < MT; ++t) fence_operands(acc_up[t]);
-        }
 
-        if constexpr (TPB > 1) {
+        if constexpr (TPB != 1) {
             // The last stage back to the producer, already filling the next tile.
             if (lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
             // This consumer's staging tile is free once its previous tile's stores have read it.
@@ -387,14 +401,16 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             // chunk q of row r at q ^ (r % 8), the layout the y map's 128-byte swizzle reads (bank-conflict free here).
             const unsigned its_staging = staging + cw * MT * 64 * BN * 2;
 #pragma unroll
-            for (int t = 0; t < MT; ++t) {
+            for (int j = 0; j < BN / 8; ++j) {
+                float bias0, bias1;
+                bias_pair(j, bias0, bias1);
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
+                for (int t = 0; t < MT; ++t) {
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         const int r = warp * 16 + lane / 4 + 8 * h;
                         float v0, v1;
-                        output_pair(t, j, h, v0, v1);
+                        output_pair(t, j, h, bias0, bias1, v0, v1);
                         const unsigned at = its_staging + (t * (BN / 64) + j / 8) * 8192 + r * kRowBytes +
                                             (((j % 8) ^ (r % 8)) << 4) + 4 * (lane % 4);
                         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pack2<T>(v0, v1)) : "memory");
@@ -408,7 +424,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
                 for (int t = 0; t < MT; ++t)
 #pragma unroll
                     for (int p = 0; p < BN / 64; ++p)
-                        tma_store_2d(*y_map, int(n0) + p * 64, int(m0) + (cw * MT + t) * 64,
+                        tma_store_2d(*y_map, int(n0) + p * 64, int(m0) + ((PINGPONG ? 0 : cw * MT) + t) * 64,
                                      its_staging + (t * (BN / 64) + p) * 8192);
                 bulk_commit();
             }
@@ -422,15 +438,17 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
         // (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 0..1] the first row, [4 j + 2..3] the second.
         const unsigned out_base = smem + cw * MT * 64 * OUT_ROW_BYTES;
 #pragma unroll
-        for (int t = 0; t < MT; ++t) {
+        for (int j = 0; j < BN / 8; ++j) {
+            const int col = j * 8 + 2 * (lane % 4);
+            float bias0, bias1;
+            bias_pair(j, bias0, bias1);
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int col = j * 8 + 2 * (lane % 4);
+            for (int t = 0; t < MT; ++t) {
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int row = t * 64 + warp * 16 + lane / 4 + 8 * h;
                     float v0, v1;
-                    output_pair(t, j, h, v0, v1);
+                    output_pair(t, j, h, bias0, bias1, v0, v1);
                     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(out_base + row * OUT_ROW_BYTES + col * 2),
                                  "r"(pack2<T>(v0, v1))
                                  : "memory");
@@ -472,7 +490,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
         }
     }  // this block's tiles
     // The staging tile stays until the last stores have read it, and the block until they completed.
-    if constexpr (TPB > 1) {
+    if constexpr (TPB != 1) {
         if (tid == 0) bulk_wait_all<false>();
     }
 }
@@ -504,30 +522,30 @@ __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     gemm_act_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                        int M, int N, int K, const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES, TPB>());
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES, TPB, PINGPONG != 0>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true, TPB>(y, x, w, b, M, N, K, &x_map,
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0>(y, x, w, b, M, N, K, &x_map,
                                                                                   &w_map, &y_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     ffn_gated_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES, TPB>());
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES, TPB, PINGPONG != 0>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true, TPB>(y, x, w, nullptr, M, I, K, &x_map,
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0>(y, x, w, nullptr, M, I, K, &x_map,
                                                                                  &w_map, &y_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
