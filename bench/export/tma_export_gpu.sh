@@ -6,6 +6,7 @@
 # problem the dispatcher must encode the descriptors, pick the stored best (its own bucket) and match the reference
 # kernel within the space's tolerances. About 2 minutes on an H100.
 #   OUT=/tmp/o bench/export/tma_export_gpu.sh
+#   TUNE_FLAGS="--config TPB=0" ...     # configurations of a kind only (here: one block per SM, the grid reading SMS)
 # Needs build-gpu/ (ktune, ktune-worker) built from this tree, nvcc and a Hopper GPU. Writes ${OUT}/tma_export/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,7 +19,7 @@ command -v nvcc >/dev/null || { echo "tma_export: nvcc not found" >&2; exit 1; }
 db=$work/tma_export.db
 rm -f "$db"
 quick=(--kernel wgmma_tma --dtype bf16 --strategy random --budget "${BUDGET:-3}" --min-samples 6 --max-samples 40
-       --quiet)
+       --quiet ${TUNE_FLAGS:-})
 
 # name|space|shapes (--shape: tuned at exactly these, whatever the space's problem list)
 cases=(

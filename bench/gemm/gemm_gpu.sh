@@ -17,6 +17,7 @@
 #   bench/gemm/gemm_gpu.sh                      # ktune in build-gpu/, everything under ${OUT:-/tmp/out}/gemm_gpu/
 #   M_VALUES="2048" WS_CONFIGS="MT=1,BN=256" bench/gemm/gemm_gpu.sh
 #   SPACES_OLD=0 ...                            # skip the old wgmma kernel's reference points
+#   PRODUCERS=tma ...                           # the TMA producer's kernel alone (default: ws tma)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ktune=${KTUNE:-$root/build-gpu/ktune}
@@ -68,7 +69,7 @@ run() {  # run TAG SPACE [ktune tune flags...]
 run cublas linear_cublas_gemm "${gemm_filters[@]}" "${skinny_filters[@]}" --strategy exhaustive
 mapfile -t ws_flags < <(cfg_flags "$ws_configs")
 mapfile -t ffn_flags < <(cfg_flags "$ffn_ws_configs")
-for producer in ws tma; do
+for producer in ${PRODUCERS:-ws tma}; do
   run "gelu_$producer" gemm_act_gelu --kernel "wgmma_$producer" "${gemm_filters[@]}" "${ws_flags[@]}" \
     --strategy exhaustive --time "$time_limit"
   run "ffn_$producer" ffn_gated_swiglu --kernel "wgmma_$producer" "${ffn_filters[@]}" "${ffn_flags[@]}" \
