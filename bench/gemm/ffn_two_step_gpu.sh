@@ -25,19 +25,8 @@ export KTUNE_CACHE_DIR=${KTUNE_CACHE_DIR:-/tmp/ktune-cache}
 start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader || true
 
-failed=0
-run() {  # run TAG SPACE [ktune tune flags...]
-  local tag=$1 space=$2
-  shift 2
-  local t0=$SECONDS rc=0
-  "$ktune" --root "$root" --db "$db" tune "$root/search_spaces/$space.yaml" --dtype bf16 --json --quiet "$@" \
-    > "$out/tune-$tag.json" 2> "$out/tune-$tag.log" || rc=$?
-  echo "$tag: $((SECONDS - t0)) s, rc $rc"
-  if [ "$rc" != 0 ]; then
-    tail -20 "$out/tune-$tag.log"
-    failed=1
-  fi
-}
+# shellcheck source=bench/gemm/tune_run.sh
+source "$root/bench/gemm/tune_run.sh"  # run TAG SPACE [ktune tune flags...]
 
 small=() large=() gemm=() glu_decode=() glu=()
 for m in $m_values; do

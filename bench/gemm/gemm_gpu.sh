@@ -52,19 +52,8 @@ for m in $m_values; do
 done
 cfg_flags() { for c in $1; do printf -- '--config\n%s\n' "$c"; done; }
 
-failed=0
-run() {  # run TAG SPACE [ktune tune flags...]
-  local tag=$1 space=$2
-  shift 2
-  local t0=$SECONDS rc=0
-  "$ktune" --root "$root" --db "$db" tune "$root/search_spaces/$space.yaml" --dtype bf16 --json --quiet "$@" \
-    > "$out/tune-$tag.json" 2> "$out/tune-$tag.log" || rc=$?
-  echo "$tag: $((SECONDS - t0)) s, rc $rc"
-  if [ "$rc" != 0 ]; then
-    tail -20 "$out/tune-$tag.log"
-    failed=1
-  fi
-}
+# shellcheck source=bench/gemm/tune_run.sh
+source "$root/bench/gemm/tune_run.sh"  # run TAG SPACE [ktune tune flags...]
 
 run cublas linear_cublas_gemm "${gemm_filters[@]}" "${skinny_filters[@]}" --strategy exhaustive
 mapfile -t ws_flags < <(cfg_flags "$ws_configs")
