@@ -39,8 +39,8 @@
 //     - "BLOCK % (32 * ROWS_PER_BLOCK) == 0"   # parameters and DTYPE_BYTES as static_asserts
 //   prune:                            # optional heuristics: legal configurations not worth measuring
 //     - "VEC * DTYPE_BYTES >= 8"
-//   launch:                           # grid and block take 1 to 3 expressions (x, y, z)
-//     grid: ["ceil_div(M, ROWS_PER_BLOCK)"]
+//   launch:                           # grid and block take 1 to 3 expressions (x, y, z); the grid may also read
+//     grid: ["ceil_div(M, ROWS_PER_BLOCK)"]   # SMS, the GPU's streaming multiprocessors ("min(tiles, SMS)")
 //     block: ["BLOCK"]
 //     shared_bytes: "0"
 //   reference_launch: {grid: ["M"], block: ["1"], shared_bytes: "0"}
