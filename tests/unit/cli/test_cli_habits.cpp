@@ -74,6 +74,13 @@ TEST(Space, ShowsEveryKernelOfAFileOfAlternativesEvenOneWithNoValidConfiguration
     EXPECT_THAT(r.out, HasSubstr("valid configurations each (0 in all)"));
 }
 
+TEST(Space, SaysWhichSmCountTheExampleGridsOfAPersistentKernelAssume) {
+    Sandbox box("space_sms");
+    const RunResult r = run_ktune(box, {"space", "gemm_act_none"});  // wgmma_tma: TPB 0 launches min(tiles, SMS)
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("(grids for SMS = 132; tuning takes the GPU's own count)"));
+}
+
 TEST(Report, ShowsImportedPeersThatHaveNoKtuneResults) {
     Sandbox box("report_peers");
     const std::string peers = std::string(KTUNE_TEST_DATA) + "/reports/peers_h100_rmsnorm.json";
