@@ -3,6 +3,8 @@
 // activations in fp32, the references' formulas (kernels/gemm/gemm_reference.cuh: ACT 0 none, 1 gelu,
 // 2 silu).
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#include "kernels/glu/glu_common.cuh"
+
 namespace ktune::dev::gemm {
 
 enum class Act {
@@ -11,17 +13,14 @@ enum class Act {
     silu,  // v * sigmoid(v)
 };
 
-// Both as v * sigmoid(z) (0.5 (1 + tanh(u)) = sigmoid(2 u)), through __expf and __fdividef: a few ulp in fp32, and
-// a handful of instructions where tanhf and a division take several times as many, in an epilogue the tensor cores
-// may wait for (glu::activate, kernels/glu/glu_common.cuh, computes the same). For z -> -inf __expf overflows to inf
-// and the quotient is a correctly signed 0.
+// GELU and SiLU are glu::activate's (kernels/glu/glu_common.cuh): v * sigmoid(z) through __expf and __fdividef, a few
+// ulp in fp32, where the references keep tanhf and a division (its cost in the epilogue was not measured alone).
 template <Act A>
 __device__ __forceinline__ float activate(float v) {
     if constexpr (A == Act::gelu) {
-        constexpr float k = 1.5957691216057308f;  // 2 sqrt(2 / pi)
-        return __fdividef(v, 1.0f + __expf(-k * fmaf(0.044715f * v, v * v, v)));
+        return glu::activate<glu::Act::gelu_tanh>(v);
     } else if constexpr (A == Act::silu) {
-        return __fdividef(v, 1.0f + __expf(-v));
+        return glu::activate<glu::Act::silu>(v);
     } else {
         return v;
     }

@@ -426,11 +426,10 @@ std::uint64_t show_space(const SearchSpace& s, json* out) {
     if (!valid.empty()) {
         const Problem& pr = valid.back().first;
         const std::vector<Config> v = s.valid_configs(pr);
-        const bool reads_sms = s.launch_text().find("SMS") != std::string::npos;
         fmt::print("examples for {}{}:\n", pr.key(),
-                   reads_sms ? fmt::format(" (grids for SMS = {}; tuning takes the GPU's own count)",
-                                           SearchSpace::nominal_sm_count)
-                             : "");
+                   s.grid_reads_sm_count() ? fmt::format(" (grids for SMS = {}; tuning takes the GPU's own count)",
+                                                         SearchSpace::nominal_sm_count)
+                                           : "");
         for (int i = 0; i < std::min<int>(g_space.show, int(v.size())); ++i) {
             const auto& c = v[std::size_t(i) * v.size() / std::size_t(std::max(1, g_space.show))];
             if (s.is_library()) {

@@ -349,8 +349,7 @@ void check_launch_texts(const std::vector<export_detail::LaunchTexts>& launches,
             // A compile-only sweep (no GPU) stores its target without an SM count.
             const int sms = d.info.sm_count > 0 ? d.info.sm_count : SearchSpace::nominal_sm_count;
             const LaunchGeometry g = space.launch(c, e.problem, sms);
-            auto vars = space.variables(c, e.problem);
-            vars["SMS"] = sms;
+            const auto vars = space.launch_variables(c, e.problem, sms);
             bool same = shared.evaluate_int(vars) == g.shared_bytes;
             for (std::size_t i = 0; i < grid.size(); ++i) same = same && grid[i].evaluate_int(vars) == g.grid[i];
             for (std::size_t i = 0; i < block.size(); ++i) same = same && block[i].evaluate_int(vars) == g.block[i];
@@ -373,8 +372,9 @@ CppExpressionNames names_for(const ConfigInstance& ci, const Model& m) {
                 for (std::size_t i = 0; i < p.labels.size(); ++i)
                     n.constants[p.labels[i]] = static_cast<double>(p.values[i]);
     n.constants["DTYPE_BYTES"] = dtype_bytes(ci.dtype);
-    n.variables["SMS"] = "static_cast<double>(sm_count)";  // geometry()'s parameter: the launch grid may read it
-    n.constants["true"] = 1;                               // a bool parameter's value is already 0 / 1
+    n.variables[SearchSpace::sm_count_variable] =
+        "static_cast<double>(sm_count)";  // geometry()'s parameter: the launch grid may read it
+    n.constants["true"] = 1;              // a bool parameter's value is already 0 / 1
     n.constants["false"] = 0;
     for (std::size_t i = 0; i < b.axes.size(); ++i)
         n.variables[b.axes[i].axis] = fmt::format("static_cast<double>(shape[{}])", i);

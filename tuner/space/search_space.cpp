@@ -66,7 +66,7 @@ constexpr long long max_shared_bytes = 232448;
 // problems() materialises every problem: a dozen axes of eight values would be 7e10 of them.
 constexpr std::uint64_t max_problems = std::uint64_t{1} << 16;
 constexpr const char* dtype_bytes_variable = "DTYPE_BYTES";
-constexpr const char* sm_count_variable = "SMS";  // the launch grid's: the GPU's streaming multiprocessors
+constexpr const char* sm_count_variable = SearchSpace::sm_count_variable;  // the launch grid's only
 
 // Names that would shadow something in an expression or in kernel.name.
 const std::set<std::string>& reserved_names() {
@@ -1220,12 +1220,21 @@ std::uint64_t SearchSpace::count_valid_configs(const Problem& p) const {
     return n;
 }
 
-LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p, int sm_count) const {
+std::map<std::string, double> SearchSpace::launch_variables(const Config& c, const Problem& p, int sm_count) const {
     if (sm_count < 1)
         throw Error(ErrorCategory::internal, fmt::format("launch for {}: {} SMs", context(&c, p), sm_count), m_file);
     auto vars = variables(c, p);
     vars[sm_count_variable] = sm_count;
-    return evaluate_launch(m_launch, vars, context(&c, p));
+    return vars;
+}
+
+LaunchGeometry SearchSpace::launch(const Config& c, const Problem& p, int sm_count) const {
+    return evaluate_launch(m_launch, launch_variables(c, p, sm_count), context(&c, p));
+}
+
+bool SearchSpace::grid_reads_sm_count() const {
+    return std::any_of(m_launch.grid.begin(), m_launch.grid.end(),
+                       [](const Expression& e) { return e.variables().count(sm_count_variable) > 0; });
 }
 
 std::vector<TensorMapValue> SearchSpace::tensor_map_values(const Config& c, const Problem& p) const {

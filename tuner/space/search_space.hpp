@@ -203,6 +203,11 @@ public:
     // can give on every GPU. Checks and listings without a GPU take nominal_sm_count.
     LaunchGeometry launch(const Config& c, const Problem& p, int sm_count) const;
     static constexpr int nominal_sm_count = 132;  // an H100 SXM's
+    static constexpr const char* sm_count_variable = "SMS";
+    // What the launch expressions see: variables(c, p) and SMS.
+    std::map<std::string, double> launch_variables(const Config& c, const Problem& p, int sm_count) const;
+    // Whether the launch grid reads SMS (its geometry then depends on the GPU).
+    bool grid_reads_sm_count() const;
     const std::vector<TensorMapSpec>& tensor_maps() const { return m_tensor_maps; }
     // kernel.tensor_maps for (config, problem). Throws Error(bad_input) naming the entry for a view larger than its
     // buffer, a box beyond TMA's limits (1 to 256 elements a dimension, the innermost a multiple of 16 bytes and

@@ -246,6 +246,9 @@ TEST(SearchSpace, TheLaunchGridMayReadTheGpusStreamingMultiprocessors) {
     EXPECT_EQ(s.launch(c, Problem{Dtype::fp16, {{"M", 70000}}}, 114).grid[0], 114u);
     EXPECT_EQ(s.launch(c, Problem{Dtype::fp16, {{"M", 1}}}, 132).grid[0], 1u);
     EXPECT_NE(s.launch_text().find("SMS"), std::string::npos);  // part of the kernel's identity, as any launch text
+    EXPECT_TRUE(s.grid_reads_sm_count());
+    EXPECT_FALSE(SearchSpace::load_string(small_space("launch: {grid: [M], block: [BLOCK]}\n", reference), "mem.yaml")
+                     .grid_reads_sm_count());
 }
 
 TEST(SearchSpace, OnlyTheKernelsLaunchGridMayReadTheStreamingMultiprocessors) {
