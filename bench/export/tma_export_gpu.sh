@@ -18,8 +18,9 @@ k=$root/build-gpu/ktune
 command -v nvcc >/dev/null || { echo "tma_export: nvcc not found" >&2; exit 1; }
 db=$work/tma_export.db
 rm -f "$db"
+read -ra tune_flags <<< "${TUNE_FLAGS:-}"
 quick=(--kernel wgmma_tma --dtype bf16 --strategy random --budget "${BUDGET:-3}" --min-samples 6 --max-samples 40
-       --quiet ${TUNE_FLAGS:-})
+       --quiet "${tune_flags[@]}")
 
 # name|space|shapes (--shape: tuned at exactly these, whatever the space's problem list)
 cases=(

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154,SC2034  # ktune, root, db, out come from the sourcing script; it reads failed
 # Sourced by the GEMM bench scripts (gemm_gpu.sh, ffn_two_step_gpu.sh), which set ktune, root, db and out:
 #   run TAG SPACE [ktune tune flags...]
 # tunes search_spaces/SPACE.yaml in bf16 into $db, writing $out/tune-TAG.json (--json) and $out/tune-TAG.log; prints
