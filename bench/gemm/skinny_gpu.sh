@@ -4,8 +4,8 @@
 # beside the read roofline (copy/read tuned at the weights' byte counts: search_spaces/copy_read.yaml's
 # kernel) and the device's copy ceiling (`ktune devices`). Prints per problem: best ktune us, best cuBLAS us, speedup,
 # GB/s over the weight bytes (N * K * 2) and % of the read roofline at that byte count (read's time / ktune's), and
-# which of the space's kernels won (alternative mma: mma.sync; wgmma: Hopper warpgroup MMA), cuBLAS's % of the read
-# roofline and each kernel's own best time.
+# which of the space's kernels won (alternative mma: mma.sync; wgmma: Hopper warpgroup MMA, cp.async stages;
+# wgmma_tma: the same fed by TMA), cuBLAS's % of the read roofline and each kernel's own best time.
 # Targets: >= 93 % of the read roofline at M <= 16, faster than cuBLAS at every problem.
 #   bench/gemm/skinny_gpu.sh                 # bf16; DTYPE=fp16 for the other, KTUNE=path/to/ktune, OUT=/tmp/out
 # Writes $OUT/skinny_gpu/ (ktune.db, cubin cache, tune logs, best-*.json, table.md). Fails on a validation failure
@@ -39,37 +39,44 @@ tune() {  # space, extra arguments; LOG names the log (default: the space)
 # 4096 x 14336 reads as many bytes as the first), in bf16 whatever DTYPE is: a read does not care.
 ex=(--strategy exhaustive)
 tune copy_read "${ex[@]}" --dtype bf16 --shape N=58720256 --shape N=16777216 --shape N=25165824
-# Each kernel on its own clock (a space's kernels are tuned one after the other under one --time): wgmma exhaustively
-# (~45 configurations a problem), mma by the forest search with the same budget, so that a time limit leaves no
+# Each kernel on its own clock (a space's kernels are tuned one after the other under one --time): wgmma and wgmma_tma
+# exhaustively (~30-50 configurations a problem), mma by the forest search with the same budget, so that a time limit leaves no
 # problem (the M = 32, 64 ones come last) unmeasured by either. BUDGET_MMA=all: mma exhaustively too.
 mma_search=(--strategy forest --budget "${BUDGET_MMA:-45}")
 [ "${BUDGET_MMA:-}" = all ] && mma_search=("${ex[@]}")
 for space in linear_skinny linear_skinny_k14336; do
   LOG=${space}_mma tune "$space" --kernel mma "${mma_search[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
-  LOG=${space}_wgmma tune "$space" --kernel wgmma "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
+  for alt in wgmma wgmma_tma; do
+    LOG=${space}_$alt tune "$space" --kernel "$alt" "${ex[@]}" --dtype "$dtype" --time "${TIME_SKINNY:-40}"
+  done
 done
 tune linear_cublas_skinny "${ex[@]}" --dtype "$dtype"
 tune linear_cublas_skinny_k14336 "${ex[@]}" --dtype "$dtype"
 # Validation only: odd shapes (the plain paths, partial chunks and tiles), 12 random configurations a problem of
-# each kernel (wgmma: M 17, 33, 63 and the 8-row tile at M 1, 3).
-for alt in mma wgmma; do
+# each kernel (wgmma: M 17, 33, 63 and the 8-row tile at M 1, 3; wgmma_tma at K = 4136 only: TMA needs K % 8 == 0,
+# and a problem without a valid configuration fails a tuning).
+tma_shapes=()
+for m in 1 3 17 33 63; do tma_shapes+=(--shape "M=$m,N=4100,K=4136"); done
+for alt in mma wgmma wgmma_tma; do
+  shapes=()
+  [ "$alt" = wgmma_tma ] && shapes=("${tma_shapes[@]}")
   LOG=linear_skinny_tails_$alt tune linear_skinny_tails --kernel "$alt" --strategy random --budget 12 --dtype "$dtype" \
-    --time 15
+    --time 15 "${shapes[@]}"
 done
 
 for op in linear_skinny/fwd linear/fwd copy/read; do
   k best "$op" --json > "$dir/best-${op%%/*}.json"
 done
-# Each kernel's own best: a copy of the database without the other kernel's measurements.
-for alt in mma wgmma; do
+# Each kernel's own best: a copy of the database without the other kernels' measurements.
+alts=(mma wgmma wgmma_tma)
+for alt in "${alts[@]}"; do
   cp "$dir/ktune.db" "$dir/only-$alt.db"
   python3 - "$dir/only-$alt.db" "$alt" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-wgmma = "source_path like '%linear_skinny_wgmma%'"
-keep = wgmma if sys.argv[2] == "wgmma" else f"not ({wgmma})"
-db.execute(f"""delete from measurements where kernel_id in
-               (select id from kernels where op = 'linear_skinny' and variant = 'fwd' and not ({keep}))""")
+db.execute("""delete from measurements where kernel_id in
+               (select id from kernels where op = 'linear_skinny' and variant = 'fwd' and alternative != ?)""",
+           (sys.argv[2],))
 db.commit()
 PY
   "$ktune" --root "$root" --db "$dir/only-$alt.db" best linear_skinny/fwd --json > "$dir/best-linear_skinny-$alt.json"
@@ -91,16 +98,17 @@ ours = {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows(
         if r["dtype"] == dtype and (r["shape"]["N"], r["shape"]["K"]) in default_nk}
 cublas = {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows("linear") if r["dtype"] == dtype}
 reads = {r["shape"]["N"]: r for _, r in rows("copy") if r["dtype"] == "bf16"}
+alts = ("mma", "wgmma", "wgmma_tma")
 per_kernel = {alt: {(r["shape"]["M"], r["shape"]["N"], r["shape"]["K"]): r for _, r in rows(f"linear_skinny-{alt}")
-                    if r["dtype"] == dtype} for alt in ("mma", "wgmma")}
+                    if r["dtype"] == dtype} for alt in alts}
 devs = [d for d, _ in rows("linear_skinny")]
 copy_gbps = devs[0]["copy_gbps"] if devs else 0.0
 out = [f"linear_skinny/fwd vs cuBLAS (linear/fwd), {dtype}, {devs[0]['name'] if devs else '?'}; copy ceiling "
        f"{copy_gbps:.0f} GB/s (read + written); read roofline: copy/read at the weights' bytes. Times: rank_us "
        "(kernel time where ranked by it, else event p50).", "",
        "| M | N | K | ktune us | cuBLAS us | speedup | GB/s (W) | read GB/s | % of read | cuBLAS % of read | kernel | "
-       "mma us | wgmma us | ktune config |",
-       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+       "mma us | wgmma us | wgmma_tma us | ktune config |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 misses = []
 for key in sorted(ours, key=lambda k: (k[1], k[2], k[0])):
     m, n, kk = key
@@ -112,10 +120,10 @@ for key in sorted(ours, key=lambda k: (k[1], k[2], k[0])):
     pct = 100.0 * gbps / read_gbps if rd else float("nan")
     sp = c["rank_us"] / o["rank_us"] if c else float("nan")
     c_pct = 100.0 * rd["rank_us"] / c["rank_us"] if rd and c else float("nan")
-    alt_us = [f"{per_kernel[a][key]['rank_us']:.2f}" if key in per_kernel[a] else "-" for a in ("mma", "wgmma")]
+    alt_us = [f"{per_kernel[a][key]['rank_us']:.2f}" if key in per_kernel[a] else "-" for a in alts]
     out.append(f"| {m} | {n} | {kk} | {o['rank_us']:.2f} | {c['rank_us'] if c else float('nan'):.2f} | {sp:.3f} | "
                f"{gbps:.0f} | {read_gbps:.0f} | {pct:.1f} | {c_pct:.1f} | {o.get('kernel') or '-'} | "
-               f"{alt_us[0]} | {alt_us[1]} | {o['config']} |")
+               f"{' | '.join(alt_us)} | {o['config']} |")
     if not c or sp <= 1.0:
         misses.append(f"M={m} N={n} K={kk}: not faster than cuBLAS ({sp:.3f}x)")
     if m <= 16 and not pct >= 93.0:

@@ -34,8 +34,16 @@
 // Programmatic launch (kernels/common/dependent_launch.cuh), as linear_skinny_fwd.cuh: an L2 prefetch of the block's
 // first weight tiles before wait_prior_grids(), x, y and the scratch only after it; launch_dependents() once the
 // block's weight stream is done.
+//
+// The TMA feed (alternative `wgmma_tma`, linear_skinny_wgmma_tma_fwd): the same tiles, stages, MMAs and split-K, but
+// thread 0 fills a stage with two TMA copies (tensor maps over w [N, K] and x [M, K], boxes [64 WG MT, 64] and
+// [XN, 64], 128-byte swizzle: the layout the descriptors read; rows past N or M and k past K read as zeros) that
+// complete the stage's mbarrier, instead of 16 bytes per thread and instruction. Its first STAGES - 2 weight tiles go
+// straight into shared memory before wait_prior_grids() (the weights are constant), the x tiles after. K % 8 == 0
+// (TMA's 16-byte pitch; the space's constraint).
 #include "kernels/common/dependent_launch.cuh"
 #include "kernels/gemm/gemm_wgmma.cuh"
+#include "kernels/gemm/gemm_wgmma_ws.cuh"
 #include "kernels/linear_skinny/linear_skinny_fwd.cuh"
 
 namespace ktune::dev::linear_skinny_wgmma {
@@ -67,10 +75,16 @@ __device__ __forceinline__ void load_tile_plain(unsigned dst, const T* __restric
     }
 }
 
-template <bool FAST, typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES, int ACT>
+// How a stage is filled: element loads (any alignment), cp.async by every thread, or TMA copies issued by thread 0.
+enum class Feed { plain, cp_async, tma };
+using ktune::dev::gemm_ws::TensorMap;
+
+template <Feed FEED, typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES, int ACT>
 __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ bias, float* __restrict__ scratch, int M, int N,
-                                             int K, int max_split_k) {
+                                             int K, int max_split_k, const TensorMap* x_map = nullptr,
+                                             const TensorMap* w_map = nullptr) {
+    constexpr bool FAST = FEED != Feed::plain;  // keeps one wgmma group in flight
     static_assert(sizeof(T) == 2, "linear_skinny wgmma: T is __half or __nv_bfloat16");
     static_assert(WG == 1 || WG == 2, "linear_skinny wgmma: WG is 1 or 2");
     static_assert(MT == 1 || MT == 2, "linear_skinny wgmma: MT is 1 or 2");
@@ -82,7 +96,9 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     constexpr int BW = 64 * WG * MT;  // W rows per block
     constexpr int A_BYTES = BW * gm::kRowBytes;
     constexpr int STAGE_BYTES = (BW + XN) * gm::kRowBytes;
-    static_assert(STAGES * STAGE_BYTES + 1024 <= 232448, "linear_skinny wgmma: more than 227 KiB of shared memory");
+    // 1024 bytes for aligning the base, TMA another 1024 for the mbarriers.
+    static_assert(STAGES * STAGE_BYTES + (FEED == Feed::tma ? 2048 : 1024) <= 232448,
+                  "linear_skinny wgmma: more than 227 KiB of shared memory");
     constexpr int ACC = XN / 2;  // fp32 accumulators per thread and slab (m64nXN)
     namespace layout = ktune::quant_linear_layout;
     using ktune::dev::linear_skinny::activate;
@@ -101,10 +117,55 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     const int kt_begin = min(k_tiles, static_cast<int>(blockIdx.y) * per_split);
     const int kt_count = min(k_tiles, kt_begin + per_split) - kt_begin;  // 0 for trailing empty splits
 
-    // Programmatic launch (kernels/common/dependent_launch.cuh): the weights are constant, so the block asks L2 for its
+    constexpr int AHEAD = STAGES - 2;  // tiles loaded ahead of the one computed
+    // TMA: stage s's mbarrier after the stages (the launch's second 1024 bytes), one arrival that expects the stage's
+    // bytes; fill j of stage s completes its phase j.
+    const unsigned full_bars = smem + STAGES * STAGE_BYTES;
+    const auto full_bar = [&](int s) { return full_bars + 8u * s; };
+    namespace ws = ktune::dev::gemm_ws;
+    if constexpr (FEED == Feed::tma) {
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) ws::mbar_init(full_bar(s), 1);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+        __syncthreads();
+    }
+    // The block's i-th k tile's weights, then its x rows, into stage i % STAGES (TMA: thread 0 only; the weights'
+    // copy also arms the stage's mbarrier with the whole stage's bytes).
+    const auto load_weights = [&](int i) {
+        const unsigned base = smem + (i % STAGES) * STAGE_BYTES;
+        const int k0 = (kt_begin + i) * gm::kBK;
+        if constexpr (FEED == Feed::tma) {
+            ws::mbar_arrive_expect_tx(full_bar(i % STAGES), STAGE_BYTES);
+            ws::tma_load_2d(base, *w_map, k0, static_cast<int>(n0), full_bar(i % STAGES));
+        } else if constexpr (FEED == Feed::cp_async) {
+            gm::load_tile<T, BW, THREADS>(base, w, n0, N, k0, K);
+        } else {
+            load_tile_plain<T, BW, THREADS>(base, w, n0, N, k0, K);
+        }
+    };
+    const auto load_x = [&](int i) {
+        const unsigned base = smem + (i % STAGES) * STAGE_BYTES;
+        const int k0 = (kt_begin + i) * gm::kBK;
+        if constexpr (FEED == Feed::tma)
+            ws::tma_load_2d(base + A_BYTES, *x_map, k0, 0, full_bar(i % STAGES));
+        else if constexpr (FEED == Feed::cp_async)
+            gm::load_tile<T, XN, THREADS>(base + A_BYTES, x, 0, M, k0, K);
+        else
+            load_tile_plain<T, XN, THREADS>(base + A_BYTES, x, 0, M, k0, K);
+    };
+
+    // Programmatic launch (kernels/common/dependent_launch.cuh): the weights are constant, so the block fetches its
     // rows' first STAGES - 2 k tiles (what the pipeline's prologue loads; no more, or the prefetch goes ahead of the
-    // loop's own loads) while the kernel before, which wrote x, finishes; x, y and scratch only after it has.
-    if constexpr (FAST) {
+    // loop's own loads) while the kernel before, which wrote x, finishes: TMA into the stages, cp.async an L2 prefetch;
+    // x, y and scratch only after it has.
+    if constexpr (FEED == Feed::tma) {
+        if (threadIdx.x == 0) {
+            ws::prefetch_tensor_map(*w_map);
+            ws::prefetch_tensor_map(*x_map);
+            for (int s = 0; s < AHEAD && s < kt_count; ++s) load_weights(s);
+        }
+    } else if constexpr (FAST) {
         const unsigned row_bytes = 2u * static_cast<unsigned>(K);
         const unsigned from = static_cast<unsigned>(kt_begin) * gm::kRowBytes;
         const unsigned to = min(row_bytes, from + static_cast<unsigned>(min(kt_count, STAGES - 2)) * gm::kRowBytes);
@@ -125,29 +186,37 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
         for (int i = 0; i < ACC; ++i) acc[t][i] = 0.0f;
 
     {
-        const auto load_stage = [&](int i) {  // the block's i-th k tile into stage i % STAGES
-            const unsigned base = smem + (i % STAGES) * STAGE_BYTES;
-            const int k0 = (kt_begin + i) * gm::kBK;
-            if constexpr (FAST) {
-                gm::load_tile<T, BW, THREADS>(base, w, n0, N, k0, K);
-                gm::load_tile<T, XN, THREADS>(base + A_BYTES, x, 0, M, k0, K);
-            } else {
-                load_tile_plain<T, BW, THREADS>(base, w, n0, N, k0, K);
-                load_tile_plain<T, XN, THREADS>(base + A_BYTES, x, 0, M, k0, K);
-            }
-        };
-        constexpr int AHEAD = STAGES - 2;
+        if constexpr (FEED == Feed::tma) {
+            if (threadIdx.x == 0)
+                for (int s = 0; s < AHEAD && s < kt_count; ++s) load_x(s);
+        } else {
 #pragma unroll
-        for (int s = 0; s < AHEAD; ++s) {
-            if (s < kt_count) load_stage(s);
-            gm::cp_async_commit();  // empty groups past the end keep the count of groups per tile fixed
+            for (int s = 0; s < AHEAD; ++s) {
+                if (s < kt_count) {
+                    load_weights(s);
+                    load_x(s);
+                }
+                gm::cp_async_commit();  // empty groups past the end keep the count of groups per tile fixed
+            }
         }
         for (int i = 0; i < kt_count; ++i) {
-            gm::cp_async_wait<AHEAD - 1>();  // this thread's copies of tile i have landed (plain path: stored)
-            gm::fence_proxy_async();
-            __syncthreads();  // everyone's have; every warpgroup is done with tile i - 2's stage
-            if (i + AHEAD < kt_count) load_stage(i + AHEAD);
-            gm::cp_async_commit();
+            if constexpr (FEED == Feed::tma) {
+                ws::mbar_wait(full_bar(i % STAGES), (i / STAGES) & 1);  // tile i has landed
+                __syncthreads();  // every warpgroup is done with tile i - 2's stage
+                if (threadIdx.x == 0 && i + AHEAD < kt_count) {
+                    load_weights(i + AHEAD);
+                    load_x(i + AHEAD);
+                }
+            } else {
+                gm::cp_async_wait<AHEAD - 1>();  // this thread's copies of tile i have landed (plain path: stored)
+                gm::fence_proxy_async();
+                __syncthreads();  // everyone's have; every warpgroup is done with tile i - 2's stage
+                if (i + AHEAD < kt_count) {
+                    load_weights(i + AHEAD);
+                    load_x(i + AHEAD);
+                }
+                gm::cp_async_commit();
+            }
 
             const unsigned a_base = smem + (i % STAGES) * STAGE_BYTES + wg * MT * 64 * gm::kRowBytes;
             const unsigned b_base = smem + (i % STAGES) * STAGE_BYTES + A_BYTES;
@@ -168,7 +237,7 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
         }
     }
     gm::wgmma_wait<0>();
-    gm::cp_async_wait<0>();  // no copy outlives the loop (the trailing groups are empty)
+    if constexpr (FEED != Feed::tma) gm::cp_async_wait<0>();  // no copy outlives the loop (the trailing groups are empty)
 #pragma unroll
     for (int t = 0; t < MT; ++t) gm::fence_operands(acc[t]);
     // The next kernel may start once every block is past its weight stream (dependent_launch.cuh); it still waits for
@@ -234,9 +303,11 @@ __device__ __forceinline__ void skinny_wgmma(T* __restrict__ y, const T* __restr
                                              const T* __restrict__ bias, float* __restrict__ scratch, int M, int N,
                                              int K, int max_split_k) {
     if (is_aligned(w, 16) && is_aligned(x, 16) && K % 8 == 0)
-        skinny_wgmma_path<true, T, WG, MT, XN, SPLIT_K, STAGES, ACT>(y, x, w, bias, scratch, M, N, K, max_split_k);
+        skinny_wgmma_path<Feed::cp_async, T, WG, MT, XN, SPLIT_K, STAGES, ACT>(y, x, w, bias, scratch, M, N, K,
+                                                                           max_split_k);
     else
-        skinny_wgmma_path<false, T, WG, MT, XN, SPLIT_K, STAGES, ACT>(y, x, w, bias, scratch, M, N, K, max_split_k);
+        skinny_wgmma_path<Feed::plain, T, WG, MT, XN, SPLIT_K, STAGES, ACT>(y, x, w, bias, scratch, M, N, K,
+                                                                        max_split_k);
 }
 
 }  // namespace ktune::dev::linear_skinny_wgmma
@@ -257,5 +328,25 @@ __global__ void __launch_bounds__(128 * WG, 1)
                                                                                 max_split_k);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
+
+// Alternative `wgmma_tma`: the same kernel fed by TMA, the tensor maps after the op's arguments (x's, then w's).
+// Launch: as linear_skinny_wgmma_fwd with 1024 more bytes of dynamic shared memory (the stages' mbarriers).
+template <typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES>
+__global__ void __launch_bounds__(128 * WG, 1)
+    linear_skinny_wgmma_tma_fwd(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                                float* __restrict__ scratch, int M, int N, int K, int max_split_k,
+                                const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                                const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
+    static_assert(STAGES * (64 * WG * MT + XN) * 128 + 2048 <= 232448,
+                  "linear_skinny wgmma_tma: more than 227 KiB of shared memory");
+    static_assert(XN == 8 || XN == 16 || XN == 32 || XN == 64, "linear_skinny wgmma_tma: XN is 8, 16, 32 or 64");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    namespace sw = ktune::dev::linear_skinny_wgmma;
+    sw::skinny_wgmma_path<sw::Feed::tma, T, WG, MT, XN, SPLIT_K, STAGES, 0>(y, x, w, nullptr, scratch, M, N, K,
+                                                                           max_split_k, &x_map, &w_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / TMA: never run
 #endif
 }
