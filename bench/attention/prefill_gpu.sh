@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# On an H100: tunes prefill attention, causal and full, bf16, both alternatives (fa2: mma.sync,
-# kernels/attention/prefill_attention_fa2.cuh; wgmma: Hopper warpgroup MMA, prefill_attention_wgmma.cuh), at a few
+# On an H100: tunes prefill attention, causal and full, bf16, every alternative (fa2: mma.sync,
+# kernels/attention/prefill_attention_fa2.cuh; wgmma: Hopper warpgroup MMA, cp.async, and wgmma_ws: warp-specialized
+# and TMA-fed, prefill_attention_wgmma.cuh), at a few
 # problems of 32 q / 8 kv heads, D 128, and times torch SDPA's backends (cuDNN, flash, memory-efficient) at the same
 # problems with ktune's method (bench/attention/prefill_sdpa.py: cold L2, events, p50), then prints them side by side,
 # with each alternative's best time per problem (which kernel won).
 #   OUT=/tmp/o bench/attention/prefill_gpu.sh
 # Env: PROBLEMS (default "B=1,L=2048 B=4,L=2048 B=1,L=8192", any B and L: --shape; every sequence L tokens, U=1),
-# BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 80), KTUNE (default
-# build-gpu/ktune).
+# BUDGET (configurations per problem; default: all, exhaustive), TIME_PER_SPACE (s, default 80), KERNELS (the
+# alternatives to tune, e.g. "wgmma wgmma_ws"; default: all), KTUNE (default build-gpu/ktune).
 # Also tunes one uneven problem per variant (B=4,L=2048,U=2: lengths in [1024, 2048], no multiple of the tiles) for
 # validation. Fails (rc 1) when any configuration's result was invalid, after printing those rows: which problem,
 # configuration and how many elements mismatched tell where indexing is wrong.
@@ -31,10 +32,12 @@ for p in $problems; do filters+=(--shape "$p,HQ=32,HK=8,D=128,U=1"); done
 filters+=(--shape "B=4,L=2048,HQ=32,HK=8,D=128,U=2")
 strategy=(--strategy exhaustive)
 [ -n "${BUDGET:-}" ] && strategy=(--budget "$BUDGET")
+kernels=()
+for a in ${KERNELS:-}; do kernels+=(--kernel "$a"); done
 rc=0
 for space in prefill_attention prefill_attention_full; do
   t0=$SECONDS
-  if k tune "$space" --dtype bf16 "${filters[@]}" "${strategy[@]}" --time "${TIME_PER_SPACE:-80}" --quiet \
+  if k tune "$space" --dtype bf16 "${filters[@]}" "${strategy[@]}" "${kernels[@]}" --time "${TIME_PER_SPACE:-80}" --quiet \
       > "$dir/tune-$space.log" 2>&1; then
     status=ok
   else
@@ -63,16 +66,16 @@ def bl(problem):
 
 # Each alternative's best p50 per problem (which kernel won, and by how much).
 db = sqlite3.connect(f"{d}/ktune.db")
-alt = lambda path: path.rsplit("prefill_attention_", 1)[-1].removesuffix(".cuh")  # fa2, wgmma
+ALTS = ("fa2", "wgmma", "wgmma_ws")
 per_alt = {}
-for v, path, prob, us in db.execute("""SELECT k.variant, k.source_path, p.key, min(m.p50_us) FROM measurements m
-                                        JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
-                                        WHERE m.status = 'ok' GROUP BY k.variant, k.source_path, p.key"""):
-    per_alt[(v, prob, alt(path))] = us
+for v, a, prob, us in db.execute("""SELECT k.variant, k.alternative, p.key, min(m.p50_us) FROM measurements m
+                                     JOIN kernels k ON k.id = m.kernel_id JOIN problems p ON p.id = m.problem_id
+                                     WHERE m.status = 'ok' GROUP BY k.variant, k.alternative, p.key"""):
+    per_alt[(v, prob, a)] = us
 
 sdpa = json.load(open(f"{d}/sdpa.json"))["rows"]
-lines = ["| variant | problem | kernel | ktune us | TFLOP/s | % peak | config | fa2 us | wgmma us | cudnn us | flash us "
-         "| efficient us | best SDPA / ktune |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+lines = ["| variant | problem | kernel | ktune us | TFLOP/s | % peak | config | fa2 us | wgmma us | wgmma_ws us | cudnn us "
+         "| flash us | efficient us | best SDPA / ktune |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for variant in ("causal", "full"):
     space = "prefill_attention" if variant == "causal" else "prefill_attention_full"
     for e in json.load(open(f"{d}/best-{space}.json")):
@@ -89,13 +92,13 @@ for variant in ("causal", "full"):
             ts = [t(n) for n in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")]
             best = min([x for x in ts if x is not None], default=None)
             cell = lambda x: "-" if x is None else f"{x:.1f}"
-            alts = [per_alt.get((variant, r["problem"], a)) for a in ("fa2", "wgmma")]
+            alts = [per_alt.get((variant, r["problem"], a)) for a in ALTS]
             lines.append(f"| {variant} | {r['problem']} | {r.get('kernel') or '?'} | {us:.1f} | {tf:.0f} | "
                          f"{100 * tf * 1e12 / PEAK:.0f} | {r['config']} | {' | '.join(cell(x) for x in alts)} | "
                          f"{' | '.join(cell(x) for x in ts)} | "
                          f"{'-' if best is None else f'{best / us:.2f}x'} |")
 lines.append("TFLOP/s: 4 B HQ L^2 D (causal: half) over the ranked time; U=2 rows (uneven lengths) validate only. "
-             "fa2 / wgmma us: each alternative's best p50. best SDPA / ktune > 1: ktune faster.")
+             "fa2 / wgmma / wgmma_ws us: each alternative's best p50. best SDPA / ktune > 1: ktune faster.")
 for x in sdpa:
     if "error" in x:
         lines.append(f"SDPA {x['impl']} causal={x['causal']} {x['problem']}: {x['error']}")

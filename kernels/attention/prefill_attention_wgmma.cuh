@@ -5,6 +5,8 @@
 //
 // for i, j < seq_lens[b], hk = hq / (HQ / HK), layouts [B, L, H, D], rows i >= seq_lens[b] of o not written. Needs the
 // arch-specific target sm_90a (the spaces set kernel.arch_specific); any other device pass compiles to a trap.
+// Two kernels share the steps of a tile (WarpgroupRows): prefill_attention_wgmma, described here, whose threads all
+// copy with cp.async and compute, and prefill_attention_wgmma_ws, warp-specialized and fed by TMA (wgmma_ws_body).
 //
 // A block owns BLOCK_M = 64 * WG query rows of one (sequence, q head): WG consumer warpgroups of 128 threads, 64 rows
 // each. The q tile sits in shared memory for the whole loop; K and V tiles of BLOCK_N tokens stream through STAGES
@@ -51,8 +53,15 @@
 #include "kernels/attention/decode_attention_mma_walk.cuh"
 #include "kernels/attention/wgmma_attention_ops.cuh"
 #include "kernels/gemm/gemm_wgmma.cuh"
+#include "kernels/gemm/gemm_wgmma_ws.cuh"
 
 namespace ktune::dev::prefill_attention {
+
+namespace gemm_ws = ktune::dev::gemm_ws;
+// The warp-specialized kernel's registers: the producer warpgroup gives its own to the consumers (64512 of the SM's
+// 65536 with two consumers, as FlashAttention-3's split).
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
 
 // Shared memory in bytes (the YAML's shared_bytes repeats it).
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES>
@@ -97,102 +106,55 @@ __device__ __forceinline__ void fence_words(unsigned (&a)[N][M]) {
         for (int j = 0; j < M; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
 }
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP>
-__device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
-                                           const T* __restrict__ v, const int* __restrict__ seq_lens, int batch,
-                                           int q_heads, int kv_heads, int head_dim, int max_len, float scale) {
+// One consumer warpgroup's 64 query rows: O's accumulators, the running max and sum of its rows, and the steps of a
+// K/V tile (S = Q K^T, the online softmax, O += P V). Q_ROWS: the rows of the q tile in shared memory (its panels'
+// height); q_wg: this warpgroup's 64 rows in panel 0.
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_N, int Q_ROWS>
+struct WarpgroupRows {
+    static constexpr int PANELS = HEAD_DIM / 64;  // 64-column panels of the head dimension
+    static constexpr int SACC = BLOCK_N / 2;      // S accumulators per thread
+    static constexpr int KT = BLOCK_N / 16;       // k-steps of O += P V
 
-    constexpr int WG = BLOCK_M / 64;
-    constexpr int THREADS = 128 * WG;
-    constexpr int PANELS = HEAD_DIM / 64;  // 64-column panels of the head dimension
-    constexpr int SACC = BLOCK_N / 2;      // S accumulators per thread
-    constexpr int KT = BLOCK_N / 16;       // k-steps of O += P V
-    // Tiles loaded ahead: every stage but the one computed (OVERLAP: but the two in use, tile j's K and j - 1's V).
-    constexpr int AHEAD = OVERLAP ? STAGES - 2 : STAGES - 1;
-    constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
-    constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
-    constexpr int SMEM = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
-    extern __shared__ unsigned char smem_raw[];
+    float o[PANELS][32];      // O, one n64 accumulator per panel of d
+    float m_run[2], l_run[2]; // rows g and g + 8 of this warp's 16
+    float qscale;             // scores in log2 units
+    int len, wg_first, row_lo, c;
+    unsigned q_wg;
 
-    if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
-        gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
-        gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 ||
-        head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
-        return;
-
-    const int hq = blockIdx.x, b = blockIdx.z;
-    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
-    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
-    const int hk = hq / (q_heads / kv_heads);
-    int len = seq_lens[b];
-    len = len < 0 ? 0 : (len > max_len ? max_len : len);
-    const int m0 = mblock * BLOCK_M;
-    if (m0 >= len) return;  // the whole block lies past the sequence (uniform)
-
-    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-    const int g = lane >> 2, c = lane & 3;
-    const long long q_stride = static_cast<long long>(q_heads) * HEAD_DIM;   // between tokens of q and out
-    const long long kv_stride = static_cast<long long>(kv_heads) * HEAD_DIM;  // between tokens of k and v
-    const T* qb = q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
-    const T* kb = k + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-    const T* vb = v + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-
-    // Keys this block sees: all of the sequence, or (causal) up to its last row.
-    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
-    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
-
-    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
-    auto issue = [&](int tile, int stage) {
-        const int n0 = tile * BLOCK_N;
-        const unsigned kd = kv_smem + stage * 2 * TILE_BYTES;
-        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd, kb + n0 * kv_stride, kv_stride, len - n0, tid);
-        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd + TILE_BYTES, vb + n0 * kv_stride, kv_stride, len - n0, tid);
-    };
-
-    // Group 0: the q tile (rows past the sequence zero-filled); then AHEAD tiles, one group each (empty groups past
-    // the last tile keep the count: at step j, group j + 1 holds tile j).
-    copy_panels<T, HEAD_DIM, BLOCK_M, THREADS>(q_smem, qb, q_stride, len - m0, tid);
-    gemm::cp_async_commit();
+    __device__ __forceinline__ WarpgroupRows(float scale, int len_, int wg_first_, unsigned q_wg_)
+        : qscale(scale * 1.4426950408889634f), len(len_), wg_first(wg_first_), q_wg(q_wg_) {
+        const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+        c = lane & 3;
+        row_lo = wg_first + 16 * warp + (lane >> 2);
 #pragma unroll
-    for (int s = 0; s < AHEAD; ++s) {
-        if (s < tiles) issue(s, s);
-        gemm::cp_async_commit();
+        for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+            for (int i = 0; i < 32; ++i) o[p][i] = 0.0f;
+        m_run[0] = m_run[1] = decode_attention::neg_inf();
+        l_run[0] = l_run[1] = 0.0f;
     }
-
-    const float qscale = scale * 1.4426950408889634f;  // scores in log2 units
-    float o[PANELS][32];                               // O, one n64 accumulator per panel of d
-    float m_run[2], l_run[2];                          // rows g and g + 8 of this warp's 16
-#pragma unroll
-    for (int p = 0; p < PANELS; ++p)
-#pragma unroll
-        for (int i = 0; i < 32; ++i) o[p][i] = 0.0f;
-    m_run[0] = m_run[1] = decode_attention::neg_inf();
-    l_run[0] = l_run[1] = 0.0f;
-    const int wg_first = m0 + 64 * wg, wg_last = wg_first + 63;  // this warpgroup's query rows
-    const int row_lo = wg_first + 16 * warp + g;                  // this thread's rows: row_lo, row_lo + 8
-    const unsigned q_wg = q_smem + wg * 64 * 128;                 // its 64 rows in panel 0 (8 atoms)
+    __device__ __forceinline__ int last_row() const { return wg_first + 63; }
 
     // S = Q K^T of one tile: HEAD_DIM / 16 k-steps; the first overwrites the accumulators (scale-d 0). Not committed.
-    auto issue_s = [&](float (&s)[SACC], unsigned k_base) {
+    __device__ __forceinline__ void issue_s(float (&s)[SACC], unsigned k_base) const {
 #pragma unroll
         for (int ks = 0; ks < HEAD_DIM / 16; ++ks) {
-            const unsigned long long da = gemm::smem_desc(q_wg + (ks >> 2) * (BLOCK_M * 128) + (ks & 3) * 32);
+            const unsigned long long da = gemm::smem_desc(q_wg + (ks >> 2) * (Q_ROWS * 128) + (ks & 3) * 32);
             const unsigned long long db = gemm::smem_desc(k_base + (ks >> 2) * (BLOCK_N * 128) + (ks & 3) * 32);
             WgmmaSS<T, BLOCK_N>::mma(s, da, db, ks > 0 ? 1 : 0);
         }
-    };
+    }
     // O += P V of one tile: per k-step of 16 tokens (2048 bytes of every V panel), one n64 instruction per panel of d.
-    auto issue_pv = [&](unsigned (&pf)[KT][4], unsigned v_base) {
+    __device__ __forceinline__ void issue_pv(unsigned (&pf)[KT][4], unsigned v_base) {
 #pragma unroll
         for (int kt = 0; kt < KT; ++kt)
 #pragma unroll
             for (int p = 0; p < PANELS; ++p)
                 WgmmaRS<T, 64>::mma(o[p], pf[kt], mn_major_desc(v_base + p * (BLOCK_N * 128) + kt * 2048));
-    };
+    }
     // Masks S (keys past the sequence, and causal keys after the row; only tiles that cross either), turns it into P
     // = exp2(s * qscale - m) in place, updates m and l, and gives the factors O must be scaled by (alpha).
-    auto softmax = [&](float (&s)[SACC], int n0, float (&alpha)[2]) {
+    __device__ __forceinline__ void softmax(float (&s)[SACC], int n0, float (&alpha)[2]) {
         const bool tail = n0 + BLOCK_N > len;
         const bool diagonal = CAUSAL && n0 + BLOCK_N - 1 > wg_first;
         if (tail || diagonal) {
@@ -227,17 +189,17 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
             }
             l_run[h] = l_run[h] * alpha[h] + sum;  // this thread's columns; the quad sums at the end
         }
-    };
-    auto rescale = [&](const float (&alpha)[2]) {
+    }
+    __device__ __forceinline__ void rescale(const float (&alpha)[2]) {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p)
 #pragma unroll
             for (int jd = 0; jd < 8; ++jd)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) o[p][4 * jd + e] *= alpha[e >> 1];
-    };
+    }
     // P's A fragment for keys 16 kt..16 kt + 15: S's column blocks 2 kt (a[0], a[1]) and 2 kt + 1 (a[2], a[3]).
-    auto pack_p = [&](const float (&s)[SACC], unsigned (&pf)[KT][4]) {
+    static __device__ __forceinline__ void pack_p(const float (&s)[SACC], unsigned (&pf)[KT][4]) {
 #pragma unroll
         for (int kt = 0; kt < KT; ++kt) {
             pf[kt][0] = decode_attention::pack2<T>(s[8 * kt + 0], s[8 * kt + 1]);
@@ -245,15 +207,119 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
             pf[kt][2] = decode_attention::pack2<T>(s[8 * kt + 4], s[8 * kt + 5]);
             pf[kt][3] = decode_attention::pack2<T>(s[8 * kt + 6], s[8 * kt + 7]);
         }
-    };
-    auto fence_o = [&]() {
+    }
+    __device__ __forceinline__ void fence_o() {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) gemm::fence_operands(o[p]);
+    }
+    // O / l, two adjacent columns per 4-byte store, rows inside the sequence only.
+    __device__ __forceinline__ void store(T* __restrict__ out, int b, int hq, int max_len, long long q_stride) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float sum = l_run[h];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            const int row = row_lo + 8 * h;
+            if (row < len) {
+                T* orow = out + (static_cast<long long>(b) * max_len + row) * q_stride +
+                          static_cast<long long>(hq) * HEAD_DIM;
+#pragma unroll
+                for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+                    for (int jd = 0; jd < 8; ++jd) {
+                        const unsigned w =
+                            decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv, o[p][4 * jd + 2 * h + 1] * inv);
+                        *reinterpret_cast<unsigned*>(orow + 64 * p + 8 * jd + 2 * c) = w;
+                    }
+            }
+        }
+    }
+};
+
+// The block's query rows: its (sequence, q head, 64 * WG-row block) and what follows from them. `ok` is false for a
+// launch that does not match the configuration (the block writes nothing: uniform over the grid) and for a block
+// wholly past its sequence's length.
+struct QueryBlock {
+    int hq, b, hk, len, m0;
+    bool ok;
+};
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int THREADS, int SMEM>
+__device__ __forceinline__ QueryBlock query_block(const int* __restrict__ seq_lens, int batch, int q_heads,
+                                                  int kv_heads, int head_dim, int max_len) {
+    QueryBlock q{};
+    if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
+        gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
+        gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 ||
+        head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+        return q;
+    q.hq = blockIdx.x;
+    q.b = blockIdx.z;
+    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
+    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+    q.hk = q.hq / (q_heads / kv_heads);
+    const int len = seq_lens[q.b];
+    q.len = len < 0 ? 0 : (len > max_len ? max_len : len);
+    q.m0 = mblock * BLOCK_M;
+    q.ok = q.m0 < q.len;
+    return q;
+}
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP>
+__device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
+                                           const T* __restrict__ v, const int* __restrict__ seq_lens, int batch,
+                                           int q_heads, int kv_heads, int head_dim, int max_len, float scale) {
+
+    constexpr int WG = BLOCK_M / 64;
+    constexpr int THREADS = 128 * WG;
+    using Rows = WarpgroupRows<T, HEAD_DIM, CAUSAL, BLOCK_N, BLOCK_M>;
+    // Tiles loaded ahead: every stage but the one computed (OVERLAP: but the two in use, tile j's K and j - 1's V).
+    constexpr int AHEAD = OVERLAP ? STAGES - 2 : STAGES - 1;
+    constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
+    constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
+    constexpr int SMEM = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
+    extern __shared__ unsigned char smem_raw[];
+
+    const QueryBlock blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                              head_dim, max_len);
+    if (!blk.ok) return;
+    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0;
+
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const long long q_stride = static_cast<long long>(q_heads) * HEAD_DIM;   // between tokens of q and out
+    const long long kv_stride = static_cast<long long>(kv_heads) * HEAD_DIM;  // between tokens of k and v
+    const T* qb = q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
+    const T* kb = k + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
+    const T* vb = v + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
+
+    // Keys this block sees: all of the sequence, or (causal) up to its last row.
+    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
+    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+
+    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
+    auto issue = [&](int tile, int stage) {
+        const int n0 = tile * BLOCK_N;
+        const unsigned kd = kv_smem + stage * 2 * TILE_BYTES;
+        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd, kb + n0 * kv_stride, kv_stride, len - n0, tid);
+        copy_panels<T, HEAD_DIM, BLOCK_N, THREADS>(kd + TILE_BYTES, vb + n0 * kv_stride, kv_stride, len - n0, tid);
     };
+
+    // Group 0: the q tile (rows past the sequence zero-filled); then AHEAD tiles, one group each (empty groups past
+    // the last tile keep the count: at step j, group j + 1 holds tile j).
+    copy_panels<T, HEAD_DIM, BLOCK_M, THREADS>(q_smem, qb, q_stride, len - m0, tid);
+    gemm::cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < AHEAD; ++s) {
+        if (s < tiles) issue(s, s);
+        gemm::cp_async_commit();
+    }
+
+    Rows rows(scale, len, m0 + 64 * wg, q_smem + wg * 64 * 128);
 
     // OVERLAP: P V of tile j - 1 is issued right after S of tile j and runs while tile j's softmax does; its P and its
     // V stage stay in use until the wait before O is rescaled.
-    unsigned pf[KT][4];
+    unsigned pf[Rows::KT][4];
     [[maybe_unused]] bool pending = false;  // OVERLAP: P V of the previous tile not issued yet (pf, pending_v)
     [[maybe_unused]] unsigned pending_v = 0;
     for (int j = 0; j < tiles; ++j) {
@@ -272,15 +338,15 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
         // Causal: a tile whose first key is past this warpgroup's last row adds nothing to it (uniform per warpgroup;
         // every later tile is skipped too). OVERLAP: the previous tile's P V is finished now, before its V stage is
         // refilled at the next step.
-        if (CAUSAL && n0 > wg_last) {
+        if (CAUSAL && n0 > rows.last_row()) {
             if constexpr (OVERLAP) {
                 if (pending) {
-                    fence_o();
+                    rows.fence_o();
                     gemm::wgmma_fence();
-                    issue_pv(pf, pending_v);
+                    rows.issue_pv(pf, pending_v);
                     gemm::wgmma_commit();
                     gemm::wgmma_wait<0>();
-                    fence_o();
+                    rows.fence_o();
                     fence_words(pf);
                     pending = false;
                 }
@@ -288,79 +354,285 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
             continue;
         }
 
-        float s[SACC];
+        float s[Rows::SACC];
         float alpha[2];
         if constexpr (OVERLAP) {
-            fence_o();
+            rows.fence_o();
             gemm::wgmma_fence();
-            issue_s(s, k_base);
+            rows.issue_s(s, k_base);
             gemm::wgmma_commit();
             if (pending) {
-                issue_pv(pf, pending_v);
+                rows.issue_pv(pf, pending_v);
                 gemm::wgmma_commit();
                 gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
             } else {
                 gemm::wgmma_wait<0>();
             }
             gemm::fence_operands(s);
-            softmax(s, n0, alpha);
+            rows.softmax(s, n0, alpha);
             gemm::wgmma_wait<0>();  // P V of tile j - 1: O and pf are free again
-            fence_o();
+            rows.fence_o();
             fence_words(pf);
-            rescale(alpha);
-            pack_p(s, pf);
+            rows.rescale(alpha);
+            Rows::pack_p(s, pf);
             pending = true;
             pending_v = v_base;
         } else {
             gemm::wgmma_fence();
-            issue_s(s, k_base);
+            rows.issue_s(s, k_base);
             gemm::wgmma_commit();
             gemm::wgmma_wait<0>();
             gemm::fence_operands(s);
-            softmax(s, n0, alpha);
-            rescale(alpha);
-            pack_p(s, pf);
-            fence_o();
+            rows.softmax(s, n0, alpha);
+            rows.rescale(alpha);
+            Rows::pack_p(s, pf);
+            rows.fence_o();
             gemm::wgmma_fence();
-            issue_pv(pf, v_base);
+            rows.issue_pv(pf, v_base);
             gemm::wgmma_commit();
             gemm::wgmma_wait<0>();  // before the next barrier (its stage is refilled) and before o and pf are touched
-            fence_o();
+            rows.fence_o();
             fence_words(pf);
         }
     }
     if constexpr (OVERLAP) {
         if (pending) {  // the last tile's P V (no stage is refilled any more)
-            fence_o();
+            rows.fence_o();
             gemm::wgmma_fence();
-            issue_pv(pf, pending_v);
+            rows.issue_pv(pf, pending_v);
             gemm::wgmma_commit();
             gemm::wgmma_wait<0>();
-            fence_o();
+            rows.fence_o();
         }
     }
     gemm::cp_async_wait<0>();  // no copy may land after the block exits (only empty groups are left)
+    rows.store(out, b, hq, max_len, q_stride);
+}
 
-    // Epilogue: O / l, two adjacent columns per 4-byte store, rows inside the sequence only.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float sum = l_run[h];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        const int row = row_lo + 8 * h;
-        if (row < len) {
-            T* orow = out + (static_cast<long long>(b) * max_len + row) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
-#pragma unroll
+// Shared memory of the warp-specialized kernel: the stages and q as wgmma_smem_bytes, 1024 more for its mbarriers.
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES>
+inline constexpr int wgmma_ws_smem_bytes = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> + 1024;
+
+// Warp-specialized, TMA-fed (alternative `wgmma_ws`, FlashAttention-3's structure): warpgroup 0 is the producer, of
+// which one thread copies the q tile once and every K and V tile through tensor maps over the [B, L, H, D] buffers
+// (boxes [1, rows, 1, 64]: one 64-column panel of one head, 128-byte swizzle, the layout above; tokens past L read as
+// zeros); warpgroups 1.. are the consumers, 64 query rows each, with the producer's registers (setmaxnreg). Per stage
+// four mbarriers: k_full[s] and v_full[s] (one arrival expecting the tile's bytes; S starts once K has landed), and
+// k_empty[s] and v_empty[s] (lane 0 of every consumer warp, once its wgmma reading K, or V, have completed: the next
+// K is loaded while this tile's P V still runs). The producer runs up to STAGES tiles ahead, so no stage is held back
+// for the refill (the cp.async kernel loads STAGES - 1 or - 2 ahead).
+// Keys past a sequence's length but inside L are read as stored (TMA zero-fills only past L): their scores are masked,
+// but a value row that is not finite (a padded batch's uninitialized rows) would still turn 0 * v into NaN, so warp 0
+// of the producer warpgroup, once its lane 0 has issued every copy, zeroes those rows of the block's last V tile when
+// it has landed and then arrives on v_ready, which the consumers wait for at that tile (the cp.async kernel
+// zero-fills them as it copies).
+// PINGPONG (two consumers): they take turns issuing their MMAs (named barriers 1 and 2, FA3's warp scheduler
+// barrier), so that one's softmax runs while the other's MMAs do instead of both contending at once.
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG>
+__device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __restrict__ seq_lens, int batch,
+                                              int q_heads, int kv_heads, int head_dim, int max_len, float scale,
+                                              const gemm_ws::TensorMap& q_map, const gemm_ws::TensorMap& k_map,
+                                              const gemm_ws::TensorMap& v_map) {
+    constexpr int CONSUMERS = BLOCK_M / 64;
+    constexpr int THREADS = 128 * (CONSUMERS + 1);
+    using Rows = WarpgroupRows<T, HEAD_DIM, CAUSAL, BLOCK_N, BLOCK_M>;
+    constexpr int PANELS = HEAD_DIM / 64;
+    constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
+    constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
+    constexpr int SMEM = wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
+    extern __shared__ unsigned char smem_raw[];
+
+    const QueryBlock blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                              head_dim, max_len);
+    if (!blk.ok) return;
+    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0;
+    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
+    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+
+    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
+    const unsigned bars = kv_smem + STAGES * 2 * TILE_BYTES;
+    const unsigned q_full = bars;
+    auto k_full = [&](int s) { return bars + 8u * (1 + s); };
+    auto v_full = [&](int s) { return bars + 8u * (1 + STAGES + s); };
+    auto k_empty = [&](int s) { return bars + 8u * (1 + 2 * STAGES + s); };
+    auto v_empty = [&](int s) { return bars + 8u * (1 + 3 * STAGES + s); };
+    const unsigned v_ready = bars + 8u * (1 + 4 * STAGES);
+    // The block's last tile reaches past the sequence: its V rows from `valid` on are zeroed before use.
+    const int last = tiles - 1, valid = len - last * BLOCK_N;
+    const bool last_crosses_end = valid < BLOCK_N;
+    if (threadIdx.x == 0) {
+        gemm_ws::mbar_init(q_full, 1);
+        gemm_ws::mbar_init(v_ready, 1);
+        for (int s = 0; s < STAGES; ++s) {
+            gemm_ws::mbar_init(k_full(s), 1);
+            gemm_ws::mbar_init(v_full(s), 1);
+            gemm_ws::mbar_init(k_empty(s), CONSUMERS * 4);
+            gemm_ws::mbar_init(v_empty(s), CONSUMERS * 4);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);  // warp-uniform for setmaxnreg
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+        if (threadIdx.x >= 32) return;  // warp 0: lane 0 issues the copies, the warp then fixes the last V tile
+        if (threadIdx.x == 0) {
+            gemm_ws::prefetch_tensor_map(q_map);
+            gemm_ws::prefetch_tensor_map(k_map);
+            gemm_ws::prefetch_tensor_map(v_map);
+            gemm_ws::mbar_arrive_expect_tx(q_full, Q_BYTES);
             for (int p = 0; p < PANELS; ++p)
-#pragma unroll
-                for (int jd = 0; jd < 8; ++jd) {
-                    const unsigned w =
-                        decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv, o[p][4 * jd + 2 * h + 1] * inv);
-                    *reinterpret_cast<unsigned*>(orow + 64 * p + 8 * jd + 2 * c) = w;
-                }
+                gemm_ws::tma_load_4d(q_smem + p * BLOCK_M * 128, q_map, 64 * p, hq, m0, b, q_full);
+            for (int j = 0; j < tiles; ++j) {
+                const int s = j % STAGES;
+                const unsigned released = ((j / STAGES) - 1) & 1;  // the phase of the stage's previous tile
+                if (j >= STAGES) gemm_ws::mbar_wait(k_empty(s), released);
+                const unsigned kd = kv_smem + s * 2 * TILE_BYTES;
+                gemm_ws::mbar_arrive_expect_tx(k_full(s), TILE_BYTES);
+                for (int p = 0; p < PANELS; ++p)
+                    gemm_ws::tma_load_4d(kd + p * BLOCK_N * 128, k_map, 64 * p, hk, j * BLOCK_N, b, k_full(s));
+                if (j >= STAGES) gemm_ws::mbar_wait(v_empty(s), released);
+                gemm_ws::mbar_arrive_expect_tx(v_full(s), TILE_BYTES);
+                for (int p = 0; p < PANELS; ++p)
+                    gemm_ws::tma_load_4d(kd + TILE_BYTES + p * BLOCK_N * 128, v_map, 64 * p, hk, j * BLOCK_N, b,
+                                         v_full(s));
+            }
+        }
+        __syncwarp();
+        if (last_crosses_end) {
+            // The last fill is issued, so the stage's pending phase is its own (the one before it has completed: the
+            // consumers released it): the parity names it unambiguously.
+            const int s = last % STAGES, lane = threadIdx.x;
+            gemm_ws::mbar_wait(v_full(s), (last / STAGES) & 1);
+            const unsigned vd = kv_smem + s * 2 * TILE_BYTES + TILE_BYTES;
+            const int chunks = (BLOCK_N - valid) * 8;  // 16-byte chunks of a panel's rows past the end
+            for (int i = lane; i < PANELS * chunks; i += 32) {
+                const unsigned at = vd + (i / chunks) * (BLOCK_N * 128) + valid * 128 + (i % chunks) * 16;
+                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0u) : "memory");
+            }
+            gemm_ws::fence_proxy_async();  // before wgmma reads them
+            __syncwarp();
+            if (lane == 0) gemm_ws::mbar_arrive(v_ready);
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    const int cw = wg - 1;
+    const bool lane0 = (threadIdx.x & 31) == 0;
+    Rows rows(scale, len, m0 + 64 * cw, q_smem + cw * 64 * 128);
+    gemm_ws::mbar_wait(q_full, 0);
+    // PINGPONG: consumer c's turn is named barrier 1 + c, given by the other's arrival (consumer 0 goes first). Both
+    // take a turn at every tile, a skipped one too, so the arrivals pair up; consumer 0 takes the last one back.
+    constexpr bool TURNS = PINGPONG && CONSUMERS == 2;
+    const auto my_turn = [&]() {
+        if constexpr (TURNS) gemm_ws::named_sync(1 + cw, 256);
+    };
+    const auto their_turn = [&]() {
+        if constexpr (TURNS) gemm_ws::named_arrive(2 - cw, 256);
+    };
+    if (TURNS && cw == 1) gemm_ws::named_arrive(1, 256);
+    // Tile j's V has landed (and, at a last tile past the sequence's end, its rows there are zeros).
+    const auto wait_v = [&](int j) {
+        gemm_ws::mbar_wait(v_full(j % STAGES), (j / STAGES) & 1);
+        if (j == last && last_crosses_end) gemm_ws::mbar_wait(v_ready, 0);
+    };
+
+    unsigned pf[Rows::KT][4];
+    [[maybe_unused]] int pending = -1;  // OVERLAP: the tile whose P V is not issued yet (pf), -1 for none
+    // OVERLAP: the pending tile's P V, then its stage back to the producer.
+    [[maybe_unused]] auto finish_pending = [&]() {
+        rows.fence_o();
+        gemm::wgmma_fence();
+        rows.issue_pv(pf, kv_smem + (pending % STAGES) * 2 * TILE_BYTES + TILE_BYTES);
+        gemm::wgmma_commit();
+        gemm::wgmma_wait<0>();
+        rows.fence_o();
+        fence_words(pf);
+        if (lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
+        pending = -1;
+    };
+    for (int j = 0; j < tiles; ++j) {
+        const int s = j % STAGES;
+        const unsigned parity = (j / STAGES) & 1;
+        const unsigned k_base = kv_smem + s * 2 * TILE_BYTES, v_base = k_base + TILE_BYTES;
+        const int n0 = j * BLOCK_N;
+        // Causal: a tile whose first key is past this warpgroup's last row adds nothing to it (and neither does any
+        // later one); its stage goes back unread, once it has landed: an arrival before the fill would count towards
+        // the stage's previous release, which the other consumer may not have made yet.
+        if (CAUSAL && n0 > rows.last_row()) {
+            my_turn();
+            if constexpr (OVERLAP) {
+                if (pending >= 0) finish_pending();
+            }
+            their_turn();
+            gemm_ws::mbar_wait(k_full(s), parity);
+            gemm_ws::mbar_wait(v_full(s), parity);
+            if (lane0) {
+                gemm_ws::mbar_arrive(k_empty(s));
+                gemm_ws::mbar_arrive(v_empty(s));
+            }
+            continue;
+        }
+        gemm_ws::mbar_wait(k_full(s), parity);
+        float s_acc[Rows::SACC];
+        float alpha[2];
+        if constexpr (OVERLAP) {
+            my_turn();
+            rows.fence_o();
+            gemm::wgmma_fence();
+            rows.issue_s(s_acc, k_base);
+            gemm::wgmma_commit();
+            if (pending >= 0) {
+                rows.issue_pv(pf, kv_smem + (pending % STAGES) * 2 * TILE_BYTES + TILE_BYTES);
+                gemm::wgmma_commit();
+                their_turn();
+                gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
+            } else {
+                their_turn();
+                gemm::wgmma_wait<0>();
+            }
+            gemm::fence_operands(s_acc);
+            if (lane0) gemm_ws::mbar_arrive(k_empty(s));
+            rows.softmax(s_acc, n0, alpha);
+            gemm::wgmma_wait<0>();  // P V of the pending tile: O and pf are free again, and its V
+            rows.fence_o();
+            fence_words(pf);
+            if (pending >= 0 && lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
+            rows.rescale(alpha);
+            Rows::pack_p(s_acc, pf);
+            wait_v(j);  // before its P V is issued, at the next tile
+            pending = j;
+        } else {
+            my_turn();
+            gemm::wgmma_fence();
+            rows.issue_s(s_acc, k_base);
+            gemm::wgmma_commit();
+            their_turn();
+            gemm::wgmma_wait<0>();
+            gemm::fence_operands(s_acc);
+            if (lane0) gemm_ws::mbar_arrive(k_empty(s));
+            rows.softmax(s_acc, n0, alpha);
+            rows.rescale(alpha);
+            Rows::pack_p(s_acc, pf);
+            wait_v(j);
+            rows.fence_o();
+            gemm::wgmma_fence();
+            rows.issue_pv(pf, v_base);
+            gemm::wgmma_commit();
+            gemm::wgmma_wait<0>();
+            rows.fence_o();
+            fence_words(pf);
+            if (lane0) gemm_ws::mbar_arrive(v_empty(s));
         }
     }
+    if constexpr (OVERLAP) {
+        if (pending >= 0) finish_pending();
+    }
+    if (TURNS && cw == 0) my_turn();  // consumer 1's last arrival
+    rows.store(out, b, hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
 }
 
 }  // namespace ktune::dev::prefill_attention
@@ -384,5 +656,30 @@ __global__ void __launch_bounds__(BLOCK_M * 2, 1)
         out, q, k, v, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma (nvcc -arch=sm_90a also emits compute_90 PTX): never run
+#endif
+}
+
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, int PINGPONG>
+__global__ void __launch_bounds__(BLOCK_M * 2 + 128, 1)
+    prefill_attention_wgmma_ws(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
+                               const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
+                               int kv_heads, int head_dim, int max_len, float scale,
+                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap q_map,
+                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap k_map,
+                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap v_map) {
+    static_assert(sizeof(T) == 2, "prefill_attention_wgmma_ws: T is __half or __nv_bfloat16");
+    static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256,
+                  "prefill_attention_wgmma_ws: HEAD_DIM a multiple of 64, <= 256");
+    static_assert(BLOCK_M == 64 || BLOCK_M == 128, "prefill_attention_wgmma_ws: one or two consumer warpgroups");
+    static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "prefill_attention_wgmma_ws: BLOCK_N a multiple of 16, <= 256");
+    static_assert(STAGES >= 2 && STAGES <= 4, "prefill_attention_wgmma_ws: STAGES in [2, 4]");
+    static_assert(PINGPONG == 0 || BLOCK_M == 128, "prefill_attention_wgmma_ws: PINGPONG takes turns of two consumers");
+    static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
+                  "prefill_attention_wgmma_ws: shared memory <= 227 KiB");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::prefill_attention::wgmma_ws_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP, PINGPONG != 0>(
+        out, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale, q_map, k_map, v_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif
 }

@@ -208,14 +208,16 @@ TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
 }
 
 TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheirTiles) {
-    // The TMA-fed GEMM and gated FFN (kernel.tensor_maps): the descriptors' zero fill past M, N and K is what keeps
-    // the tails right, and a gated FFN reads its up rows through the same map as its gate rows. Per space a block of
-    // 128 rows and one of 256, both partly past M; then blocks of several tiles (TPB), whose outputs TMA stores clip,
-    // the consumers sharing each tile or taking turns (PINGPONG).
+    // The TMA-fed GEMM, gated FFN, dense skinny linear and prefill attention (kernel.tensor_maps): the descriptors'
+    // zero fill past M, N and K (attention: L) is what keeps the tails right, and a gated FFN reads its up rows
+    // through the same map as its gate rows. Per space a block of 128 rows and one of 256, both partly past M; then
+    // blocks of several tiles (TPB), whose outputs TMA stores clip, the consumers sharing each tile or taking turns
+    // (PINGPONG).
     struct Case {
         const char* space;
         NamedValues shape;
         std::vector<std::string> configs;
+        const char* kernel = "wgmma_tma";
     };
     for (const Case& c :
          {Case{"gemm_act_gelu",
@@ -240,11 +242,31 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
           Case{"ffn_gated_swiglu",
                {{"M", 2050}, {"I", 1032}, {"K", 4104}},
                {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=1",
-                "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"}}}) {
+                "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"}},
+          // The dense skinny linear fed by TMA: x's rows past M and W's past N (4100) read as zeros, k split unevenly
+          // (65 tiles of 64 over 4 splits).
+          Case{"linear_skinny_tails",
+               {{"M", 3}, {"N", 4100}, {"K", 4136}},
+               {"WG=1,MT=1,XN=8,SPLIT_K=4,STAGES=6", "WG=2,MT=1,XN=8,SPLIT_K=4,STAGES=8"}},
+          Case{"linear_skinny_tails",
+               {{"M", 63}, {"N", 4100}, {"K", 4136}},
+               {"WG=1,MT=2,XN=64,SPLIT_K=4,STAGES=6", "WG=1,MT=1,XN=64,SPLIT_K=2,STAGES=4"}},
+          // Prefill attention's warp-specialized kernel: uneven sequence lengths (U 2) in [500, 1000], the last query
+          // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not.
+          Case{"prefill_attention",
+               {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
+               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1",
+                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0"},
+               "wgmma_ws"},
+          Case{"prefill_attention_full",
+               {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
+               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1",
+                "HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0"},
+               "wgmma_ws"}}) {
         TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
         o.shapes = {c.shape};
-        o.alternatives = {"wgmma_tma"};
+        o.alternatives = {c.kernel};
         o.config_filter_texts = c.configs;
         const TuneSummary s = run_tuning(o, nullptr).front();
         ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;

@@ -178,67 +178,81 @@ std::string find_nvcc() {
     return std::system("nvcc --version > /dev/null 2>&1") == 0 ? "nvcc" : "";
 }
 
-// The GEMM's warp-specialized kernel with a TMA producer (search_spaces/gemm_act_none.yaml, alternative wgmma_tma):
-// its three descriptors (x, w, y), whatever its space's exact text, as the search space evaluates them; the header
+// The kernels fed by TMA in ktune's own spaces: the GEMM's warp-specialized kernel (three descriptors of two
+// dimensions: x, w, y), the dense skinny linear's (x, w) and prefill attention's (q, k, v over [B, L, H, D]: four
+// dimensions), whatever their spaces' exact text: each descriptor as the search space evaluates it; the header
 // compiles.
-TEST_F(ExportTensorMaps, EncodesTheGemmsTmaDescriptorsAsTheSearchSpaceEvaluatesThemAndCompiles) {
-    const std::vector<SearchSpace> kernels =
-        SearchSpace::load_alternatives(source_root() + "/search_spaces/gemm_act_none.yaml");
-    const SearchSpace& tma = named(kernels, "wgmma_tma");
-    ASSERT_EQ(tma.tensor_maps().size(), 3u);
-    std::optional<Problem> problem;
-    std::optional<Config> config;
-    for (const Problem& p : tma.problems()) {
-        if (p.dtype != Dtype::bf16) continue;
-        tma.for_each_config([&](const Config& c) {
-            if (tma.is_valid(c, p)) config = c;
-            return !config;
-        });
-        if (config) {
-            problem = p;
-            break;
+TEST_F(ExportTensorMaps, EncodesTheTmaKernelsDescriptorsAsTheSearchSpaceEvaluatesThemAndCompiles) {
+    struct Case {
+        const char* space;
+        const char* alternative;
+        std::size_t maps;
+    };
+    for (const Case& c : {Case{"gemm_act_none", "wgmma_tma", 3}, Case{"linear_skinny", "wgmma_tma", 2},
+                          Case{"prefill_attention", "wgmma_ws", 3}}) {
+        SCOPED_TRACE(c.space);
+        const std::string space_path = source_root() + "/search_spaces/" + c.space + ".yaml";
+        const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(space_path);
+        const SearchSpace& tma = named(kernels, c.alternative);
+        ASSERT_EQ(tma.tensor_maps().size(), c.maps);
+        std::optional<Problem> problem;
+        std::optional<Config> config;
+        for (const Problem& p : tma.problems()) {
+            if (p.dtype != Dtype::bf16) continue;
+            tma.for_each_config([&](const Config& cf) {
+                if (tma.is_valid(cf, p)) config = cf;
+                return !config;
+            });
+            if (config) {
+                problem = p;
+                break;
+            }
         }
-    }
-    ASSERT_TRUE(config && problem);
-    Store store = Store::open(db_path());
-    store.upsert_device(h100_sxm());
-    store.record(kernel_result(h100_sxm(), tma, *problem, *config, 10.0));
-    ExportOptions o = options(source_root());
-    o.op = tma.op();
-    o.variant = tma.variant();
-    o.space_path = source_root() + "/search_spaces/gemm_act_none.yaml";
-    const std::string text = render_header(store, pointers(kernels), o).text;
-    const std::vector<TensorMapValue> values = tma.tensor_map_values(*config, *problem);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        std::string box;
-        for (const std::int64_t b : values[i].box) box += fmt::format("{}{}u", box.empty() ? "" : ", ", b);
-        EXPECT_TRUE(has(text, fmt::format("const unsigned ktune_box{}[] = {{{}}};", i, box))) << box << "\n" << text;
-        EXPECT_TRUE(has(
-            text, fmt::format("&ktune_maps[{}], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, {}, 2,", i, values[i].buffer)));
-    }
-    EXPECT_TRUE(has(text, ", ktune_maps[0], ktune_maps[1], ktune_maps[2]);"));
+        ASSERT_TRUE(config && problem);
+        for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db_path() + suffix);  // each case its own database
+        Store store = Store::open(db_path());
+        store.upsert_device(h100_sxm());
+        store.record(kernel_result(h100_sxm(), tma, *problem, *config, 10.0));
+        ExportOptions o = options(source_root());
+        o.op = tma.op();
+        o.variant = tma.variant();
+        o.space_path = space_path;
+        const std::string text = render_header(store, pointers(kernels), o).text;
+        const std::vector<TensorMapValue> values = tma.tensor_map_values(*config, *problem);
+        std::string maps;
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            std::string box;
+            for (const std::int64_t b : values[i].box) box += fmt::format("{}{}u", box.empty() ? "" : ", ", b);
+            EXPECT_TRUE(has(text, fmt::format("const unsigned ktune_box{}[] = {{{}}};", i, box))) << box << "\n"
+                                                                                                   << text;
+            EXPECT_TRUE(has(text, fmt::format("&ktune_maps[{}], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, {}, {},", i,
+                                              values[i].buffer, values[i].shape.size())));
+            maps += fmt::format(", ktune_maps[{}]", i);
+        }
+        EXPECT_TRUE(has(text, maps + ");")) << maps;
 
-    // The header as `ktune export-header` writes it compiles in a user's translation unit (the kernel's own
-    // diagnostics aside: only the header's are counted).
-    const std::string nvcc = find_nvcc();
-    if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set KTUNE_NVCC)";
-    o.out_dir = (dir() / "include").string();
-    const ExportResult r = export_header(store, o);
-    const fs::path cu = dir() / "gemm.cu";
-    std::ofstream(cu) << fmt::format(R"(#include "{0}"
+        // The header as `ktune export-header` writes it compiles in a user's translation unit (the kernel's own
+        // diagnostics aside: only the header's are counted).
+        const std::string nvcc = find_nvcc();
+        if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set KTUNE_NVCC)";
+        o.out_dir = (dir() / c.space / "include").string();
+        const ExportResult r = export_header(store, o);
+        const fs::path cu = dir() / c.space / "use.cu";
+        std::ofstream(cu) << fmt::format(R"(#include "{0}"
 int run(void* const* buffers, const long long* shape, cudaStream_t stream) {{
     ktune_tuned::DeviceProps props;
     if (ktune_tuned::query_device_props(0, &props) != ktune_tuned::Status::ok) return -1;
     return static_cast<int>(ktune_tuned::{1}_launch(props, ktune_tuned::Dtype::bf16, buffers, shape, stream));
 }}
 )",
-                                     r.file_name, r.function.substr(r.function.find("::") + 2));
-    const std::string log = (dir() / "gemm.log").string();
-    const std::string cmd =
-        fmt::format("{} -std=c++17 -arch=sm_90a -Xcompiler=-Wall,-Wextra -I{} -I{} -c {} -o {} > {} 2>&1", nvcc,
-                    source_root(), o.out_dir, cu.string(), (dir() / "gemm.o").string(), log);
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_text(log);
-    EXPECT_FALSE(has(read_text(log), r.file_name)) << read_text(log);
+                                         r.file_name, r.function.substr(r.function.find("::") + 2));
+        const std::string log = (dir() / c.space / "use.log").string();
+        const std::string cmd =
+            fmt::format("{} -std=c++17 -arch=sm_90a -Xcompiler=-Wall,-Wextra -I{} -I{} -c {} -o {} > {} 2>&1", nvcc,
+                        source_root(), o.out_dir, cu.string(), (dir() / c.space / "use.o").string(), log);
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_text(log);
+        EXPECT_FALSE(has(read_text(log), r.file_name)) << read_text(log);
+    }
 }
 
 // A user's translation unit calls the dispatcher and its generic entry, with the reference; one more the same with
