@@ -224,7 +224,7 @@ TEST_F(ExportTensorMaps, EncodesTheTmaKernelsDescriptorsAsTheSearchSpaceEvaluate
             std::string box;
             for (const std::int64_t b : values[i].box) box += fmt::format("{}{}u", box.empty() ? "" : ", ", b);
             EXPECT_TRUE(has(text, fmt::format("const unsigned ktune_box{}[] = {{{}}};", i, box))) << box << "\n"
-                                                                                                   << text;
+                                                                                                  << text;
             EXPECT_TRUE(has(text, fmt::format("&ktune_maps[{}], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, {}, {},", i,
                                               values[i].buffer, values[i].shape.size())));
             maps += fmt::format(", ktune_maps[{}]", i);
