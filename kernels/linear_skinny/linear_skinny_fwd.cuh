@@ -63,6 +63,7 @@
 // (other blocks still read them). Zeros past M or K stay zeros (rstd of a row past M is 0).
 #include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
+#include "kernels/gemm/gemm_types.cuh"
 #include "kernels/glu/glu_common.cuh"
 #include "kernels/quant_linear/quant_linear_layout.cuh"
 
@@ -102,16 +103,10 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], unsigned a0, unsigned a
             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// ACT's activation as the GEMMs' epilogue computes it (kernels/gemm/gemm_types.cuh: glu::activate's v * sigmoid(z)).
 template <int ACT>
 __device__ __forceinline__ float activate(float v) {
-    if constexpr (ACT == 1) {
-        const float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2 / pi) (v + 0.044715 v^3)
-        return 0.5f * v * (1.0f + tanhf(u));
-    } else if constexpr (ACT == 2) {
-        return v / (1.0f + expf(-v));
-    } else {
-        return v;
-    }
+    return gemm::activate<static_cast<gemm::Act>(ACT)>(v);
 }
 
 // 16 bytes at p where pred (zeros elsewhere), predicated inside the instruction so that a step's loads share one base
