@@ -428,6 +428,7 @@ inline constexpr int wgmma_ws_smem_bytes = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M
 // zero-fills them as it copies).
 // PINGPONG (two consumers): they take turns issuing their MMAs (named barriers 1 and 2, FA3's warp scheduler
 // barrier), so that one's softmax runs while the other's MMAs do instead of both contending at once.
+// bench/attention/prefill_ws_protocol_check.py models these barriers under random interleavings (keep it in sync).
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG>
 __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __restrict__ seq_lens, int batch,
                                               int q_heads, int kv_heads, int head_dim, int max_len, float scale,
