@@ -84,8 +84,9 @@ for variant in ("causal", "full"):
             us = r.get("rank_us", r["p50_us"])
             flops = 4 * b * 32 * length * length * 128 * (0.5 if variant == "causal" else 1.0)
             tf = flops / (us * 1e-6) / 1e12 if u == 1 else float("nan")
+            # SDPA runs every sequence at L tokens: a peer of the U=1 rows only.
             peers = {x["impl"]: x for x in sdpa
-                     if x["causal"] == (variant == "causal") and bl(x["problem"])[:2] == (b, length)}
+                     if u == 1 and x["causal"] == (variant == "causal") and bl(x["problem"])[:2] == (b, length)}
             def t(name):
                 x = peers.get(name)
                 return x["p50_us"] if x and "p50_us" in x else None
