@@ -58,10 +58,17 @@
 namespace ktune::dev::prefill_attention {
 
 namespace gemm_ws = ktune::dev::gemm_ws;
-// The warp-specialized kernel's registers: the producer warpgroup gives its own to the consumers (64512 of the SM's
-// 65536 with two consumers, as FlashAttention-3's split).
+// The warp-specialized kernel's registers: the producer warpgroup keeps 24 a thread and gives the rest of its launch
+// allocation to the consumers, up to 240 (two consumers, one block an SM: 24 + 2 x 240 over 168 a thread at launch, as
+// FlashAttention-3's split; one consumer and two blocks an SM: 24 + 232 over 128).
 constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
+__host__ __device__ constexpr int ws_consumer_regs(int consumers, int ctas_per_sm) {
+    const int threads = 128 * (consumers + 1);
+    const int at_launch = (65536 / (threads * ctas_per_sm) > 255 ? 255 : 65536 / (threads * ctas_per_sm)) / 8 * 8;
+    const int given = (at_launch * (consumers + 1) - kProducerRegs) / consumers / 8 * 8;
+    return given < 240 ? given : 240;
+}
+static_assert(ws_consumer_regs(2, 1) == 240 && ws_consumer_regs(1, 1) == 240 && ws_consumer_regs(1, 2) == 232);
 
 // Shared memory in bytes (the YAML's shared_bytes repeats it).
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES>
@@ -428,8 +435,12 @@ inline constexpr int wgmma_ws_smem_bytes = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M
 // zero-fills them as it copies).
 // PINGPONG (two consumers): they take turns issuing their MMAs (named barriers 1 and 2, FA3's warp scheduler
 // barrier), so that one's softmax runs while the other's MMAs do instead of both contending at once.
+// CTAS_PER_SM 2 (one consumer, shared memory for two): registers for two blocks an SM (__launch_bounds__), so that one
+// block's start (its barriers, q and first K/V copies) and end run under the other's MMAs: short sequences have many
+// blocks of few tiles.
 // bench/attention/prefill_ws_protocol_check.py models these barriers under random interleavings (keep it in sync).
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG>
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG,
+          int CTAS_PER_SM>
 __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __restrict__ seq_lens, int batch,
                                               int q_heads, int kv_heads, int head_dim, int max_len, float scale,
                                               const gemm_ws::TensorMap& q_map, const gemm_ws::TensorMap& k_map,
@@ -520,7 +531,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
         return;
     }
 
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ws_consumer_regs(CONSUMERS, CTAS_PER_SM)));
     const int cw = wg - 1;
     const bool lane0 = (threadIdx.x & 31) == 0;
     Rows rows(scale, len, m0 + 64 * cw, q_smem + cw * 64 * 128);
@@ -660,8 +671,9 @@ __global__ void __launch_bounds__(BLOCK_M * 2, 1)
 #endif
 }
 
-template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, int PINGPONG>
-__global__ void __launch_bounds__(BLOCK_M * 2 + 128, 1)
+template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, int PINGPONG,
+          int CTAS_PER_SM>
+__global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     prefill_attention_wgmma_ws(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                                const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
                                int kv_heads, int head_dim, int max_len, float scale,
@@ -677,8 +689,16 @@ __global__ void __launch_bounds__(BLOCK_M * 2 + 128, 1)
     static_assert(PINGPONG == 0 || BLOCK_M == 128, "prefill_attention_wgmma_ws: PINGPONG takes turns of two consumers");
     static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
                   "prefill_attention_wgmma_ws: shared memory <= 227 KiB");
+    // Two blocks an SM: one consumer (two would have 108 registers), each block within half the SM's 228 KiB less the
+    // 1 KiB the hardware reserves a block.
+    static_assert(CTAS_PER_SM == 1 ||
+                      (CTAS_PER_SM == 2 && BLOCK_M == 64 &&
+                       ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <=
+                           115712),
+                  "prefill_attention_wgmma_ws: CTAS_PER_SM 2 takes BLOCK_M 64 and at most 113 KiB");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::prefill_attention::wgmma_ws_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP, PINGPONG != 0>(
+    ktune::dev::prefill_attention::wgmma_ws_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP, PINGPONG != 0,
+                                                 CTAS_PER_SM>(
         out, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale, q_map, k_map, v_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run

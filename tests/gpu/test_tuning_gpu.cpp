@@ -252,16 +252,18 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
                {{"M", 63}, {"N", 4100}, {"K", 4136}},
                {"WG=1,MT=2,XN=64,SPLIT_K=4,STAGES=6", "WG=1,MT=1,XN=64,SPLIT_K=2,STAGES=4"}},
           // Prefill attention's warp-specialized kernel: uneven sequence lengths (U 2) in [500, 1000], the last query
-          // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not.
+          // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not, two blocks an SM.
           Case{"prefill_attention",
                {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1",
-                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0"},
+               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1",
+                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1",
+                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2"},
                "wgmma_ws"},
           Case{"prefill_attention_full",
                {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1",
-                "HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0"},
+               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1",
+                "HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1",
+                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2"},
                "wgmma_ws"}}) {
         TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
