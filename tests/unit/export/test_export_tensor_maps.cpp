@@ -234,7 +234,7 @@ TEST_F(ExportTensorMaps, EncodesTheTmaKernelsDescriptorsAsTheSearchSpaceEvaluate
         // The header as `ktune export-header` writes it compiles in a user's translation unit (the kernel's own
         // diagnostics aside: only the header's are counted).
         const std::string nvcc = find_nvcc();
-        if (nvcc.empty()) GTEST_SKIP() << "nvcc not found (set KTUNE_NVCC)";
+        if (nvcc.empty()) continue;  // the descriptors of every case checked; skipped after the loop
         o.out_dir = (dir() / c.space / "include").string();
         const ExportResult r = export_header(store, o);
         const fs::path cu = dir() / c.space / "use.cu";
@@ -253,6 +253,7 @@ int run(void* const* buffers, const long long* shape, cudaStream_t stream) {{
         EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_text(log);
         EXPECT_FALSE(has(read_text(log), r.file_name)) << read_text(log);
     }
+    if (find_nvcc().empty()) GTEST_SKIP() << "nvcc not found (set KTUNE_NVCC): the headers were not compiled";
 }
 
 // A user's translation unit calls the dispatcher and its generic entry, with the reference; one more the same with
