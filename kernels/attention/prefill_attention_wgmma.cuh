@@ -42,14 +42,18 @@
 //   BLOCK_M   query rows per block: 64 or 128 (one or two warpgroups).
 //   BLOCK_N   K/V tokens per tile: the wgmma n of S (64, 96, 128, 176 or 192: the generated wrappers).
 //   STAGES    K/V tiles in shared memory (2 or 3): STAGES - 1 loaded ahead while one is computed (OVERLAP: STAGES - 2
-//             while two are in use).
+//             while two are in use). wgmma_ws: 2 to 4, each refilled once its consumers release it.
 //   OVERLAP   false: per tile S, softmax, P V in turn (each wgmma waited for at once; other warpgroups fill the gaps);
 //             true: the previous tile's P V is issued behind this tile's S and runs during its softmax (FA3's
-//             intra-warpgroup overlap; needs STAGES >= 3, and S and the previous P in registers at once).
+//             intra-warpgroup overlap; needs S and the previous P in registers at once, and here STAGES >= 3;
+//             wgmma_ws releases stages explicitly and takes any STAGES).
+//   wgmma_ws only: PINGPONG (two consumers take turns at their MMAs) and CTAS_PER_SM (1, or 2 with one consumer):
+//             see wgmma_ws_body.
 //
 // Launch: grid (HQ, ceil(L / BLOCK_M), B), 128 * BLOCK_M / 64 threads, (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM *
-// sizeof(T) + 1024 bytes of dynamic shared memory (1024 for aligning the base). q, k, v and out 16-byte aligned; a
-// launch that does not match the configuration writes nothing, so the validation fails.
+// sizeof(T) + 1024 bytes of dynamic shared memory (1024 for aligning the base); wgmma_ws: 128 more threads (the
+// producer) and 1024 more bytes (its mbarriers). q, k, v and out 16-byte aligned; a launch that does not match the
+// configuration writes nothing, so the validation fails.
 #include "kernels/attention/decode_attention_mma_walk.cuh"
 #include "kernels/attention/wgmma_attention_ops.cuh"
 #include "kernels/gemm/gemm_wgmma.cuh"
@@ -60,7 +64,8 @@ namespace ktune::dev::prefill_attention {
 namespace gemm_ws = ktune::dev::gemm_ws;
 // The warp-specialized kernel's registers: the producer warpgroup keeps 24 a thread and gives the rest of its launch
 // allocation to the consumers, up to 240 (two consumers, one block an SM: 24 + 2 x 240 over 168 a thread at launch, as
-// FlashAttention-3's split; one consumer and two blocks an SM: 24 + 232 over 128).
+// FlashAttention-3's split; one consumer and two blocks an SM: 24 + 232 over 128). One consumer and one block: ptxas
+// compiles the kernel at 240 (the consumers' setmaxnreg bounds it), so their .inc 240 changes nothing.
 constexpr int kProducerRegs = 24;
 __host__ __device__ constexpr int ws_consumer_regs(int consumers, int ctas_per_sm) {
     const int threads = 128 * (consumers + 1);
@@ -158,6 +163,18 @@ struct WarpgroupRows {
 #pragma unroll
             for (int p = 0; p < PANELS; ++p)
                 WgmmaRS<T, 64>::mma(o[p], pf[kt], mn_major_desc(v_base + p * (BLOCK_N * 128) + kt * 2048));
+    }
+    // O += P V of one tile, waited for: O and pf are free again when it returns (REUSE_P false: pf is not written
+    // again, so it needs no fence).
+    template <bool REUSE_P = true>
+    __device__ __forceinline__ void pv_and_wait(unsigned (&pf)[KT][4], unsigned v_base) {
+        fence_o();
+        gemm::wgmma_fence();
+        issue_pv(pf, v_base);
+        gemm::wgmma_commit();
+        gemm::wgmma_wait<0>();
+        fence_o();
+        if constexpr (REUSE_P) fence_words(pf);
     }
     // Masks S (keys past the sequence, and causal keys after the row; only tiles that cross either), turns it into P
     // = exp2(s * qscale - m) in place, updates m and l, and gives the factors O must be scaled by (alpha).
@@ -348,13 +365,7 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
         if (CAUSAL && n0 > rows.last_row()) {
             if constexpr (OVERLAP) {
                 if (pending) {
-                    rows.fence_o();
-                    gemm::wgmma_fence();
-                    rows.issue_pv(pf, pending_v);
-                    gemm::wgmma_commit();
-                    gemm::wgmma_wait<0>();
-                    rows.fence_o();
-                    fence_words(pf);
+                    rows.pv_and_wait(pf, pending_v);
                     pending = false;
                 }
             }
@@ -393,24 +404,11 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
             rows.softmax(s, n0, alpha);
             rows.rescale(alpha);
             Rows::pack_p(s, pf);
-            rows.fence_o();
-            gemm::wgmma_fence();
-            rows.issue_pv(pf, v_base);
-            gemm::wgmma_commit();
-            gemm::wgmma_wait<0>();  // before the next barrier (its stage is refilled) and before o and pf are touched
-            rows.fence_o();
-            fence_words(pf);
+            rows.pv_and_wait(pf, v_base);  // before the next barrier (its stage is refilled) and o and pf are touched
         }
     }
     if constexpr (OVERLAP) {
-        if (pending) {  // the last tile's P V (no stage is refilled any more)
-            rows.fence_o();
-            gemm::wgmma_fence();
-            rows.issue_pv(pf, pending_v);
-            gemm::wgmma_commit();
-            gemm::wgmma_wait<0>();
-            rows.fence_o();
-        }
+        if (pending) rows.template pv_and_wait<false>(pf, pending_v);  // the last tile's P V (no refill any more)
     }
     gemm::cp_async_wait<0>();  // no copy may land after the block exits (only empty groups are left)
     rows.store(out, b, hq, max_len, q_stride);
@@ -470,6 +468,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     auto k_empty = [&](int s) { return bars + 8u * (1 + 2 * STAGES + s); };
     auto v_empty = [&](int s) { return bars + 8u * (1 + 3 * STAGES + s); };
     const unsigned v_ready = bars + 8u * (1 + 4 * STAGES);
+    auto v_stage = [&](int j) { return kv_smem + (j % STAGES) * 2 * TILE_BYTES + TILE_BYTES; };  // tile j's V
     // The block's last tile reaches past the sequence: its V rows from `valid` on are zeroed before use.
     const int last = tiles - 1, valid = len - last * BLOCK_N;
     const bool last_crosses_end = valid < BLOCK_N;
@@ -556,13 +555,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     [[maybe_unused]] int pending = -1;  // OVERLAP: the tile whose P V is not issued yet (pf), -1 for none
     // OVERLAP: the pending tile's P V, then its stage back to the producer.
     [[maybe_unused]] auto finish_pending = [&]() {
-        rows.fence_o();
-        gemm::wgmma_fence();
-        rows.issue_pv(pf, kv_smem + (pending % STAGES) * 2 * TILE_BYTES + TILE_BYTES);
-        gemm::wgmma_commit();
-        gemm::wgmma_wait<0>();
-        rows.fence_o();
-        fence_words(pf);
+        rows.pv_and_wait(pf, v_stage(pending));
         if (lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
         pending = -1;
     };
@@ -598,7 +591,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
             rows.issue_s(s_acc, k_base);
             gemm::wgmma_commit();
             if (pending >= 0) {
-                rows.issue_pv(pf, kv_smem + (pending % STAGES) * 2 * TILE_BYTES + TILE_BYTES);
+                rows.issue_pv(pf, v_stage(pending));
                 gemm::wgmma_commit();
                 their_turn();
                 gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
@@ -630,13 +623,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
             rows.rescale(alpha);
             Rows::pack_p(s_acc, pf);
             wait_v(j);
-            rows.fence_o();
-            gemm::wgmma_fence();
-            rows.issue_pv(pf, v_base);
-            gemm::wgmma_commit();
-            gemm::wgmma_wait<0>();
-            rows.fence_o();
-            fence_words(pf);
+            rows.pv_and_wait(pf, v_base);
             if (lane0) gemm_ws::mbar_arrive(v_empty(s));
         }
     }
@@ -689,7 +676,7 @@ __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     static_assert(PINGPONG == 0 || BLOCK_M == 128, "prefill_attention_wgmma_ws: PINGPONG takes turns of two consumers");
     static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
                   "prefill_attention_wgmma_ws: shared memory <= 227 KiB");
-    // Two blocks an SM: one consumer (two would have 108 registers), each block within half the SM's 228 KiB less the
+    // Two blocks an SM: one consumer (two would have 104 registers), each block within half the SM's 228 KiB less the
     // 1 KiB the hardware reserves a block.
     static_assert(CTAS_PER_SM == 1 ||
                       (CTAS_PER_SM == 2 && BLOCK_M == 64 &&
