@@ -210,9 +210,9 @@ TEST_F(GpuTest, TheCublasBaselineIsValidatedAndTimedByEventsAndCupti) {
 TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheirTiles) {
     // The TMA-fed GEMM, gated FFN, dense skinny linear and prefill attention (kernel.tensor_maps): the descriptors'
     // zero fill past M, N and K (attention: L) is what keeps the tails right, and a gated FFN reads its up rows
-    // through the same map as its gate rows. Per space a block of 128 rows and one of 256, both partly past M; then
-    // blocks of several tiles (TPB), whose outputs TMA stores clip, the consumers sharing each tile or taking turns
-    // (PINGPONG).
+    // through the same map as its gate rows. The GEMM and FFN: per space a block of 128 rows and one of 256, both
+    // partly past M; then blocks of several tiles (TPB), whose outputs TMA stores clip, the consumers sharing each
+    // tile or taking turns (PINGPONG). The others: as their comments say.
     struct Case {
         const char* space;
         NamedValues shape;
