@@ -11,74 +11,22 @@ or the actors deadlock. Two mistakes made while writing the kernel are kept as i
 checks that the model catches each of them, so that a model that checks nothing fails too.
 
     python3 bench/attention/prefill_ws_protocol_check.py [--seeds 40]   (a ctest: prefill_ws_protocol)
-Standard library only.
+Standard library only; the barriers, slots and scheduler are bench/barrier_model.py's.
 """
 import argparse
 import itertools
-import random
+import os
 import sys
 
-
-class ProtocolError(Exception):
-    pass
-
-
-class MBarrier:
-    """mbarrier: a phase completes when its arrivals reach the count and its expected bytes have landed.
-    try_wait.parity(p) passes once the phase of parity p has completed: when the current phase's parity is not p."""
-
-    def __init__(self, count):
-        self.count, self.pending, self.tx, self.completed = count, count, 0, 0
-
-    def arrive(self, n=1):
-        if n > self.pending:
-            raise ProtocolError("more arrivals than the phase expects")
-        self.pending -= n
-        self._complete()
-
-    def arrive_expect_tx(self, nbytes):
-        self.tx += nbytes
-        self.arrive()
-
-    def complete_tx(self, nbytes):
-        self.tx -= nbytes
-        self._complete()
-
-    def _complete(self):
-        if self.pending == 0 and self.tx == 0:
-            self.completed += 1
-            self.pending = self.count
-
-    def passed(self, parity):
-        return (self.completed & 1) != parity
-
-
-class NamedBarrier:
-    """bar.sync / bar.arrive over two warpgroups: the barrier completes when both have arrived."""
-
-    def __init__(self):
-        self.units, self.generation = 0, 0
-
-    def arrive(self):  # the barrier's generation this arrival belongs to; it has completed once generation passes it
-        joined = self.generation
-        self.units += 1
-        if self.units == 2:
-            self.units, self.generation = 0, self.generation + 1
-        return joined
-
-
-class Slot:
-    """One K or V tile of a stage: which tile it holds, whether a copy is writing it, who reads it."""
-
-    def __init__(self):
-        self.tile, self.writing, self.readers, self.zeroed = None, False, set(), False
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from barrier_model import (Copies, MBarrier, NamedBarrier, ProtocolError, Slot,  # noqa: E402
+                           check_injections, run_actors)
 
 
 def run(cfg, seed, inject=frozenset()):
     consumers, stages, overlap, pingpong, causal = (cfg[k] for k in ("consumers", "stages", "overlap", "pingpong",
                                                                      "causal"))
     block_m, block_n, length, m0 = 64 * consumers, cfg["block_n"], cfg["length"], cfg["m0"]
-    rng = random.Random(seed)
     kv_end = min(length, m0 + block_m) if causal else length
     tiles = (kv_end + block_n - 1) // block_n
     last, valid = tiles - 1, length - (tiles - 1) * block_n
@@ -90,42 +38,29 @@ def run(cfg, seed, inject=frozenset()):
     v_full = [MBarrier(1) for _ in range(stages)]
     k_empty = [MBarrier(4 * consumers) for _ in range(stages)]
     v_empty = [MBarrier(4 * consumers) for _ in range(stages)]
-    k_slot = [Slot() for _ in range(stages)]
-    v_slot = [Slot() for _ in range(stages)]
+    k_slot = [Slot(f"K stage {s}") for s in range(stages)]
+    v_slot = [Slot(f"V stage {s}") for s in range(stages)]
     named = {1: NamedBarrier(), 2: NamedBarrier()}
-    copies = []  # in flight: (slot, tile, barrier)
-
-    def copy(slot, tile, bar):
-        if slot.readers:
-            raise ProtocolError(f"a copy of tile {tile} starts in a stage still read by {sorted(slot.readers)}")
-        slot.writing, slot.tile, slot.zeroed = True, None, False
-        copies.append((slot, tile, bar))
-
-    def land(i):
-        slot, tile, bar = copies.pop(i)
-        if slot.readers:
-            raise ProtocolError(f"tile {tile} lands in a stage read by {sorted(slot.readers)}")
-        slot.writing, slot.tile = False, tile
-        bar.complete_tx(1)
+    copies = Copies()
 
     def wait(cond):  # an actor yields the condition it waits for
         return cond
 
     def producer():
         q_full.arrive_expect_tx(1)
-        copies.append((Slot(), "q", q_full))
+        copies.start(Slot("q"), "q", q_full)
         for j in range(tiles):
             s = j % stages
             released = ((j // stages) - 1) & 1
             if j >= stages:
                 yield wait(lambda: k_empty[s].passed(released))
             k_full[s].arrive_expect_tx(1)
-            copy(k_slot[s], j, k_full[s])
+            copies.start(k_slot[s], j, k_full[s])
             yield None
             if j >= stages:
                 yield wait(lambda: v_empty[s].passed(released))
             v_full[s].arrive_expect_tx(1)
-            copy(v_slot[s], j, v_full[s])
+            copies.start(v_slot[s], j, v_full[s])
             yield None
 
     def fixer():  # producer warp 0 after its lane 0's loop (it runs after producer() has returned)
@@ -133,8 +68,8 @@ def run(cfg, seed, inject=frozenset()):
             return
         s = last % stages
         yield wait(lambda: v_full[s].passed((last // stages) & 1))
-        if v_slot[s].tile != last or v_slot[s].writing:
-            raise ProtocolError(f"the tail of tile {last} zeroed in a stage holding tile {v_slot[s].tile}")
+        if v_slot[s].content != last or v_slot[s].writing:
+            raise ProtocolError(f"the tail of tile {last} zeroed in a stage holding tile {v_slot[s].content}")
         if v_slot[s].readers:
             raise ProtocolError("the tail zeroed while the stage is read")
         v_slot[s].zeroed = True
@@ -158,15 +93,12 @@ def run(cfg, seed, inject=frozenset()):
                 named[2 - cw].arrive()
 
         def read(slot, tile, what):
-            if slot.writing or slot.tile != tile:
-                raise ProtocolError(f"{name} reads {what} of tile {tile} from a stage holding {slot.tile}"
-                                    f"{' (being written)' if slot.writing else ''}")
+            slot.read(name, tile)
             if what == "V" and tile == last and last_crosses_end and not slot.zeroed:
                 raise ProtocolError(f"{name} reads the last V tile before its tail is zeroed")
-            slot.readers.add(name)
 
         def done(slot):
-            slot.readers.discard(name)
+            slot.done(name)
 
         def wait_v(j):
             yield wait(lambda: v_full[j % stages].passed((j // stages) & 1))
@@ -240,21 +172,7 @@ def run(cfg, seed, inject=frozenset()):
     if "fixer_far_wait" in inject:  # the fixer as a warp of its own from the start, waiting on the last tile's parity
         actors["producer"] = producer()
         actors["fixer"] = fixer()
-    waiting = {name: None for name in actors}
-    while actors:
-        runnable = [n for n in actors if waiting[n] is None or waiting[n]()]
-        choices = runnable + (["copy"] if copies else [])
-        if not choices:
-            raise ProtocolError(f"deadlock: {sorted(actors)} wait")
-        pick = rng.choice(choices)
-        if pick == "copy":
-            land(rng.randrange(len(copies)))
-            continue
-        try:
-            waiting[pick] = next(actors[pick])
-        except StopIteration:
-            del actors[pick]
-            del waiting[pick]
+    run_actors(actors, copies, seed)
     # Named barriers balanced: every arrival met its partner.
     if any(b.units for b in named.values()):
         raise ProtocolError("a named barrier is left with an unmatched arrival")
@@ -288,18 +206,11 @@ def main():
                 return 1
             runs += 1
     # The model must catch the two mistakes it keeps as injections, each in some configuration and interleaving.
-    for inject in ("fixer_far_wait", "skip_early_release"):
-        caught = None
-        for cfg, seed in itertools.product(cfgs, range(args.seeds)):
-            try:
-                run(cfg, seed, frozenset({inject}))
-            except ProtocolError as e:
-                caught = f"{e} ({cfg}, seed {seed})"
-                break
-        if caught is None:
-            print(f"FAILED: the injected mistake {inject} went unnoticed")
-            return 1
-        print(f"injected {inject}: caught: {caught}")
+    try:
+        print("\n".join(check_injections(run, cfgs, args.seeds, ("fixer_far_wait", "skip_early_release"))))
+    except ProtocolError as e:
+        print(f"FAILED: {e}")
+        return 1
     print(f"OK: {runs} interleavings of {len(cfgs)} configurations")
     return 0
 
