@@ -3,6 +3,7 @@ bench/gemm/gemm_ws_protocol_check.py): mbarriers with the hardware's parity rule
 that know who reads and writes them, asynchronous copies, and a scheduler that runs actors (generators yielding the
 condition they wait for, or None) under a random interleaving. Standard library only.
 """
+import argparse
 import random
 
 
@@ -131,3 +132,28 @@ def check_injections(run, configurations, seeds, injections):
             raise ProtocolError(f"the injected mistake {inject} went unnoticed")
         lines.append(f"injected {inject}: caught: {caught}")
     return lines
+
+
+def main(run, configurations, injections, description):
+    """A model's command line: every configuration under --seeds interleavings, then each injected mistake caught.
+    Returns the exit status (0: the protocol holds and the model caught every injection)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--seeds", type=int, default=40, help="random interleavings per configuration")
+    args = ap.parse_args()
+    cfgs = list(configurations())
+    runs = 0
+    for cfg in cfgs:
+        for seed in range(args.seeds):
+            try:
+                run(cfg, seed)
+            except ProtocolError as e:
+                print(f"FAILED: {cfg}, seed {seed}: {e}")
+                return 1
+            runs += 1
+    try:
+        print("\n".join(check_injections(run, cfgs, args.seeds, injections)))
+    except ProtocolError as e:
+        print(f"FAILED: {e}")
+        return 1
+    print(f"OK: {runs} interleavings of {len(cfgs)} configurations")
+    return 0

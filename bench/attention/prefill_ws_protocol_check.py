@@ -13,14 +13,13 @@ checks that the model catches each of them, so that a model that checks nothing 
     python3 bench/attention/prefill_ws_protocol_check.py [--seeds 40]   (a ctest: prefill_ws_protocol)
 Standard library only; the barriers, slots and scheduler are bench/barrier_model.py's.
 """
-import argparse
 import itertools
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from barrier_model import (Copies, MBarrier, NamedBarrier, ProtocolError, Slot,  # noqa: E402
-                           check_injections, run_actors)
+import barrier_model  # noqa: E402
+from barrier_model import Copies, MBarrier, NamedBarrier, ProtocolError, Slot, run_actors  # noqa: E402
 
 
 def run(cfg, seed, inject=frozenset()):
@@ -191,29 +190,5 @@ def configurations():
                            block_n=block_n, length=length, m0=m0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=40, help="random interleavings per configuration")
-    args = ap.parse_args()
-    cfgs = list(configurations())
-    runs = 0
-    for cfg in cfgs:
-        for seed in range(args.seeds):
-            try:
-                run(cfg, seed)
-            except ProtocolError as e:
-                print(f"FAILED: {cfg}, seed {seed}: {e}")
-                return 1
-            runs += 1
-    # The model must catch the two mistakes it keeps as injections, each in some configuration and interleaving.
-    try:
-        print("\n".join(check_injections(run, cfgs, args.seeds, ("fixer_far_wait", "skip_early_release"))))
-    except ProtocolError as e:
-        print(f"FAILED: {e}")
-        return 1
-    print(f"OK: {runs} interleavings of {len(cfgs)} configurations")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(barrier_model.main(run, configurations, ("fixer_far_wait", "skip_early_release"), __doc__.split("\n\n")[0]))

@@ -14,14 +14,13 @@ model catches each of them, so that a model that checks nothing fails too.
     python3 bench/gemm/gemm_ws_protocol_check.py [--seeds 40]   (a ctest: gemm_ws_protocol)
 Standard library only; the barriers, slots and scheduler are bench/barrier_model.py's.
 """
-import argparse
 import itertools
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from barrier_model import (Copies, MBarrier, ProtocolError, Slot,  # noqa: E402
-                           check_injections, run_actors)
+import barrier_model  # noqa: E402
+from barrier_model import Copies, MBarrier, ProtocolError, Slot, run_actors  # noqa: E402
 
 
 def run(cfg, seed, inject=frozenset()):
@@ -109,29 +108,5 @@ def configurations():
         yield dict(stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=40, help="random interleavings per configuration")
-    args = ap.parse_args()
-    cfgs = list(configurations())
-    runs = 0
-    for cfg in cfgs:
-        for seed in range(args.seeds):
-            try:
-                run(cfg, seed)
-            except ProtocolError as e:
-                print(f"FAILED: {cfg}, seed {seed}: {e}")
-                return 1
-            runs += 1
-    try:
-        print("\n".join(check_injections(run, cfgs, args.seeds,
-                                         ("no_order", "one_consumer_releases", "no_store_wait"))))
-    except ProtocolError as e:
-        print(f"FAILED: {e}")
-        return 1
-    print(f"OK: {runs} interleavings of {len(cfgs)} configurations")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(barrier_model.main(run, configurations, ("no_order", "one_consumer_releases", "no_store_wait"), __doc__.split("\n\n")[0]))
