@@ -191,4 +191,5 @@ def configurations():
 
 
 if __name__ == "__main__":
-    sys.exit(barrier_model.main(run, configurations, ("fixer_far_wait", "skip_early_release"), __doc__.split("\n\n")[0]))
+    injections = ("fixer_far_wait", "skip_early_release")
+    sys.exit(barrier_model.main(run, configurations, injections, __doc__.split("\n\n")[0]))

@@ -109,4 +109,5 @@ def configurations():
 
 
 if __name__ == "__main__":
-    sys.exit(barrier_model.main(run, configurations, ("no_order", "one_consumer_releases", "no_store_wait"), __doc__.split("\n\n")[0]))
+    injections = ("no_order", "one_consumer_releases", "no_store_wait")
+    sys.exit(barrier_model.main(run, configurations, injections, __doc__.split("\n\n")[0]))
