@@ -12,6 +12,7 @@
 #include "tuner/session/devices.hpp"
 #include "tuner/session/environment.hpp"
 #include "tuner/session/tuning_session.hpp"
+#include "tuner/strategy/transfer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -144,6 +145,46 @@ TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothin
     EXPECT_EQ(resumed.problems[0].measured, 0);
     EXPECT_EQ(resumed.problems[0].skipped, 6);
     EXPECT_EQ(resumed.problems[0].stored_hints, 3);
+}
+
+TEST_F(GpuTest, ASearchOfAlternativesGivesAKernelTheHistoryFindsFarBehindAProbeAndTheOtherItsBudget) {
+    TuneOptions o = options(resolve_space_path(m_root, "softmax"));
+    o.dtypes = {Dtype::fp16};  // far from the problem below (weight 4^-9): its kernels' ratio does not count there
+    o.strategy = "random";
+    o.budget = 4;
+    o.shapes = {{{"M", 256}, {"N", 4096}}};
+    const TuneSummary first = run_tuning(o, nullptr).front();
+    ASSERT_FALSE(first.compile_only) << first.no_gpu_reason;
+    ASSERT_EQ(first.problems.size(), 1u);
+    EXPECT_TRUE(first.problems[0].triage.empty());  // no history: each kernel its 4
+
+    // An earlier run's results at a near problem (N doubled), staged 5x behind registers there.
+    {
+        Store store = Store::open(db());
+        const std::int64_t run = store.begin_run({});
+        for (const auto& [alternative, us] : {std::pair<std::string, double>{"registers", 1.0}, {"staged", 5.0}}) {
+            ResultRecord r = *first.problems[0].best;
+            r.kernel.alternative = alternative;
+            r.kernel.source_hash = "earlier-" + alternative;
+            r.problem = Problem{Dtype::bf16, {{"M", 1}, {"N", 8192}}};  // weight 1/4
+            r.run_id = run;
+            r.measurement.stats.p50 = r.measurement.kernel_us = r.measurement.cupti_p50_us = us;  // what ranks it
+            r.measurement.samples_us = {us};
+            store.record(r);
+        }
+    }
+    o.dtypes = {Dtype::bf16};
+    o.shapes = {{{"M", 1}, {"N", 4096}}};  // kernels registers (30 configurations here) and staged (6)
+    const TuneSummary next = run_tuning(o, nullptr).front();
+    ASSERT_EQ(next.problems.size(), 1u);
+    ASSERT_EQ(next.problems[0].triage.size(), 2u);
+    const auto& t = next.problems[0].triage;
+    EXPECT_EQ(t[0].kernel, "registers");
+    EXPECT_EQ(t[0].budget, 4 + 4 - kTriageProbe);
+    EXPECT_EQ(t[1].kernel, "staged");
+    EXPECT_EQ(t[1].budget, kTriageProbe);
+    EXPECT_NEAR(t[1].expected_slowdown, 5.0, 0.01);
+    EXPECT_EQ(next.problems[0].measured, 8);  // the same evaluations in all
 }
 
 TEST_F(GpuTest, TuningOnEveryGpuMeasuresEachConfigurationOnceAndAResumedRunMeasuresNothing) {

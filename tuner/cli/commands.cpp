@@ -499,6 +499,11 @@ json tune_summary_json(const TuneSummary& s) {
                    {"resumed", po.skipped},
                    {"failed", po.failed}};
         if (po.hints) pj["hints"] = {{"stored", po.stored_hints}, {"this_run", po.hints - po.stored_hints}};
+        for (const ProblemOutcome::Triage& t : po.triage)
+            pj["triage"].push_back({{"kernel", t.kernel},
+                                    {"expected_slowdown", t.expected_slowdown},
+                                    {"budget", t.budget},
+                                    {"untriaged_budget", t.untriaged_budget}});
         if (po.best) pj["best"] = record_json(*po.best, s.device);
         j["problems"].push_back(pj);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -72,6 +73,48 @@ TunedProblem fastest_found(const ReplaySpace& space, const ReplayRun& run) {
     return fastest_of(space, entries, false);
 }
 
+// Every kernel's fastest time at every problem of the spaces.
+std::vector<KernelBest> kernel_bests(const std::vector<ReplaySpace>& spaces) {
+    std::vector<KernelBest> out;
+    for (const ReplaySpace& space : spaces) {
+        if (!space.problem) continue;
+        for (const ReplayKernel& k : space.kernels) {
+            double best = std::numeric_limits<double>::infinity();
+            for (std::size_t e = k.begin; e < k.begin + k.size; ++e)
+                if (space.entries[e].status == Status::ok) best = std::min(best, space.entries[e].value);
+            if (std::isfinite(best)) out.push_back({k.name, *space.problem, best});
+        }
+    }
+    return out;
+}
+
+// With the history, each problem's kernels triaged (transfer.hpp) by the other problems' kernel optima, as `ktune tune`
+// triages them by the database's: the budgets of its searches, their total, and each kernel's pace in the merged run.
+void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Searched>>& searches,
+            std::vector<Comparison>& out, std::vector<std::vector<double>>& pace, const MethodologyOptions& m) {
+    const std::vector<KernelBest> history = kernel_bests(spaces);
+    for (std::size_t i = 0; i < spaces.size(); ++i) {
+        if (spaces[i].kernels.size() < 2 || !spaces[i].problem) continue;
+        std::vector<std::string> names;
+        std::vector<std::int64_t> budgets, sizes;
+        for (const Searched& s : searches[i]) {
+            names.push_back(s.kernel);
+            budgets.push_back(s.budget);
+            sizes.push_back(std::int64_t(s.space.entries.size()));
+        }
+        const std::vector<std::int64_t> triaged =
+            triage_budgets(budgets, sizes, expected_kernel_slowdowns(*spaces[i].problem, names, history));
+        if (triaged == budgets) continue;
+        out[i].budget = 0;
+        for (std::size_t k = 0; k < triaged.size(); ++k) {
+            searches[i][k].budget = out[i].kernels[k].budget = triaged[k];
+            out[i].budget += triaged[k];
+            pace[i].push_back(double(triaged[k]) / double(std::max<std::int64_t>(budgets[k], 1)));
+        }
+        out[i].random_expected = random_baseline(out[i].stats, out[i].budget, m);
+    }
+}
+
 }  // namespace
 
 std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
@@ -127,9 +170,11 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
     // History: every problem's optima, of each kernel, each problem then seeing all but its own (transfer_hints skips
     // the problem).
     std::map<std::string, std::vector<TunedProblem>> optima;
+    std::vector<std::vector<double>> pace(spaces.size());  // of each kernel's share, where triage changed its budget
     if (o.history) {
         optima[""] = space_optima(spaces);
         for (const std::string& kernel : kernel_names) optima[kernel] = space_optima(spaces, kernel);
+        if (o.transfer) triage(spaces, searches, out, pace, o.methodology);
     }
     std::vector<std::string> names = o.strategies;
     if (names.empty() && o.traced.empty()) {
@@ -161,7 +206,7 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                             tuned[s.kernel].push_back(std::move(fastest));
                 }
                 runs[i].push_back(spaces[i].kernels.empty() ? std::move(kernel_runs.front())
-                                                            : merge_kernel_runs(spaces[i], kernel_runs));
+                                                            : merge_kernel_runs(spaces[i], kernel_runs, pace[i]));
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

@@ -128,8 +128,9 @@ ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k) {
     return out;
 }
 
-ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs) {
-    if (runs.size() != space.kernels.size())
+ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs,
+                            const std::vector<double>& pace) {
+    if (runs.size() != space.kernels.size() || (!pace.empty() && pace.size() != runs.size()))
         throw Error(ErrorCategory::internal,
                     fmt::format("{} runs for the {} kernels of {}", runs.size(), space.kernels.size(), space.name));
     ReplayRun out;
@@ -140,12 +141,17 @@ ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRu
     std::vector<std::size_t> next(runs.size(), 0);
     double elapsed = 0;
     for (;;) {
-        // The kernel whose next evaluation covers the smallest share of its own space: (j + 1) / N, compared exactly.
+        // The kernel whose next evaluation covers the smallest share of its own space: (j + 1) / N, compared exactly
+        // (with a pace, (j + 1) / (pace N)).
         std::optional<std::size_t> pick;
+        const auto before = [&](std::size_t a, std::size_t b) {
+            if (pace.empty()) return (next[a] + 1) * space.kernels[b].size < (next[b] + 1) * space.kernels[a].size;
+            return double(next[a] + 1) * pace[b] * double(space.kernels[b].size) <
+                   double(next[b] + 1) * pace[a] * double(space.kernels[a].size);
+        };
         for (std::size_t k = 0; k < runs.size(); ++k) {
             if (next[k] == runs[k].evaluations.size()) continue;
-            if (!pick || (next[k] + 1) * space.kernels[*pick].size < (next[*pick] + 1) * space.kernels[k].size)
-                pick = k;
+            if (!pick || before(k, *pick)) pick = k;
         }
         if (!pick) break;
         const std::size_t k = *pick;

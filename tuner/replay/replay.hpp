@@ -73,8 +73,10 @@ ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k);
 // evaluations interleaved as each covers its own space, the j-th of a kernel of N configurations at j / N (a tie in
 // the kernels' order), so that after any share of the whole space each kernel has evaluated about that share of its
 // own, as a tuning whose budget is that share of each kernel's space would. Each evaluation costs what it cost in its
-// own run (the strategy's own time included).
-ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs);
+// own run (the strategy's own time included). `pace[k]`, where given, scales kernel k's share: a kernel whose budget
+// triage (transfer.hpp) multiplied by f evaluates f times that share.
+ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs,
+                            const std::vector<double>& pace = {});
 
 // Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
 // `first` goes to the strategy's start_with() (transfer from other problems' winners).

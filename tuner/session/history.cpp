@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -50,6 +51,26 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
         out.push_back(
             {r.problem, *it->second, best_rank(r.measurement), r.run_id, r.kernel.source_hash == kernel.source_hash});
     }
+    return out;
+}
+
+std::vector<KernelBest> stored_kernel_bests(const Store& store, const KernelInfo& kernel,
+                                            const std::string& device_key) {
+    ResultFilter f;
+    f.op = kernel.op;
+    f.variant = kernel.variant;
+    f.device_key = device_key;
+    f.status = Status::ok;
+    std::map<std::tuple<std::string, std::string, std::int64_t>, KernelBest> best;  // alternative, problem, run
+    for (const ResultRecord& r : store.results(f)) {
+        const double t = r.measurement.rank_us();
+        if (!(t > 0)) continue;
+        auto [it, added] = best.try_emplace({r.kernel.alternative, r.problem.key(), r.run_id},
+                                            KernelBest{r.kernel.alternative, r.problem, t, r.run_id});
+        if (!added) it->second.best = std::min(it->second.best, t);
+    }
+    std::vector<KernelBest> out;
+    for (auto& [key, b] : best) out.push_back(std::move(b));
     return out;
 }
 

@@ -18,6 +18,11 @@ namespace ktune {
 std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                                          const std::string& device_key);
 
+// Each alternative kernel's fastest ok, timed result per problem and run of the op and variant on the device, any
+// kernel source: what triage (transfer.hpp triage_budget) weighs.
+std::vector<KernelBest> stored_kernel_bests(const Store& store, const KernelInfo& kernel,
+                                            const std::string& device_key);
+
 // The problem's fastest ok, timed results of the kernel (its source) on the device, fastest first (best_rank's
 // order, then the earlier row, as Store::best), at most kTransferDepth: what a finished problem hands on to the
 // searches of the run after it. `slowdown`, when given, receives each one's time over the fastest's.

@@ -596,10 +596,32 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     // as they finish), read once, if a problem is searched.
     std::optional<std::vector<StoredResult>> history;
     std::set<std::string> history_problems;  // for the notice: those that gave a search at least one winner
+    // Triage among the alternative kernels tuned (transfer.hpp): their stored bests, read once, if a problem is
+    // searched.
+    std::optional<std::vector<KernelBest>> kernel_bests;
+    std::int64_t triaged = 0;  // for the notice: problems where this kernel's budget shrank
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
         Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}};
+        if (o.transfer && pl.plan.budget && pl.plan.name != "exhaustive" && o.triage_kernels.size() > 1) {
+            if (!kernel_bests) kernel_bests = stored_kernel_bests(stores.front(), kernel, device.key);
+            std::vector<TriagedKernel> kernels;
+            std::size_t me = 0;
+            for (const SearchSpace* k : o.triage_kernels) {
+                if (k == &space) me = kernels.size();
+                const auto n = std::int64_t(k == &space ? valid.size() : k->count_valid_configs(p));
+                const StrategyPlan plan = plan_strategy(o.strategy, o.budget, std::size_t(n));
+                kernels.push_back({k->alternative(), n, plan.name == "exhaustive" ? std::nullopt : plan.budget});
+            }
+            const Triage t =
+                triage_budget(p, kernels, me, *kernel_bests, o.triage_before_run > 0 ? o.triage_before_run : s.run_id);
+            if (t.budget != std::min<std::int64_t>(*pl.plan.budget, std::int64_t(valid.size()))) {
+                pl.outcome.triage.push_back({space.alternative(), t.expected_slowdown, t.budget, *pl.plan.budget});
+                triaged += t.budget < *pl.plan.budget;
+                pl.plan.budget = t.budget;
+            }
+        }
         // The plan is made on the whole space, so every shard makes the same; a shard then takes its configurations of
         // an exhaustive problem, or a searched problem whole.
         pl.split = pl.plan.name == "exhaustive" && !pl.plan.budget;
@@ -650,6 +672,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         for (GpuWorker* g : group.gpus) progress.gpu(ev, g->ordinal());
     });
 
+    if (triaged > 0)
+        progress.notice(fmt::format(
+            "triage: the database's earlier runs expect kernel {} {:.0f} % or more slower than another kernel of the "
+            "space at {} of these problems: its search measures {} configurations there, the others take the rest "
+            "(--no-transfer: none)",
+            space.alternative(), 100 * (kTriageSlowdown - 1), triaged, kTriageProbe));
     if (!history_problems.empty())
         progress.notice(fmt::format(
             "transfer: each search starts from the winners of the most similar problems: this run's as they finish, "
@@ -930,6 +958,7 @@ void merge_summary(TuneSummary& into, TuneSummary&& s) {
         same->measured += p.measured;
         same->skipped += p.skipped;
         same->failed += p.failed;
+        same->triage.insert(same->triage.end(), p.triage.begin(), p.triage.end());
         if (p.best && (!same->best || best_rank(p.best->measurement) < best_rank(same->best->measurement)))
             same->best = std::move(p.best);
     }
@@ -988,13 +1017,20 @@ std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback
             });
     }
     std::vector<TuneSummary> out;  // one per device, in the order the first kernel's tuning gave them
+    std::vector<const SearchSpace*> triage_kernels;
+    if (kernels.size() > 1)
+        for (const SearchSpace& k : kernels) triage_kernels.push_back(&k);
+    std::int64_t first_run = 0;
     for (const SearchSpace& k : kernels) {
         if (!k.alternative().empty())
             run_progress.notice(fmt::format("kernel {} ({})", k.alternative(), k.kernel_name_template()));
         TuneOptions rest = o;  // --time bounds the whole run, every kernel together
         if (o.time_limit_s) rest.time_limit_s = std::max(0.0, *o.time_limit_s - seconds_since(t0));
+        rest.triage_kernels = triage_kernels;
+        rest.triage_before_run = first_run;
         bool time_limit_hit = false;
         for (TuneSummary& d : tune_space(k, rest, run_progress)) {
+            if (d.run_id > 0 && (first_run == 0 || d.run_id < first_run)) first_run = d.run_id;
             time_limit_hit = time_limit_hit || d.time_limit_hit;
             auto same = std::find_if(out.begin(), out.end(), [&](const TuneSummary& t) {
                 return t.device.has_value() == d.device.has_value() && (!d.device || t.device->key == d.device->key);

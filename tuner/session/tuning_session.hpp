@@ -18,6 +18,8 @@
 
 namespace ktune {
 
+class SearchSpace;
+
 struct TuneOptions {
     std::string root;        // repository root (kernels/, search_spaces/)
     std::string space_path;  // the YAML file
@@ -44,6 +46,11 @@ struct TuneOptions {
     std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;  // keep configurations matching any filter (all named parameters equal)
     std::vector<std::string> alternatives;    // tune only these kernels of a space of alternatives (empty: all)
+    // Set by run_tuning for a space of alternatives: the kernels being tuned, among which a search triages its budget
+    // (tuner/strategy/transfer.hpp triage_budget), and the first run of this invocation, whose results (the kernels
+    // are tuned one after another) no kernel's triage weighs: every kernel triages by the same history.
+    std::vector<const SearchSpace*> triage_kernels;
+    std::int64_t triage_before_run = 0;  // 0: this kernel's run
     // --config as typed ("ENGINE=wgmma,FLAG=true"): read against the space (choice names, bools) into config_filters.
     std::vector<std::string> config_filter_texts;
     unsigned threads = 0;    // compile threads (0: all cores)
@@ -78,6 +85,14 @@ struct ProblemOutcome {
     // A search's first configurations: the winners of similar problems (transfer), of which stored_hints came from
     // the database's earlier runs and the others from this run's problems.
     std::int64_t hints = 0, stored_hints = 0;
+    // Each alternative kernel whose budget triage changed here: the slowdown the history expects of it against the
+    // fastest kernel, its budget, and the budget its search would have had without triage.
+    struct Triage {
+        std::string kernel;
+        double expected_slowdown = 1;
+        std::int64_t budget = 0, untriaged_budget = 0;
+    };
+    std::vector<Triage> triage;
     std::optional<ResultRecord> best;
 };
 

@@ -136,4 +136,97 @@ std::size_t transfer_hint_limit(std::size_t candidates, std::optional<std::int64
     return std::min(share, std::size_t(std::max<std::int64_t>(1, (*budget + 1) / 2)));
 }
 
+std::vector<double> expected_kernel_slowdowns(const Problem& problem, const std::vector<std::string>& kernels,
+                                              const std::vector<KernelBest>& history) {
+    constexpr double kWeightPerDistance = 4;  // as expected_slowdown's
+    std::map<std::string, std::pair<const Problem*, std::map<std::string, double>>> by_problem;
+    for (const KernelBest& b : history) {
+        if (b.problem == problem || !(b.best > 0)) continue;
+        auto& [p, best] = by_problem[b.problem.key()];
+        p = &b.problem;
+        auto [it, fresh] = best.emplace(b.kernel, b.best);
+        if (!fresh) it->second = std::min(it->second, b.best);
+    }
+    std::vector<double> sum(kernels.size(), 0), weights(kernels.size(), 0);
+    for (const auto& [key, entry] : by_problem) {
+        const auto& [p, best] = entry;
+        if (best.size() < 2) continue;  // one kernel measured there says nothing about the others
+        const double w = std::pow(kWeightPerDistance, -problem_distance(problem, *p));
+        if (!(w > 0)) continue;
+        double fastest = std::numeric_limits<double>::infinity();
+        for (const auto& [k, t] : best) fastest = std::min(fastest, t);
+        for (std::size_t k = 0; k < kernels.size(); ++k)
+            if (const auto it = best.find(kernels[k]); it != best.end()) {
+                sum[k] += w * it->second / fastest;
+                weights[k] += w;
+            }
+    }
+    std::vector<double> out(kernels.size(), 1.0);
+    for (std::size_t k = 0; k < kernels.size(); ++k)
+        if (weights[k] > 0) out[k] = sum[k] / weights[k];
+    return out;
+}
+
+std::vector<std::int64_t> triage_budgets(const std::vector<std::int64_t>& budgets,
+                                         const std::vector<std::int64_t>& sizes, const std::vector<double>& expected) {
+    std::vector<std::int64_t> out = budgets;
+    std::vector<bool> kept(budgets.size());
+    std::int64_t freed = 0, kept_budget = 0;
+    for (std::size_t k = 0; k < budgets.size(); ++k) {
+        kept[k] = !(expected[k] >= kTriageSlowdown);
+        if (kept[k]) {
+            kept_budget += budgets[k];
+        } else {
+            out[k] = std::min(budgets[k], kTriageProbe);
+            freed += budgets[k] - out[k];
+        }
+    }
+    if (kept_budget == 0 || freed == 0) return budgets;
+    // In proportion to the kept kernels' budgets, rounded down, then one each in order until none is left or every kept
+    // kernel has all of its space.
+    std::int64_t given = 0;
+    for (std::size_t k = 0; k < budgets.size(); ++k)
+        if (kept[k]) {
+            const std::int64_t extra = std::min(sizes[k] - out[k], freed * budgets[k] / kept_budget);
+            out[k] += extra;
+            given += extra;
+        }
+    for (bool progress = true; given < freed && progress;) {
+        progress = false;
+        for (std::size_t k = 0; k < budgets.size() && given < freed; ++k)
+            if (kept[k] && out[k] < sizes[k]) {
+                ++out[k];
+                ++given;
+                progress = true;
+            }
+    }
+    return out;
+}
+
+Triage triage_budget(const Problem& problem, const std::vector<TriagedKernel>& kernels, std::size_t kernel,
+                     const std::vector<KernelBest>& stored, std::int64_t before_run) {
+    Triage out{kernels.at(kernel).budget.value_or(kernels[kernel].configurations), 1};
+    if (!kernels[kernel].budget) return out;
+    for (const KernelBest& b : stored)
+        if (b.problem == problem) before_run = std::min(before_run, b.run_id);
+    std::vector<std::string> names;
+    std::vector<std::int64_t> budgets, sizes;
+    std::size_t me = 0;
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+        if (!kernels[k].budget || kernels[k].configurations == 0) continue;
+        if (k == kernel) me = names.size();
+        names.push_back(kernels[k].name);
+        budgets.push_back(std::min(*kernels[k].budget, kernels[k].configurations));
+        sizes.push_back(kernels[k].configurations);
+    }
+    // Only the searched kernels are weighed against each other: what they free cannot go to one tuned exhaustively.
+    std::vector<KernelBest> history;
+    for (const KernelBest& b : stored)
+        if (b.run_id < before_run && std::ranges::find(names, b.kernel) != names.end()) history.push_back(b);
+    const std::vector<double> expected = expected_kernel_slowdowns(problem, names, history);
+    out.budget = triage_budgets(budgets, sizes, expected)[me];
+    out.expected_slowdown = expected[me];
+    return out;
+}
+
 }  // namespace ktune

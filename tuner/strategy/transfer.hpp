@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -70,6 +71,52 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
 // counts a quarter); where it is not among a problem's fastest, that problem's slowest handed on (it was at least that
 // slow). Infinity where no problem weighs.
 double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config);
+
+// Triage of a space of alternative kernels: a kernel the tuning history expects this much slower than the fastest
+// kernel at a problem (from the problems near it) gets kTriageProbe evaluations there, its nearest winners, in case the
+// regime changes here; the others share what it frees. On the GEMM space (four kernels, docs/search.md) no kernel
+// comes within 10 % of the fastest at the problems where another wins by more than that: a slower kernel's budget
+// buys nothing there.
+inline constexpr double kTriageSlowdown = 1.10;
+inline constexpr std::int64_t kTriageProbe = 2;
+
+// One kernel's fastest time at one problem, as the tuning history holds it (run_id: of the run that measured it).
+struct KernelBest {
+    std::string kernel;
+    Problem problem;
+    double best = 0;
+    std::int64_t run_id = 0;
+};
+
+// A kernel of a space of alternatives at one problem, for triage_budget: its configurations there and the budget its
+// search would have on its own. A kernel tuned exhaustively there has none and is left out of the triage.
+struct TriagedKernel {
+    std::string name;
+    std::int64_t configurations = 0;
+    std::optional<std::int64_t> budget;
+};
+
+// What triage gives `kernel` at `problem` among `kernels`, from the stored results of runs before `before_run`, and
+// before the first run that measured anything at the problem (a resumed run triages as its first did): its budget, and
+// the slowdown expected of it. Its own budget unchanged where nothing is triaged.
+struct Triage {
+    std::int64_t budget = 0;
+    double expected_slowdown = 1;
+};
+Triage triage_budget(const Problem& problem, const std::vector<TriagedKernel>& kernels, std::size_t kernel,
+                     const std::vector<KernelBest>& stored, std::int64_t before_run);
+
+// How much slower each of `kernels` is expected to be at `problem` than the fastest of them: its best over the best
+// of all at each other problem where it and another kernel were measured, weighted 4^-problem_distance (as
+// expected_slowdown). 1 for a kernel no such problem says anything about.
+std::vector<double> expected_kernel_slowdowns(const Problem& problem, const std::vector<std::string>& kernels,
+                                              const std::vector<KernelBest>& history);
+
+// The kernels' budgets at a problem after triage: each kernel expected kTriageSlowdown or more slower keeps at most
+// kTriageProbe; what they free goes to the others in proportion to their budgets, each at most its `sizes`
+// (configurations). Unchanged where no kernel is triaged or every kernel would be.
+std::vector<std::int64_t> triage_budgets(const std::vector<std::int64_t>& budgets,
+                                         const std::vector<std::int64_t>& sizes, const std::vector<double>& expected);
 
 // How many hints a search of `candidates` configurations starts with: 10 % of the space, at least 2 and at most 16.
 // The winners of the nearest problems come first, so the first few carry nearly all of the gain. With a `budget`

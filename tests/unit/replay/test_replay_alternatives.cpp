@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "tests/common/temp_dir.hpp"
 #include "tuner/replay/comparison.hpp"
 #include "tuner/replay/replay.hpp"
@@ -81,13 +82,15 @@ TEST(ReplayAlternatives, TheOptimumInTheKernelWithFewerResultsIsFoundFromItsOwnH
         ASSERT_EQ(c.size(), 2u);
         EXPECT_DOUBLE_EQ(c[1].stats.optimum, 1.0);  // over both kernels
         EXPECT_EQ(c[1].stats.size, 40u);
-        // Each kernel its default run (the whole of these small spaces), the run both together.
+        // Each kernel its default run (the whole of these small spaces), the run both together; with the history,
+        // big (twice small's best at the other problem) is triaged to kTriageProbe evaluations, and small has all of
+        // its space already.
         ASSERT_EQ(c[1].kernels.size(), 2u);
-        EXPECT_EQ(c[1].kernels[0].budget, 30);
+        EXPECT_EQ(c[1].kernels[0].budget, history ? kTriageProbe : 30);
         EXPECT_EQ(c[1].kernels[1].budget, 10);
-        EXPECT_EQ(c[1].budget, 40);
+        EXPECT_EQ(c[1].budget, history ? 10 + kTriageProbe : 40);
         for (const Efficiency& e : c[1].strategies) {
-            EXPECT_DOUBLE_EQ(e.mean_evaluations, 40.0) << e.strategy;
+            EXPECT_DOUBLE_EQ(e.mean_evaluations, double(c[1].budget)) << e.strategy;
             // 10 % of the 40 configurations: 4 evaluations, big's first three and small's first (a tenth of each),
             // which is T=7, the winner of small at the other problem (history) or the problem before (in-run).
             EXPECT_DOUBLE_EQ(e.share_within_small[0], 1.0) << e.strategy << (history ? " history" : " in-run");
@@ -139,6 +142,44 @@ TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
         EXPECT_DOUBLE_EQ(m.evaluations[i].time_s, times[i]) << i;
     }
     EXPECT_DOUBLE_EQ(m.evaluations[2].value, 5.0);
+}
+
+TEST(ReplayAlternatives, WithTheHistoryAKernelFarBehindIsTriagedToAProbeAndTheLeaderTakesTheRest) {
+    test::TempDir dir;
+    const std::vector<ReplaySpace> spaces = two_kernels(dir);
+    ComparisonOptions o;
+    o.strategies = {"random"};
+    o.runs = 2;
+    o.count_strategy_time = false;
+    o.budget = 5;  // each kernel's, as `ktune tune --budget 5`
+    o.history = true;
+    const std::vector<Comparison> c = compare_strategies(spaces, o);
+    for (const Comparison& p : c) {
+        EXPECT_EQ(p.kernels.at(0).budget, kTriageProbe) << p.space;       // big: twice small's best elsewhere
+        EXPECT_EQ(p.kernels.at(1).budget, 10 - kTriageProbe) << p.space;  // small: its 5 and the 3 big freed
+        EXPECT_EQ(p.budget, 10);
+        EXPECT_DOUBLE_EQ(p.strategies.at(0).mean_evaluations, 10.0);
+    }
+    o.history = false;  // in-run: no stored history, no triage (as a tuning into an empty database)
+    for (const Comparison& p : compare_strategies(spaces, o)) {
+        EXPECT_EQ(p.kernels.at(0).budget, 5);
+        EXPECT_EQ(p.kernels.at(1).budget, 5);
+    }
+}
+
+TEST(ReplayAlternatives, APaceScalesEachKernelsShareInTheMergedRun) {
+    ReplaySpace space;
+    space.name = "p";
+    space.entries.resize(6);
+    space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
+    ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}}};
+    ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
+    // a triaged to half its share, b at its own: a's at 1/2 and 1 of its halved space, b's at 1/2 and 1.
+    const ReplayRun m = merge_kernel_runs(space, {a, b}, {0.5, 1.0});
+    const std::vector<std::size_t> entries{3, 5, 1, 4};
+    ASSERT_EQ(m.evaluations.size(), entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(m.evaluations[i].entry, entries[i]) << i;
+    EXPECT_THROW(merge_kernel_runs(space, {a, b}, {1.0}), Error);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "ktune_test_config.hpp"
 #include "tests/common/temp_dir.hpp"
@@ -27,10 +30,11 @@ protected:
         m_run2 = m_store->begin_run({});
     }
     void record(const Problem& p, const std::string& config_key, double us, std::int64_t run,
-                const std::string& source = "this-source") {
+                const std::string& source = "this-source", const std::string& alternative = "") {
         ResultRecord r;
         r.kernel = m_kernel;
         r.kernel.source_hash = source;
+        r.kernel.alternative = alternative;
         r.config_key = config_key;
         r.problem = p;
         r.device_key = "dev-A";
@@ -107,6 +111,21 @@ TEST_F(TuningHistory, AFinishedProblemHandsOnItsThreeFastestOfTheKernelsSource) 
     for (const Config& c : stored_fastest(*m_store, m_space, m_kernel, "dev-A", p, &slowdown)) keys.push_back(c.key());
     EXPECT_EQ(keys, (std::vector<std::string>{rms(256, 8, 1).key(), rms(128, 4, 8).key(), rms(512, 8, 1).key()}));
     EXPECT_EQ(slowdown, (std::vector<double>{1.0, 2.0, 3.0}));  // each one's time over the fastest's
+}
+
+TEST_F(TuningHistory, KernelBestsAreEachAlternativesFastestPerProblemAndRun) {
+    const Problem a{Dtype::bf16, {{"M", 16}, {"H", 4096}}}, b{Dtype::bf16, {{"M", 64}, {"H", 4096}}};
+    record(a, rms(256, 8, 1).key(), 5.0, m_run1, "src-x", "x");
+    record(a, rms(512, 8, 1).key(), 4.0, m_run1, "src-x", "x");
+    record(a, rms(1024, 8, 1).key(), 3.0, m_run2, "src-x", "x");  // another run: kept apart
+    record(a, rms(256, 8, 1).key(), 7.0, m_run1, "src-y", "y");
+    record(b, rms(256, 8, 1).key(), 2.0, m_run1, "src-y", "y");
+    std::vector<std::string> got;
+    for (const KernelBest& k : stored_kernel_bests(*m_store, m_kernel, "dev-A"))
+        got.push_back(fmt::format("{} {} {} {}", k.kernel, k.problem.key(), k.best, k.run_id == m_run1 ? 1 : 2));
+    std::ranges::sort(got);
+    EXPECT_EQ(got, (std::vector<std::string>{"x bf16:M=16,H=4096 3 2", "x bf16:M=16,H=4096 4 1",
+                                             "y bf16:M=16,H=4096 7 1", "y bf16:M=64,H=4096 2 1"}));
 }
 
 }  // namespace

@@ -244,5 +244,52 @@ TEST(TransferHints, CountTheHintsThatCameFromStoredProblems) {
     EXPECT_EQ(from_history, 2u);
 }
 
+TEST(KernelTriage, ExpectedSlowdownsWeighTheNearProblemsAndSkipThoseWithOneKernel) {
+    const Problem p = rows(Dtype::bf16, 16, 4096);
+    const std::vector<KernelBest> history{{"a", rows(Dtype::bf16, 32, 4096), 1.0, 1},
+                                          {"b", rows(Dtype::bf16, 32, 4096), 2.0, 1},  // one step: 1/4
+                                          {"a", rows(Dtype::bf16, 64, 4096), 3.0, 1},
+                                          {"b", rows(Dtype::bf16, 64, 4096), 1.0, 1},  // two: 1/16
+                                          {"a", rows(Dtype::bf16, 16, 2048), 1.5, 1},  // b absent
+                                          {"a", p, 9.0, 1},                            // its own
+                                          {"a", rows(Dtype::fp32, 16, 4096), 1.0, 1},
+                                          {"b", rows(Dtype::fp32, 16, 4096), 9.0, 1}};  // another width
+    const std::vector<double> e = expected_kernel_slowdowns(p, {"a", "b", "c"}, history);
+    ASSERT_EQ(e.size(), 3u);
+    EXPECT_DOUBLE_EQ(e[0], (0.25 * 1.0 + 0.0625 * 3.0) / 0.3125);
+    EXPECT_DOUBLE_EQ(e[1], (0.25 * 2.0 + 0.0625 * 1.0) / 0.3125);
+    EXPECT_DOUBLE_EQ(e[2], 1.0);  // nothing known: not triaged
+}
+
+TEST(KernelTriage, AKernelFarBehindKeepsAProbeTheOthersShareWhatItFreesUpToTheirSpaces) {
+    // b 1.5x behind: 2 of its 20; a and c share the 18 by their budgets (10 : 30, 4 and 13), c capped at its 35
+    // configurations (5), a takes the rest.
+    EXPECT_EQ(triage_budgets({10, 20, 30}, {100, 200, 35}, {1.0, 1.5, 1.05}), (std::vector<std::int64_t>{23, 2, 35}));
+    // Uncapped: 4 and 13, the one left to the first.
+    EXPECT_EQ(triage_budgets({10, 20, 30}, {100, 200, 300}, {1.0, 1.5, 1.05}), (std::vector<std::int64_t>{15, 2, 43}));
+    // 4 % behind is within the margin: nothing changes.
+    EXPECT_EQ(triage_budgets({10, 20}, {100, 200}, {1.0, 1.04}), (std::vector<std::int64_t>{10, 20}));
+    // Every kernel behind (an estimate against kernels not in the list) or the rest full: unchanged.
+    EXPECT_EQ(triage_budgets({10, 20}, {100, 200}, {1.2, 1.5}), (std::vector<std::int64_t>{10, 20}));
+    EXPECT_EQ(triage_budgets({10, 1}, {10, 200}, {1.0, 1.5}), (std::vector<std::int64_t>{10, 1}));
+    // What cannot be placed is not invented: a at its whole space, b's 18 freed, 5 taken.
+    EXPECT_EQ(triage_budgets({10, 20}, {15, 200}, {1.0, 1.5}), (std::vector<std::int64_t>{15, 2}));
+}
+
+TEST(KernelTriage, TheBudgetOfOneKernelFromTheRunsBeforeTheProblemWasFirstMeasured) {
+    const Problem p = rows(Dtype::bf16, 16, 4096), near = rows(Dtype::bf16, 32, 4096);
+    const std::vector<TriagedKernel> kernels{{"a", 100, 10}, {"b", 200, 20}, {"x", 50, std::nullopt}};
+    std::vector<KernelBest> stored{{"a", near, 1.0, 3}, {"b", near, 2.0, 3}, {"x", near, 0.5, 3}};
+    Triage t = triage_budget(p, kernels, 1, stored, 10);
+    EXPECT_EQ(t.budget, kTriageProbe);  // x, tuned exhaustively, takes no part, though the fastest
+    EXPECT_DOUBLE_EQ(t.expected_slowdown, 2.0);
+    EXPECT_EQ(triage_budget(p, kernels, 0, stored, 10).budget, 28);
+    EXPECT_EQ(triage_budget(p, kernels, 2, stored, 10).budget, 50);  // exhaustive: its whole space
+    EXPECT_EQ(triage_budget(p, kernels, 1, stored, 3).budget, 20);   // those results are of this run: no history
+    // A resumed run: the problem's own first results (run 2) bound the history as it stood then.
+    stored.push_back({"a", p, 1.0, 2});
+    EXPECT_EQ(triage_budget(p, kernels, 1, stored, 10).budget, 20);
+}
+
 }  // namespace
 }  // namespace ktune
