@@ -3,10 +3,12 @@
 # largest spaces exhaustively from a cold compile cache into one database, the ground truth that `ktune replay --op`
 # replays strategies against (docs/search.md). Each space's wall time is printed; the database comes back gzipped.
 #   OUT=/tmp/o SPACES="softmax decode_attention linear_int8 linear_int4" bench/search/exhaustive_gpu.sh
+#   OUT=/tmp/o SPACES=gemm_act_gelu TUNE_ARGS="--gpus all --dtype bf16" bench/search/exhaustive_gpu.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/out}; mkdir -p "$out"
 spaces=${SPACES:-softmax decode_attention linear_int8 linear_int4}
+read -r -a tune_args <<< "${TUNE_ARGS:-}"  # more `ktune tune` options: --gpus all, --dtype bf16
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 t0=$SECONDS
@@ -19,7 +21,7 @@ k="$root/build-gpu/ktune"
 db=$out/exhaustive.db
 for s in $spaces; do
   t=$SECONDS
-  KTUNE_CACHE_DIR=/tmp/ktune-cold-$s "$k" --db "$db" tune "$s" --strategy exhaustive --quiet --json \
+  KTUNE_CACHE_DIR=/tmp/ktune-cold-$s "$k" --db "$db" tune "$s" --strategy exhaustive "${tune_args[@]}" --quiet --json \
     >> "$out/summaries.jsonl" 2>> "$out/tune.log"
   echo "$s: exit $?, $((SECONDS - t)) s wall (cold compile cache)" | tee -a "$out/tune.log"
 done
