@@ -34,6 +34,7 @@
 // sizeof(T) bytes of dynamic shared memory. q, k, v and out must be 16-byte aligned (the generator's buffers are);
 // a launch that does not match the configuration writes nothing, so the validation fails.
 #include "kernels/attention/decode_attention_mma_walk.cuh"
+#include "kernels/attention/prefill_attention_query_block.cuh"
 
 namespace ktune::dev::prefill_attention {
 
@@ -91,32 +92,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     static_assert(SMEM <= 232448, "prefill_attention_fa2: shared memory <= 227 KiB");
     extern __shared__ __align__(16) unsigned char smem[];  // 16, as decode attention declares it (one unit holds both)
 
-    if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
-        gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
-        gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 ||
-        head_dim != HEAD_DIM || dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+    if (launch_differs<HEAD_DIM, BLOCK_M, THREADS>(batch, q_heads, kv_heads, head_dim, max_len) ||
+        dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
         return;
-
-    const int hq = blockIdx.x, b = blockIdx.z;
-    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
-    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
-    const int hk = hq / (q_heads / kv_heads);
-    int len = seq_lens[b];
-    len = len < 0 ? 0 : (len > max_len ? max_len : len);
-    const int m0 = mblock * BLOCK_M;
-    if (m0 >= len) return;  // the whole block lies past the sequence (uniform)
+    const auto blk = find_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(seq_lens, q_heads, kv_heads, max_len);
+    if (!blk.ok) return;  // the whole block lies past the sequence (uniform)
+    const int hq = blk.hq, b = blk.b, len = blk.len, m0 = blk.m0;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, c = lane & 3;
     const long long q_stride = static_cast<long long>(q_heads) * HEAD_DIM;   // between tokens of q and out
     const long long kv_stride = static_cast<long long>(kv_heads) * HEAD_DIM;  // between tokens of k and v
-    const T* qb = q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
-    const T* kb = k + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-    const T* vb = v + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-
-    // Keys this block sees: all of the sequence, or (causal) up to its last row.
-    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
-    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+    const T* qb = blk.q_rows(q, q_stride, max_len);
+    const T* kb = blk.kv_rows(k, kv_stride, max_len);
+    const T* vb = blk.kv_rows(v, kv_stride, max_len);
+    const int tiles = blk.tiles();
 
     const unsigned q_smem = smem_address(smem);
     const unsigned kv_smem = q_smem + BLOCK_M * ROWB;  // stage s: K at + 2 s TILE_BYTES, V after it

@@ -55,6 +55,7 @@
 // producer) and 1024 more bytes (its mbarriers). q, k, v and out 16-byte aligned; a launch that does not match the
 // configuration writes nothing, so the validation fails.
 #include "kernels/attention/decode_attention_mma_walk.cuh"
+#include "kernels/attention/prefill_attention_query_block.cuh"
 #include "kernels/attention/wgmma_attention_ops.cuh"
 #include "kernels/gemm/gemm_wgmma.cuh"
 #include "kernels/gemm/gemm_wgmma_ws.cuh"
@@ -261,34 +262,6 @@ struct WarpgroupRows {
     }
 };
 
-// The block's query rows: its (sequence, q head, 64 * WG-row block) and what follows from them. `ok` is false for a
-// launch that does not match the configuration (the block writes nothing: uniform over the grid) and for a block
-// wholly past its sequence's length.
-struct QueryBlock {
-    int hq, b, hk, len, m0;
-    bool ok;
-};
-template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int THREADS, int SMEM>
-__device__ __forceinline__ QueryBlock query_block(const int* __restrict__ seq_lens, int batch, int q_heads,
-                                                  int kv_heads, int head_dim, int max_len) {
-    QueryBlock q{};
-    if (blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
-        gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
-        gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 ||
-        head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
-        return q;
-    q.hq = blockIdx.x;
-    q.b = blockIdx.z;
-    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
-    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
-    q.hk = q.hq / (q_heads / kv_heads);
-    const int len = seq_lens[q.b];
-    q.len = len < 0 ? 0 : (len > max_len ? max_len : len);
-    q.m0 = mblock * BLOCK_M;
-    q.ok = q.m0 < q.len;
-    return q;
-}
-
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP>
 __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                                            const T* __restrict__ v, const int* __restrict__ seq_lens, int batch,
@@ -304,21 +277,18 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
     constexpr int SMEM = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
     extern __shared__ unsigned char smem_raw[];
 
-    const QueryBlock blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
-                                                                              head_dim, max_len);
+    const auto blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                                    head_dim, max_len);
     if (!blk.ok) return;
-    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0;
+    const int hq = blk.hq, b = blk.b, len = blk.len, m0 = blk.m0;
 
     const int tid = threadIdx.x, wg = tid >> 7;
     const long long q_stride = static_cast<long long>(q_heads) * HEAD_DIM;   // between tokens of q and out
     const long long kv_stride = static_cast<long long>(kv_heads) * HEAD_DIM;  // between tokens of k and v
-    const T* qb = q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
-    const T* kb = k + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-    const T* vb = v + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
-
-    // Keys this block sees: all of the sequence, or (causal) up to its last row.
-    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
-    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+    const T* qb = blk.q_rows(q, q_stride, max_len);
+    const T* kb = blk.kv_rows(k, kv_stride, max_len);
+    const T* vb = blk.kv_rows(v, kv_stride, max_len);
+    const int tiles = blk.tiles();
 
     const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
@@ -452,12 +422,10 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     constexpr int SMEM = wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
     extern __shared__ unsigned char smem_raw[];
 
-    const QueryBlock blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
-                                                                              head_dim, max_len);
+    const auto blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                                    head_dim, max_len);
     if (!blk.ok) return;
-    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0;
-    const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
-    const int tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0, tiles = blk.tiles();
 
     const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it

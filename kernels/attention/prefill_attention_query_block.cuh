@@ -1,0 +1,79 @@
+#pragma once
+// Prefill attention: what a block of every kernel (prefill_attention_fa2.cuh, prefill_attention_wgmma.cuh) derives
+// from its launch. The kernels share the grid (HQ, ceil(L / BLOCK_M), B) of the YAML's launch: a block owns BLOCK_M
+// query rows of one (sequence, q head), reads the K/V tiles of BLOCK_N tokens its rows attend to, and finds q, k, v and
+// out as [B, L, H, D] (token-major, heads inner, L = max_len). One copy of this arithmetic, so that no kernel reads the
+// grid differently.
+#include "kernels/attention/decode_attention_common.cuh"
+
+namespace ktune::dev::prefill_attention {
+
+// The block's query rows: its (sequence, q head, BLOCK_M-row block) and what follows from them. `ok` is false for a
+// block wholly past its sequence's length (and, from query_block, for a launch that does not match the configuration):
+// the block writes nothing. The rest holds only where `ok` is true.
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
+struct QueryBlock {
+    int hq, b, hk, len, m0;
+    bool ok;
+
+    // K/V tiles of BLOCK_N tokens the block sees: all of the sequence, or (causal) up to its last row.
+    __device__ __forceinline__ int tiles() const {
+        const int kv_end = CAUSAL ? min(len, m0 + BLOCK_M) : len;
+        return (kv_end + BLOCK_N - 1) / BLOCK_N;
+    }
+    // The block's first q row (token m0 of head hq), and its kv head's first token in k or v; stride: between tokens
+    // (H * HEAD_DIM).
+    template <typename T>
+    __device__ __forceinline__ const T* q_rows(const T* q, long long q_stride, int max_len) const {
+        return q + (static_cast<long long>(b) * max_len + m0) * q_stride + static_cast<long long>(hq) * HEAD_DIM;
+    }
+    template <typename T>
+    __device__ __forceinline__ const T* kv_rows(const T* kv, long long kv_stride, int max_len) const {
+        return kv + static_cast<long long>(b) * max_len * kv_stride + static_cast<long long>(hk) * HEAD_DIM;
+    }
+};
+
+// True where the launch does not match the configuration (THREADS: its block size) in grid, block or problem; uniform
+// over the grid. The caller checks the dynamic shared memory (dynamic_smem_bytes() < SMEM) in the same condition,
+// right after this: returned from here instead, nvcc hoists that check and compiles the wgmma kernels differently.
+template <int HEAD_DIM, int BLOCK_M, int THREADS>
+__device__ __forceinline__ bool launch_differs(int batch, int q_heads, int kv_heads, int head_dim, int max_len) {
+    return blockDim.x != THREADS || gridDim.x != static_cast<unsigned>(q_heads) ||
+           gridDim.y != static_cast<unsigned>((max_len + BLOCK_M - 1) / BLOCK_M) ||
+           gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 || head_dim != HEAD_DIM;
+}
+
+// The block's query rows, in a launch that matches.
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
+__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> find_query_block(
+    const int* __restrict__ seq_lens, int q_heads, int kv_heads, int max_len) {
+    QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> q;
+    q.hq = blockIdx.x;
+    q.b = blockIdx.z;
+    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
+    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+    q.hk = q.hq / (q_heads / kv_heads);
+    const int len = seq_lens[q.b];
+    q.len = len < 0 ? 0 : (len > max_len ? max_len : len);
+    q.m0 = mblock * BLOCK_M;
+    q.ok = q.m0 < q.len;
+    return q;
+}
+
+// The launch check (SMEM: the configuration's least dynamic shared memory) and the block's query rows in one, `ok`
+// false for either reason (the wgmma kernels). The FA2 kernel returns after each in turn instead: nvcc compiles the
+// two forms differently, and each kernel keeps the form it had, so that sharing them changed neither's machine code.
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int THREADS, int SMEM>
+__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> query_block(const int* __restrict__ seq_lens,
+                                                                                      int batch, int q_heads,
+                                                                                      int kv_heads, int head_dim,
+                                                                                      int max_len) {
+    QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> q{};
+    if (launch_differs<HEAD_DIM, BLOCK_M, THREADS>(batch, q_heads, kv_heads, head_dim, max_len) ||
+        decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+        return q;
+    q = find_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(seq_lens, q_heads, kv_heads, max_len);
+    return q;
+}
+
+}  // namespace ktune::dev::prefill_attention
