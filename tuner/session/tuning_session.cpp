@@ -604,11 +604,11 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
         Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}};
-        if (o.transfer && pl.plan.budget && pl.plan.name != "exhaustive" && o.triage_kernels.size() > 1) {
+        if (o.transfer && pl.plan.budget && pl.plan.name != "exhaustive" && o.alternatives_tuned.size() > 1) {
             if (!kernel_bests) kernel_bests = stored_kernel_bests(stores.front(), kernel, device.key);
             std::vector<TriagedKernel> kernels;
             std::size_t me = 0;
-            for (const SearchSpace* k : o.triage_kernels) {
+            for (const SearchSpace* k : o.alternatives_tuned) {
                 if (k == &space) me = kernels.size();
                 const auto n = std::int64_t(k == &space ? valid.size() : k->count_valid_configs(p));
                 const StrategyPlan plan = plan_strategy(o.strategy, o.budget, std::size_t(n));
@@ -887,7 +887,7 @@ std::vector<TuneSummary> tune_space(const SearchSpace& space, const TuneOptions&
     check_config_filters(space, problems, o);
     for (const Problem& p : problems) {
         op.buffers(p);  // a shape the op cannot take fails now, before any work
-        if (!o.shapes.empty() && space.valid_configs(p).empty())
+        if (!o.shapes.empty() && o.alternatives_tuned.empty() && space.valid_configs(p).empty())
             throw Error(ErrorCategory::bad_input,
                         fmt::format("no configuration of {} is valid at {} (its constraints and prune rules)",
                                     space.file(), p.key()),
@@ -998,6 +998,15 @@ std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback
                 fmt::format("no kernel of {} takes every --config filter (its parameters and values)", o.space_path),
                 "--config");
     }
+    if (kernels.size() > 1 && !o.shapes.empty())  // a shape is refused when no kernel can take it, before any work
+        for (const Problem& p : select_problems(kernels.front(), o))
+            if (std::none_of(kernels.begin(), kernels.end(),
+                             [&](const SearchSpace& k) { return k.count_valid_configs(p) > 0; }))
+                throw Error(ErrorCategory::bad_input,
+                            fmt::format("no configuration of {} is valid at {} (the constraints and prune rules of "
+                                        "every kernel)",
+                                        o.space_path, p.key()),
+                            "--shape");
     RunProgress run_progress(progress, t0);
     if (kernels.size() > 1) {
         // A kernel whose rules keep none of its configurations at the selected problems (one kept for other shapes:
@@ -1017,16 +1026,16 @@ std::vector<TuneSummary> run_tuning(const TuneOptions& o, const ProgressCallback
             });
     }
     std::vector<TuneSummary> out;  // one per device, in the order the first kernel's tuning gave them
-    std::vector<const SearchSpace*> triage_kernels;
+    std::vector<const SearchSpace*> alternatives_tuned;
     if (kernels.size() > 1)
-        for (const SearchSpace& k : kernels) triage_kernels.push_back(&k);
+        for (const SearchSpace& k : kernels) alternatives_tuned.push_back(&k);
     std::int64_t first_run = 0;
     for (const SearchSpace& k : kernels) {
         if (!k.alternative().empty())
             run_progress.notice(fmt::format("kernel {} ({})", k.alternative(), k.kernel_name_template()));
         TuneOptions rest = o;  // --time bounds the whole run, every kernel together
         if (o.time_limit_s) rest.time_limit_s = std::max(0.0, *o.time_limit_s - seconds_since(t0));
-        rest.triage_kernels = triage_kernels;
+        rest.alternatives_tuned = alternatives_tuned;
         rest.triage_before_run = first_run;
         bool time_limit_hit = false;
         for (TuneSummary& d : tune_space(k, rest, run_progress)) {

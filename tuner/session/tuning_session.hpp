@@ -46,10 +46,11 @@ struct TuneOptions {
     std::vector<NamedValues> shapes;
     std::vector<NamedValues> config_filters;  // keep configurations matching any filter (all named parameters equal)
     std::vector<std::string> alternatives;    // tune only these kernels of a space of alternatives (empty: all)
-    // Set by run_tuning for a space of alternatives: the kernels being tuned, among which a search triages its budget
+    // Set by run_tuning for a space of alternatives: the kernels being tuned (a --shape where one has no valid
+    // configuration is skipped for it, not refused), among which a search triages its budget
     // (tuner/strategy/transfer.hpp triage_budget), and the first run of this invocation, whose results (the kernels
     // are tuned one after another) no kernel's triage weighs: every kernel triages by the same history.
-    std::vector<const SearchSpace*> triage_kernels;
+    std::vector<const SearchSpace*> alternatives_tuned;
     std::int64_t triage_before_run = 0;  // 0: this kernel's run
     // --config as typed ("ENGINE=wgmma,FLAG=true"): read against the space (choice names, bools) into config_filters.
     std::vector<std::string> config_filter_texts;
