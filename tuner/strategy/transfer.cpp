@@ -205,8 +205,9 @@ std::vector<std::int64_t> triage_budgets(const std::vector<std::int64_t>& budget
 
 Triage triage_budget(const Problem& problem, const std::vector<TriagedKernel>& kernels, std::size_t kernel,
                      const std::vector<KernelBest>& stored, std::int64_t before_run) {
-    Triage out{kernels.at(kernel).budget.value_or(kernels[kernel].configurations), 1};
-    if (!kernels[kernel].budget) return out;
+    const TriagedKernel& self = kernels.at(kernel);
+    Triage out{std::min(self.budget.value_or(self.configurations), self.configurations), 1};
+    if (!self.budget || self.configurations == 0) return out;  // exhaustive, or nothing here
     for (const KernelBest& b : stored)
         if (b.problem == problem) before_run = std::min(before_run, b.run_id);
     std::vector<std::string> names;

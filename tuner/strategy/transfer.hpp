@@ -98,7 +98,7 @@ struct TriagedKernel {
 
 // What triage gives `kernel` at `problem` among `kernels`, from the stored results of runs before `before_run`, and
 // before the first run that measured anything at the problem (a resumed run triages as its first did): its budget, and
-// the slowdown expected of it. Its own budget unchanged where nothing is triaged.
+// the slowdown expected of it. Its own budget (at most its configurations) where nothing is triaged.
 struct Triage {
     std::int64_t budget = 0;
     double expected_slowdown = 1;

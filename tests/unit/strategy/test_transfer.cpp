@@ -285,7 +285,13 @@ TEST(KernelTriage, TheBudgetOfOneKernelFromTheRunsBeforeTheProblemWasFirstMeasur
     EXPECT_DOUBLE_EQ(t.expected_slowdown, 2.0);
     EXPECT_EQ(triage_budget(p, kernels, 0, stored, 10).budget, 28);
     EXPECT_EQ(triage_budget(p, kernels, 2, stored, 10).budget, 50);  // exhaustive: its whole space
-    EXPECT_EQ(triage_budget(p, kernels, 1, stored, 3).budget, 20);   // those results are of this run: no history
+    // A kernel with no configuration here takes no part and is told nothing of the others.
+    const std::vector<TriagedKernel> with_none{{"a", 100, 10}, {"b", 200, 20}, {"n", 0, 20}};
+    const Triage none = triage_budget(p, with_none, 2, stored, 10);
+    EXPECT_EQ(none.budget, 0);
+    EXPECT_DOUBLE_EQ(none.expected_slowdown, 1.0);
+    EXPECT_EQ(triage_budget(p, with_none, 0, stored, 10).budget, 28);
+    EXPECT_EQ(triage_budget(p, kernels, 1, stored, 3).budget, 20);  // those results are of this run: no history
     // A resumed run: the problem's own first results (run 2) bound the history as it stood then.
     stored.push_back({"a", p, 1.0, 2});
     EXPECT_EQ(triage_budget(p, kernels, 1, stored, 10).budget, 20);
