@@ -29,13 +29,23 @@ ResultFilter problem_results(const KernelInfo& kernel, const std::string& device
     return f;
 }
 
-std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                         const std::string& device_key) {
+namespace {
+
+// The ok results of the kernel's op and variant on the device, of every source and alternative.
+ResultFilter ok_results_of_op(const KernelInfo& kernel, const std::string& device_key) {
     ResultFilter f;
     f.op = kernel.op;
     f.variant = kernel.variant;
     f.device_key = device_key;
     f.status = Status::ok;
+    return f;
+}
+
+}  // namespace
+
+std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                         const std::string& device_key) {
+    const ResultFilter f = ok_results_of_op(kernel, device_key);
     std::vector<StoredResult> out;
     std::map<std::string, std::optional<Config>> parsed;  // by configuration key: each parsed once
     for (const ResultRecord& r : store.results(f)) {
@@ -56,11 +66,7 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 
 std::vector<KernelBest> stored_kernel_bests(const Store& store, const KernelInfo& kernel,
                                             const std::string& device_key) {
-    ResultFilter f;
-    f.op = kernel.op;
-    f.variant = kernel.variant;
-    f.device_key = device_key;
-    f.status = Status::ok;
+    const ResultFilter f = ok_results_of_op(kernel, device_key);
     std::map<std::tuple<std::string, std::string, std::int64_t>, KernelBest> best;  // alternative, problem, run
     for (const ResultRecord& r : store.results(f)) {
         const double t = r.measurement.rank_us();

@@ -47,6 +47,15 @@ std::vector<ReplaySpace> two_kernels(const test::TempDir& dir) {
     return replay_spaces_from_store(store, "gemm_act", "dev-A");
 }
 
+// Random search, two runs, repeatable in time: what the budget tests need.
+ComparisonOptions two_random_runs() {
+    ComparisonOptions o;
+    o.strategies = {"random"};
+    o.runs = 2;
+    o.count_strategy_time = false;
+    return o;
+}
+
 TEST(ReplayAlternatives, FromTheStoreEveryKernelsSourceWithTheMostResults) {
     test::TempDir dir;
     const std::vector<ReplaySpace> spaces = two_kernels(dir);
@@ -105,10 +114,7 @@ TEST(ReplayAlternatives, TheOptimumInTheKernelWithFewerResultsIsFoundFromItsOwnH
 TEST(ReplayAlternatives, EachKernelGetsTheBudgetOfItsOwnSpace) {
     test::TempDir dir;
     const std::vector<ReplaySpace> spaces = two_kernels(dir);
-    ComparisonOptions o;
-    o.strategies = {"random"};
-    o.runs = 2;
-    o.count_strategy_time = false;
+    ComparisonOptions o = two_random_runs();
     o.budget_share = 0.1;  // as `auto` gives each kernel a tenth of its space
     Comparison c = compare_strategies(spaces[0], o);
     EXPECT_EQ(c.kernels.at(0).budget, 3);
@@ -147,10 +153,7 @@ TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
 TEST(ReplayAlternatives, WithTheHistoryAKernelFarBehindIsTriagedToAProbeAndTheLeaderTakesTheRest) {
     test::TempDir dir;
     const std::vector<ReplaySpace> spaces = two_kernels(dir);
-    ComparisonOptions o;
-    o.strategies = {"random"};
-    o.runs = 2;
-    o.count_strategy_time = false;
+    ComparisonOptions o = two_random_runs();
     o.budget = 5;  // each kernel's, as `ktune tune --budget 5`
     o.history = true;
     const std::vector<Comparison> c = compare_strategies(spaces, o);
