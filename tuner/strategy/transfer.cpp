@@ -11,6 +11,14 @@
 
 namespace ktune {
 
+namespace {
+
+// How much less a problem one axis doubled away counts than the problem itself: a quarter, so the nearest problems
+// decide and the farther ones break their ties (expected_slowdown, expected_kernel_slowdowns).
+double distance_weight(const Problem& a, const Problem& b) { return std::pow(4.0, -problem_distance(a, b)); }
+
+}  // namespace
+
 double problem_distance(const Problem& a, const Problem& b) {
     // Another width first: the accesses, the vector widths and the bytes moved all differ. A type of the same width
     // (fp16 and bf16) moves the same bytes the same way: as far as one axis doubled.
@@ -64,13 +72,11 @@ std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& store
 }
 
 double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config) {
-    // A problem one axis doubled away counts a quarter: the nearest problems decide, the farther ones break their ties.
-    constexpr double kWeightPerDistance = 4;
     const std::string key = config.key();
     double sum = 0, weights = 0;
     for (const TunedProblem& t : tuned) {
         if (t.problem == problem || t.slowdown.empty() || t.slowdown.size() != t.fastest.size()) continue;
-        const double w = std::pow(kWeightPerDistance, -problem_distance(problem, t.problem));
+        const double w = distance_weight(problem, t.problem);
         if (!(w > 0)) continue;  // another width
         double s = t.slowdown.back();
         for (std::size_t k = 0; k < t.fastest.size(); ++k)
@@ -138,7 +144,6 @@ std::size_t transfer_hint_limit(std::size_t candidates, std::optional<std::int64
 
 std::vector<double> expected_kernel_slowdowns(const Problem& problem, const std::vector<std::string>& kernels,
                                               const std::vector<KernelBest>& history) {
-    constexpr double kWeightPerDistance = 4;  // as expected_slowdown's
     std::map<std::string, std::pair<const Problem*, std::map<std::string, double>>> by_problem;
     for (const KernelBest& b : history) {
         if (b.problem == problem || !(b.best > 0)) continue;
@@ -151,7 +156,7 @@ std::vector<double> expected_kernel_slowdowns(const Problem& problem, const std:
     for (const auto& [key, entry] : by_problem) {
         const auto& [p, best] = entry;
         if (best.size() < 2) continue;  // one kernel measured there says nothing about the others
-        const double w = std::pow(kWeightPerDistance, -problem_distance(problem, *p));
+        const double w = distance_weight(problem, *p);
         if (!(w > 0)) continue;
         double fastest = std::numeric_limits<double>::infinity();
         for (const auto& [k, t] : best) fastest = std::min(fastest, t);
