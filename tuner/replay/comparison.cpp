@@ -95,15 +95,19 @@ void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Sear
     const std::vector<KernelBest> history = kernel_bests(spaces);
     for (std::size_t i = 0; i < spaces.size(); ++i) {
         if (spaces[i].kernels.size() < 2 || !spaces[i].problem) continue;
-        std::vector<std::string> names;
-        std::vector<std::int64_t> budgets, sizes;
+        std::vector<TriagedKernel> kernels;
+        std::vector<std::int64_t> budgets, triaged;
         for (const Searched& s : searches[i]) {
-            names.push_back(s.kernel);
+            kernels.push_back({s.kernel, std::int64_t(s.space.entries.size()), s.budget});
             budgets.push_back(s.budget);
-            sizes.push_back(std::int64_t(s.space.entries.size()));
         }
-        const std::vector<std::int64_t> triaged =
-            triage_budgets(budgets, sizes, expected_kernel_slowdowns(*spaces[i].problem, names, history));
+        // Leave-one-out: the problem's own optima are not history (triage_budget would read them as its resumed run's).
+        std::vector<KernelBest> others;
+        for (const KernelBest& b : history)
+            if (!(b.problem == *spaces[i].problem)) others.push_back(b);
+        for (std::size_t k = 0; k < kernels.size(); ++k)
+            triaged.push_back(
+                triage_budget(*spaces[i].problem, kernels, k, others, std::numeric_limits<std::int64_t>::max()).budget);
         if (triaged == budgets) continue;
         out[i].budget = 0;
         for (std::size_t k = 0; k < triaged.size(); ++k) {
