@@ -43,21 +43,43 @@ __device__ __forceinline__ bool launch_differs(int batch, int q_heads, int kv_he
            gridDim.z != static_cast<unsigned>(batch) || kv_heads < 1 || q_heads % kv_heads != 0 || head_dim != HEAD_DIM;
 }
 
-// The block's query rows, in a launch that matches.
+// The query rows of q head hq, sequence b and the block of rank `rank` (blocks of rows counted from the sequence's
+// start, or from its end when causal: causal blocks near the end have the most tiles, so they go first and the short
+// ones fill in); `blocks`: ceil(max_len / BLOCK_M).
 template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
-__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> find_query_block(
-    const int* __restrict__ seq_lens, int q_heads, int kv_heads, int max_len) {
+__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> query_block_at(
+    int hq, int rank, int b, int blocks, const int* __restrict__ seq_lens, int q_heads, int kv_heads, int max_len) {
     QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> q;
-    q.hq = blockIdx.x;
-    q.b = blockIdx.z;
-    // Causal blocks near the end of a sequence have the most tiles: they go first, the short ones fill in.
-    const int mblock = CAUSAL ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+    q.hq = hq;
+    q.b = b;
+    const int mblock = CAUSAL ? blocks - 1 - rank : rank;
     q.hk = q.hq / (q_heads / kv_heads);
     const int len = seq_lens[q.b];
     q.len = len < 0 ? 0 : (len > max_len ? max_len : len);
     q.m0 = mblock * BLOCK_M;
     q.ok = q.m0 < q.len;
     return q;
+}
+
+// The block's query rows, in a launch that matches.
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
+__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> find_query_block(
+    const int* __restrict__ seq_lens, int q_heads, int kv_heads, int max_len) {
+    return query_block_at<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y, seq_lens,
+                                                              q_heads, kv_heads, max_len);
+}
+
+// A persistent grid's work item `item` of HQ * ceil(max_len / BLOCK_M) * batch (blocks take every gridDim.x-th): q
+// heads vary fastest, so that neighbouring items share their kv head's K and V in L2, then sequences, then the blocks'
+// ranks (longest first when causal), so that every round of the grid holds items of about one size.
+template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
+__device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> persistent_query_block(
+    int item, const int* __restrict__ seq_lens, int batch, int q_heads, int kv_heads, int max_len) {
+    const int per_rank = batch * q_heads, rank = item / per_rank, rest = item - rank * per_rank;
+    const int b = rest / q_heads;
+    return query_block_at<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(rest - b * q_heads, rank, b,
+                                                              (max_len + BLOCK_M - 1) / BLOCK_M, seq_lens, q_heads,
+                                                              kv_heads, max_len);
 }
 
 // The launch check (SMEM: the configuration's least dynamic shared memory) and the block's query rows in one, `ok`

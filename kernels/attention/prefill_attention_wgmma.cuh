@@ -47,13 +47,15 @@
 //             true: the previous tile's P V is issued behind this tile's S and runs during its softmax (FA3's
 //             intra-warpgroup overlap; needs S and the previous P in registers at once, and here STAGES >= 3;
 //             wgmma_ws releases stages explicitly and takes any STAGES).
-//   wgmma_ws only: PINGPONG (two consumers take turns at their MMAs) and CTAS_PER_SM (1, or 2 with one consumer):
-//             see wgmma_ws_body.
+//   wgmma_ws only: PINGPONG (two consumers take turns at their MMAs), CTAS_PER_SM (1, or 2 with one consumer) and
+//             PERSISTENT (1: at most SMS * CTAS_PER_SM blocks, each over many blocks of rows) and Q_STAGES (2: the next
+//             item's q copied into a second buffer): see wgmma_ws_body.
 //
 // Launch: grid (HQ, ceil(L / BLOCK_M), B), 128 * BLOCK_M / 64 threads, (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM *
 // sizeof(T) + 1024 bytes of dynamic shared memory (1024 for aligning the base); wgmma_ws: 128 more threads (the
-// producer) and 1024 more bytes (its mbarriers). q, k, v and out 16-byte aligned; a launch that does not match the
-// configuration writes nothing, so the validation fails.
+// producer), 1024 more bytes (its mbarriers) and (Q_STAGES - 1) * BLOCK_M * HEAD_DIM * sizeof(T) (q's second buffer);
+// PERSISTENT: grid (min(HQ * ceil(L / BLOCK_M) * B, SMS * CTAS_PER_SM), 1, 1). q, k, v and out 16-byte aligned; a
+// launch that does not match the configuration writes nothing, so the validation fails.
 #include "kernels/attention/decode_attention_mma_walk.cuh"
 #include "kernels/attention/prefill_attention_query_block.cuh"
 #include "kernels/attention/wgmma_attention_ops.cuh"
@@ -384,31 +386,38 @@ __device__ __forceinline__ void wgmma_body(T* __restrict__ out, const T* __restr
     rows.store(out, b, hq, max_len, q_stride);
 }
 
-// Shared memory of the warp-specialized kernel: the stages and q as wgmma_smem_bytes, 1024 more for its mbarriers.
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES>
-inline constexpr int wgmma_ws_smem_bytes = wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> + 1024;
+// Shared memory of the warp-specialized kernel: Q_STAGES q tiles, the stages and the base's alignment as
+// wgmma_smem_bytes, 1024 more for its mbarriers.
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int STAGES, int Q_STAGES>
+inline constexpr int wgmma_ws_smem_bytes =
+    wgmma_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> + (Q_STAGES - 1) * BLOCK_M * HEAD_DIM * int(sizeof(T)) + 1024;
 
 // Warp-specialized, TMA-fed (alternative `wgmma_ws`, FlashAttention-3's structure): warpgroup 0 is the producer, of
-// which one thread copies the q tile once and every K and V tile through tensor maps over the [B, L, H, D] buffers
-// (boxes [1, rows, 1, 64]: one 64-column panel of one head, 128-byte swizzle, the layout above; tokens past L read as
-// zeros); warpgroups 1.. are the consumers, 64 query rows each, with the producer's registers (setmaxnreg). Per stage
-// four mbarriers: k_full[s] and v_full[s] (one arrival expecting the tile's bytes; S starts once K has landed), and
-// k_empty[s] and v_empty[s] (lane 0 of every consumer warp, once its wgmma reading K, or V, have completed: the next
-// K is loaded while this tile's P V still runs). The producer runs up to STAGES tiles ahead, so no stage is held back
-// for the refill (the cp.async kernel loads STAGES - 1 or - 2 ahead).
+// which warp 0 copies the q tile of each block of rows and every K and V tile through tensor maps over the [B, L, H, D]
+// buffers (boxes [1, rows, 1, 64]: one 64-column panel of one head, 128-byte swizzle, the layout above; tokens past L
+// read as zeros; lane 0 issues the copies); warpgroups 1.. are the consumers, 64 query rows each, with the producer's
+// registers (setmaxnreg). Per stage four mbarriers: k_full[s] and v_full[s] (one arrival expecting the tile's bytes; S
+// starts once K has landed), and k_empty[s] and v_empty[s] (lane 0 of every consumer warp, once its wgmma reading K,
+// or V, have completed: the next K is loaded while this tile's P V still runs). The producer runs up to STAGES tiles
+// ahead, so no stage is held back for the refill (the cp.async kernel loads STAGES - 1 or - 2 ahead). q_full[i] and
+// q_empty[i] hand the q tiles over the same way, once per block of rows.
 // Keys past a sequence's length but inside L are read as stored (TMA zero-fills only past L): their scores are masked,
-// but a value row that is not finite (a padded batch's uninitialized rows) would still turn 0 * v into NaN, so warp 0
-// of the producer warpgroup, once its lane 0 has issued every copy, zeroes those rows of the block's last V tile when
-// it has landed and then arrives on v_ready, which the consumers wait for at that tile (the cp.async kernel
-// zero-fills them as it copies).
+// but a value row that is not finite (a padded batch's pad rows) would still turn 0 * v into NaN. So the V tile that
+// crosses the sequence's end is copied onto v_landed, a barrier only the producer warp waits for; once it has landed
+// the warp zeroes the rows past the end and only then arrives on the stage's v_full (the cp.async kernel zero-fills
+// them as it copies). The consumers see one kind of V tile.
 // PINGPONG (two consumers): they take turns issuing their MMAs (named barriers 1 and 2, FA3's warp scheduler
 // barrier), so that one's softmax runs while the other's MMAs do instead of both contending at once.
 // CTAS_PER_SM 2 (one consumer, shared memory for two): registers for two blocks an SM (__launch_bounds__), so that one
 // block's start (its barriers, q and first K/V copies) and end run under the other's MMAs: short sequences have many
 // blocks of few tiles.
+// PERSISTENT: a grid of at most SMS * CTAS_PER_SM blocks, each taking every gridDim.x-th block of rows
+// (persistent_query_block's order); the stages' and q's barriers run on across a block's items, so the producer copies
+// the next item's q and first tiles while the consumers finish and store this one's; Q_STAGES 2 (PERSISTENT) holds the
+// next item's q in a second buffer, copied while this item's S still read the first.
 // bench/attention/prefill_ws_protocol_check.py models these barriers under random interleavings (keep it in sync).
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG,
-          int CTAS_PER_SM>
+          int CTAS_PER_SM, bool PERSISTENT, int Q_STAGES>
 __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __restrict__ seq_lens, int batch,
                                               int q_heads, int kv_heads, int head_dim, int max_len, float scale,
                                               const gemm_ws::TensorMap& q_map, const gemm_ws::TensorMap& k_map,
@@ -416,33 +425,53 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     constexpr int CONSUMERS = BLOCK_M / 64;
     constexpr int THREADS = 128 * (CONSUMERS + 1);
     using Rows = WarpgroupRows<T, HEAD_DIM, CAUSAL, BLOCK_N, BLOCK_M>;
+    using Block = QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>;
     constexpr int PANELS = HEAD_DIM / 64;
     constexpr int Q_BYTES = BLOCK_M * HEAD_DIM * 2;
     constexpr int TILE_BYTES = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
-    constexpr int SMEM = wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES>;
+    constexpr int SMEM = wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, Q_STAGES>;
     extern __shared__ unsigned char smem_raw[];
 
-    const auto blk = query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
-                                                                                    head_dim, max_len);
-    if (!blk.ok) return;
-    const int hq = blk.hq, b = blk.b, hk = blk.hk, len = blk.len, m0 = blk.m0, tiles = blk.tiles();
+    // The block's work items: its one block of rows, or (PERSISTENT) every gridDim.x-th of the problem's.
+    int items = 1, step = 1, first = 0;
+    if constexpr (PERSISTENT) {
+        if (blockDim.x != THREADS || gridDim.y != 1 || gridDim.z != 1 || kv_heads < 1 || q_heads % kv_heads != 0 ||
+            head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+            return;
+        items = q_heads * ((max_len + BLOCK_M - 1) / BLOCK_M) * batch;
+        step = gridDim.x;
+        first = blockIdx.x;
+    } else {
+        if (!query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                            head_dim, max_len)
+                 .ok)
+            return;
+    }
+    const auto item_block = [&](int item) -> Block {
+        if constexpr (PERSISTENT)
+            return persistent_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(item, seq_lens, batch, q_heads,
+                                                                              kv_heads, max_len);
+        else
+            return find_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(seq_lens, q_heads, kv_heads, max_len);
+    };
 
-    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned kv_smem = q_smem + Q_BYTES;  // stage s: K at + 2 s TILE_BYTES, V after it
+    const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;  // q buffer i at + i Q_BYTES
+    const unsigned kv_smem = q_smem + Q_STAGES * Q_BYTES;                 // stage s: K at + 2 s TILE_BYTES, V after it
     const unsigned bars = kv_smem + STAGES * 2 * TILE_BYTES;
-    const unsigned q_full = bars;
-    auto k_full = [&](int s) { return bars + 8u * (1 + s); };
-    auto v_full = [&](int s) { return bars + 8u * (1 + STAGES + s); };
-    auto k_empty = [&](int s) { return bars + 8u * (1 + 2 * STAGES + s); };
-    auto v_empty = [&](int s) { return bars + 8u * (1 + 3 * STAGES + s); };
-    const unsigned v_ready = bars + 8u * (1 + 4 * STAGES);
-    auto v_stage = [&](int j) { return kv_smem + (j % STAGES) * 2 * TILE_BYTES + TILE_BYTES; };  // tile j's V
-    // The block's last tile reaches past the sequence: its V rows from `valid` on are zeroed before use.
-    const int last = tiles - 1, valid = len - last * BLOCK_N;
-    const bool last_crosses_end = valid < BLOCK_N;
+    const unsigned v_landed = bars;
+    auto q_full = [&](int i) { return bars + 8u * (1 + i); };
+    auto q_empty = [&](int i) { return bars + 8u * (1 + Q_STAGES + i); };
+    auto k_full = [&](int s) { return bars + 8u * (1 + 2 * Q_STAGES + s); };
+    auto v_full = [&](int s) { return bars + 8u * (1 + 2 * Q_STAGES + STAGES + s); };
+    auto k_empty = [&](int s) { return bars + 8u * (1 + 2 * Q_STAGES + 2 * STAGES + s); };
+    auto v_empty = [&](int s) { return bars + 8u * (1 + 2 * Q_STAGES + 3 * STAGES + s); };
+    auto v_stage = [&](int t) { return kv_smem + (t % STAGES) * 2 * TILE_BYTES + TILE_BYTES; };  // tile t's V
     if (threadIdx.x == 0) {
-        gemm_ws::mbar_init(q_full, 1);
-        gemm_ws::mbar_init(v_ready, 1);
+        gemm_ws::mbar_init(v_landed, 1);
+        for (int i = 0; i < Q_STAGES; ++i) {
+            gemm_ws::mbar_init(q_full(i), 1);
+            gemm_ws::mbar_init(q_empty(i), CONSUMERS * 4);
+        }
         for (int s = 0; s < STAGES; ++s) {
             gemm_ws::mbar_init(k_full(s), 1);
             gemm_ws::mbar_init(v_full(s), 1);
@@ -453,47 +482,64 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     }
     __syncthreads();
 
+    // Tiles are counted over the block's items (t), so that stage t % STAGES and its phases run on across them.
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);  // warp-uniform for setmaxnreg
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-        if (threadIdx.x >= 32) return;  // warp 0: lane 0 issues the copies, the warp then fixes the last V tile
-        if (threadIdx.x == 0) {
+        if (threadIdx.x >= 32) return;  // warp 0: lane 0 issues the copies, the warp zeroes the V tails
+        const int lane = threadIdx.x;
+        if (lane == 0) {
             gemm_ws::prefetch_tensor_map(q_map);
             gemm_ws::prefetch_tensor_map(k_map);
             gemm_ws::prefetch_tensor_map(v_map);
-            gemm_ws::mbar_arrive_expect_tx(q_full, Q_BYTES);
-            for (int p = 0; p < PANELS; ++p)
-                gemm_ws::tma_load_4d(q_smem + p * BLOCK_M * 128, q_map, 64 * p, hq, m0, b, q_full);
-            for (int j = 0; j < tiles; ++j) {
-                const int s = j % STAGES;
-                const unsigned released = ((j / STAGES) - 1) & 1;  // the phase of the stage's previous tile
-                if (j >= STAGES) gemm_ws::mbar_wait(k_empty(s), released);
-                const unsigned kd = kv_smem + s * 2 * TILE_BYTES;
-                gemm_ws::mbar_arrive_expect_tx(k_full(s), TILE_BYTES);
-                for (int p = 0; p < PANELS; ++p)
-                    gemm_ws::tma_load_4d(kd + p * BLOCK_N * 128, k_map, 64 * p, hk, j * BLOCK_N, b, k_full(s));
-                if (j >= STAGES) gemm_ws::mbar_wait(v_empty(s), released);
-                gemm_ws::mbar_arrive_expect_tx(v_full(s), TILE_BYTES);
-                for (int p = 0; p < PANELS; ++p)
-                    gemm_ws::tma_load_4d(kd + TILE_BYTES + p * BLOCK_N * 128, v_map, 64 * p, hk, j * BLOCK_N, b,
-                                         v_full(s));
-            }
         }
-        __syncwarp();
-        if (last_crosses_end) {
-            // The last fill is issued, so the stage's pending phase is its own (the one before it has completed: the
-            // consumers released it): the parity names it unambiguously.
-            const int s = last % STAGES, lane = threadIdx.x;
-            gemm_ws::mbar_wait(v_full(s), (last / STAGES) & 1);
-            const unsigned vd = kv_smem + s * 2 * TILE_BYTES + TILE_BYTES;
-            const int chunks = (BLOCK_N - valid) * 8;  // 16-byte chunks of a panel's rows past the end
-            for (int i = lane; i < PANELS * chunks; i += 32) {
-                const unsigned at = vd + (i / chunks) * (BLOCK_N * 128) + valid * 128 + (i % chunks) * 16;
-                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0u) : "memory");
+        int t = 0, n = 0, tails = 0;  // tiles, items and V tails so far
+        for (int item = first; item < items; item += step) {
+            const Block blk = item_block(item);
+            if (!blk.ok) continue;
+            const int tiles = blk.tiles(), last = tiles - 1, valid = blk.len - last * BLOCK_N;
+            const int qi = n % Q_STAGES;  // every S of the item that last used the buffer has read it
+            if (n >= Q_STAGES) gemm_ws::mbar_wait(q_empty(qi), ((n / Q_STAGES) - 1) & 1);
+            if (lane == 0) {
+                gemm_ws::mbar_arrive_expect_tx(q_full(qi), Q_BYTES);
+                for (int p = 0; p < PANELS; ++p)
+                    gemm_ws::tma_load_4d(q_smem + qi * Q_BYTES + p * BLOCK_M * 128, q_map, 64 * p, blk.hq, blk.m0,
+                                         blk.b, q_full(qi));
             }
-            gemm_ws::fence_proxy_async();  // before wgmma reads them
-            __syncwarp();
-            if (lane == 0) gemm_ws::mbar_arrive(v_ready);
+            for (int j = 0; j < tiles; ++j, ++t) {
+                const int s = t % STAGES;
+                const unsigned released = ((t / STAGES) - 1) & 1;  // the phase of the stage's previous tile
+                const unsigned kd = kv_smem + s * 2 * TILE_BYTES;
+                if (t >= STAGES) gemm_ws::mbar_wait(k_empty(s), released);
+                if (lane == 0) {
+                    gemm_ws::mbar_arrive_expect_tx(k_full(s), TILE_BYTES);
+                    for (int p = 0; p < PANELS; ++p)
+                        gemm_ws::tma_load_4d(kd + p * BLOCK_N * 128, k_map, 64 * p, blk.hk, j * BLOCK_N, blk.b,
+                                             k_full(s));
+                }
+                if (t >= STAGES) gemm_ws::mbar_wait(v_empty(s), released);
+                const bool tail = j == last && valid < BLOCK_N;
+                const unsigned v_bar = tail ? v_landed : v_full(s);
+                if (lane == 0) {
+                    gemm_ws::mbar_arrive_expect_tx(v_bar, TILE_BYTES);
+                    for (int p = 0; p < PANELS; ++p)
+                        gemm_ws::tma_load_4d(kd + TILE_BYTES + p * BLOCK_N * 128, v_map, 64 * p, blk.hk, j * BLOCK_N,
+                                             blk.b, v_bar);
+                }
+                if (tail) {
+                    gemm_ws::mbar_wait(v_landed, tails++ & 1);
+                    const int chunks = (BLOCK_N - valid) * 8;  // 16-byte chunks of a panel's rows past the end
+                    for (int i = lane; i < PANELS * chunks; i += 32) {
+                        const unsigned at =
+                            kd + TILE_BYTES + (i / chunks) * (BLOCK_N * 128) + valid * 128 + (i % chunks) * 16;
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(at), "r"(0u) : "memory");
+                    }
+                    gemm_ws::fence_proxy_async();  // before wgmma reads them
+                    __syncwarp();
+                    if (lane == 0) gemm_ws::mbar_arrive(v_full(s));
+                }
+            }
+            ++n;
         }
         return;
     }
@@ -501,8 +547,6 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(ws_consumer_regs(CONSUMERS, CTAS_PER_SM)));
     const int cw = wg - 1;
     const bool lane0 = (threadIdx.x & 31) == 0;
-    Rows rows(scale, len, m0 + 64 * cw, q_smem + cw * 64 * 128);
-    gemm_ws::mbar_wait(q_full, 0);
     // PINGPONG: consumer c's turn is named barrier 1 + c, given by the other's arrival (consumer 0 goes first). Both
     // take a turn at every tile, a skipped one too, so the arrivals pair up; consumer 0 takes the last one back.
     constexpr bool TURNS = PINGPONG && CONSUMERS == 2;
@@ -513,93 +557,99 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
         if constexpr (TURNS) gemm_ws::named_arrive(2 - cw, 256);
     };
     if (TURNS && cw == 1) gemm_ws::named_arrive(1, 256);
-    // Tile j's V has landed (and, at a last tile past the sequence's end, its rows there are zeros).
-    const auto wait_v = [&](int j) {
-        gemm_ws::mbar_wait(v_full(j % STAGES), (j / STAGES) & 1);
-        if (j == last && last_crosses_end) gemm_ws::mbar_wait(v_ready, 0);
-    };
 
     unsigned pf[Rows::KT][4];
-    [[maybe_unused]] int pending = -1;  // OVERLAP: the tile whose P V is not issued yet (pf), -1 for none
-    // OVERLAP: the pending tile's P V, then its stage back to the producer.
-    [[maybe_unused]] auto finish_pending = [&]() {
-        rows.pv_and_wait(pf, v_stage(pending));
-        if (lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
-        pending = -1;
-    };
-    for (int j = 0; j < tiles; ++j) {
-        const int s = j % STAGES;
-        const unsigned parity = (j / STAGES) & 1;
-        const unsigned k_base = kv_smem + s * 2 * TILE_BYTES, v_base = k_base + TILE_BYTES;
-        const int n0 = j * BLOCK_N;
-        // Causal: a tile whose first key is past this warpgroup's last row adds nothing to it (and neither does any
-        // later one); its stage goes back unread, once it has landed: an arrival before the fill would count towards
-        // the stage's previous release, which the other consumer may not have made yet.
-        if (CAUSAL && n0 > rows.last_row()) {
-            my_turn();
-            if constexpr (OVERLAP) {
-                if (pending >= 0) finish_pending();
+    int t = 0, n = 0;  // tiles and items so far, as the producer counts them
+    for (int item = first; item < items; item += step) {
+        const Block blk = item_block(item);
+        if (!blk.ok) continue;
+        const int tiles = blk.tiles();
+        const int qi = n % Q_STAGES;
+        Rows rows(scale, blk.len, blk.m0 + 64 * cw, q_smem + qi * Q_BYTES + cw * 64 * 128);
+        gemm_ws::mbar_wait(q_full(qi), (n / Q_STAGES) & 1);
+        [[maybe_unused]] int pending = -1;  // OVERLAP: the tile (counted as t) whose P V is not issued yet, -1: none
+        // OVERLAP: the pending tile's P V, then its stage back to the producer.
+        [[maybe_unused]] auto finish_pending = [&]() {
+            rows.pv_and_wait(pf, v_stage(pending));
+            if (lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
+            pending = -1;
+        };
+        for (int j = 0; j < tiles; ++j, ++t) {
+            const int s = t % STAGES;
+            const unsigned parity = (t / STAGES) & 1;
+            const unsigned k_base = kv_smem + s * 2 * TILE_BYTES, v_base = k_base + TILE_BYTES;
+            const int n0 = j * BLOCK_N;
+            // Causal: a tile whose first key is past this warpgroup's last row adds nothing to it (and neither does
+            // any later one); its stage goes back unread, once it has landed: an arrival before the fill would count
+            // towards the stage's previous release, which the other consumer may not have made yet.
+            if (CAUSAL && n0 > rows.last_row()) {
+                my_turn();
+                if constexpr (OVERLAP) {
+                    if (pending >= 0) finish_pending();
+                }
+                their_turn();
+                gemm_ws::mbar_wait(k_full(s), parity);
+                gemm_ws::mbar_wait(v_full(s), parity);
+                if (lane0) {
+                    gemm_ws::mbar_arrive(k_empty(s));
+                    gemm_ws::mbar_arrive(v_empty(s));
+                }
+                continue;
             }
-            their_turn();
             gemm_ws::mbar_wait(k_full(s), parity);
-            gemm_ws::mbar_wait(v_full(s), parity);
-            if (lane0) {
-                gemm_ws::mbar_arrive(k_empty(s));
-                gemm_ws::mbar_arrive(v_empty(s));
-            }
-            continue;
-        }
-        gemm_ws::mbar_wait(k_full(s), parity);
-        float s_acc[Rows::SACC];
-        float alpha[2];
-        if constexpr (OVERLAP) {
-            my_turn();
-            rows.fence_o();
-            gemm::wgmma_fence();
-            rows.issue_s(s_acc, k_base);
-            gemm::wgmma_commit();
-            if (pending >= 0) {
-                rows.issue_pv(pf, v_stage(pending));
+            float s_acc[Rows::SACC];
+            float alpha[2];
+            if constexpr (OVERLAP) {
+                my_turn();
+                rows.fence_o();
+                gemm::wgmma_fence();
+                rows.issue_s(s_acc, k_base);
+                gemm::wgmma_commit();
+                if (pending >= 0) {
+                    rows.issue_pv(pf, v_stage(pending));
+                    gemm::wgmma_commit();
+                    their_turn();
+                    gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
+                } else {
+                    their_turn();
+                    gemm::wgmma_wait<0>();
+                }
+                gemm::fence_operands(s_acc);
+                if (lane0) gemm_ws::mbar_arrive(k_empty(s));
+                rows.softmax(s_acc, n0, alpha);
+                gemm::wgmma_wait<0>();  // P V of the pending tile: O and pf are free again, and its V
+                rows.fence_o();
+                fence_words(pf);
+                if (pending >= 0 && lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
+                rows.rescale(alpha);
+                Rows::pack_p(s_acc, pf);
+                gemm_ws::mbar_wait(v_full(s), parity);  // before its P V is issued, at the next tile
+                pending = t;
+            } else {
+                my_turn();
+                gemm::wgmma_fence();
+                rows.issue_s(s_acc, k_base);
                 gemm::wgmma_commit();
                 their_turn();
-                gemm::wgmma_wait<1>();  // S (the older group) is done; P V may still run
-            } else {
-                their_turn();
                 gemm::wgmma_wait<0>();
+                gemm::fence_operands(s_acc);
+                if (lane0) gemm_ws::mbar_arrive(k_empty(s));
+                rows.softmax(s_acc, n0, alpha);
+                rows.rescale(alpha);
+                Rows::pack_p(s_acc, pf);
+                gemm_ws::mbar_wait(v_full(s), parity);
+                rows.pv_and_wait(pf, v_base);
+                if (lane0) gemm_ws::mbar_arrive(v_empty(s));
             }
-            gemm::fence_operands(s_acc);
-            if (lane0) gemm_ws::mbar_arrive(k_empty(s));
-            rows.softmax(s_acc, n0, alpha);
-            gemm::wgmma_wait<0>();  // P V of the pending tile: O and pf are free again, and its V
-            rows.fence_o();
-            fence_words(pf);
-            if (pending >= 0 && lane0) gemm_ws::mbar_arrive(v_empty(pending % STAGES));
-            rows.rescale(alpha);
-            Rows::pack_p(s_acc, pf);
-            wait_v(j);  // before its P V is issued, at the next tile
-            pending = j;
-        } else {
-            my_turn();
-            gemm::wgmma_fence();
-            rows.issue_s(s_acc, k_base);
-            gemm::wgmma_commit();
-            their_turn();
-            gemm::wgmma_wait<0>();
-            gemm::fence_operands(s_acc);
-            if (lane0) gemm_ws::mbar_arrive(k_empty(s));
-            rows.softmax(s_acc, n0, alpha);
-            rows.rescale(alpha);
-            Rows::pack_p(s_acc, pf);
-            wait_v(j);
-            rows.pv_and_wait(pf, v_base);
-            if (lane0) gemm_ws::mbar_arrive(v_empty(s));
         }
-    }
-    if constexpr (OVERLAP) {
-        if (pending >= 0) finish_pending();
+        if (lane0) gemm_ws::mbar_arrive(q_empty(qi));  // every S of this item is done: the buffer's next q may land
+        if constexpr (OVERLAP) {
+            if (pending >= 0) finish_pending();
+        }
+        rows.store(out, blk.b, blk.hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
+        ++n;
     }
     if (TURNS && cw == 0) my_turn();  // consumer 1's last arrival
-    rows.store(out, b, hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
 }
 
 }  // namespace ktune::dev::prefill_attention
@@ -627,7 +677,7 @@ __global__ void __launch_bounds__(BLOCK_M * 2, 1)
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, int PINGPONG,
-          int CTAS_PER_SM>
+          int CTAS_PER_SM, int PERSISTENT, int Q_STAGES>
 __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     prefill_attention_wgmma_ws(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                                const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
@@ -642,18 +692,21 @@ __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "prefill_attention_wgmma_ws: BLOCK_N a multiple of 16, <= 256");
     static_assert(STAGES >= 2 && STAGES <= 4, "prefill_attention_wgmma_ws: STAGES in [2, 4]");
     static_assert(PINGPONG == 0 || BLOCK_M == 128, "prefill_attention_wgmma_ws: PINGPONG takes turns of two consumers");
-    static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <= 232448,
+    static_assert(PERSISTENT == 0 || PERSISTENT == 1, "prefill_attention_wgmma_ws: PERSISTENT is 0 or 1");
+    static_assert(Q_STAGES == 1 || (Q_STAGES == 2 && PERSISTENT == 1),
+                  "prefill_attention_wgmma_ws: Q_STAGES is 1, or 2 with PERSISTENT");
+    static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, Q_STAGES> <= 232448,
                   "prefill_attention_wgmma_ws: shared memory <= 227 KiB");
     // Two blocks an SM: one consumer (two would have 104 registers), each block within half the SM's 228 KiB less the
     // 1 KiB the hardware reserves a block.
     static_assert(CTAS_PER_SM == 1 ||
                       (CTAS_PER_SM == 2 && BLOCK_M == 64 &&
-                       ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES> <=
+                       ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, Q_STAGES> <=
                            115712),
                   "prefill_attention_wgmma_ws: CTAS_PER_SM 2 takes BLOCK_M 64 and at most 113 KiB");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::prefill_attention::wgmma_ws_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP, PINGPONG != 0,
-                                                 CTAS_PER_SM>(
+                                                 CTAS_PER_SM, PERSISTENT != 0, Q_STAGES>(
         out, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale, q_map, k_map, v_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run

@@ -296,15 +296,30 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
           // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not, two blocks an SM.
           Case{"prefill_attention",
                {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1",
-                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1",
-                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2"},
+               {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
+                "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
+                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1"},
                "wgmma_ws"},
           Case{"prefill_attention_full",
                {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"HEAD_DIM=128,BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1",
-                "HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1",
-                "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2"},
+               {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
+                "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
+                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1"},
+               "wgmma_ws"},
+          // The same as persistent grids: 32 q heads make 768 and 1,536 blocks of rows, several for every block of
+          // the grid (SMS or 2 SMS of them), among them blocks of rows past their sequence's length; the stages, q (in
+          // one buffer or two) and the V tails' barrier handed on from one item to the next.
+          Case{"prefill_attention",
+               {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
+               {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2",
+                "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1",
+                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2"},
+               "wgmma_ws"},
+          Case{"prefill_attention_full",
+               {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
+               {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1",
+                "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2",
+                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2"},
                "wgmma_ws"}}) {
         TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
