@@ -69,17 +69,27 @@ __device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> find_q
                                                               q_heads, kv_heads, max_len);
 }
 
-// A persistent grid's work item `item` of HQ * ceil(max_len / BLOCK_M) * batch (blocks take every gridDim.x-th): q
-// heads vary fastest, so that neighbouring items share their kv head's K and V in L2, then sequences, then the blocks'
-// ranks (longest first when causal), so that every round of the grid holds items of about one size.
+// A persistent grid's work item `item` of HQ * ceil(max_len / BLOCK_M) * batch (blocks take every gridDim.x-th).
+// Causal: the blocks' ranks outermost (longest first), so that every round of the grid holds items of about one size;
+// then sequences, then q heads, neighbours sharing their kv head's K and V in L2. Not causal (every item the same
+// size): sequences, then kv heads, then blocks of rows, then the q heads of the kv head, so that the grid's blocks
+// stream the K and V of one or two kv heads at a time, which stay in L2.
 template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
 __device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> persistent_query_block(
     int item, const int* __restrict__ seq_lens, int batch, int q_heads, int kv_heads, int max_len) {
-    const int per_rank = batch * q_heads, rank = item / per_rank, rest = item - rank * per_rank;
-    const int b = rest / q_heads;
-    return query_block_at<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(rest - b * q_heads, rank, b,
-                                                              (max_len + BLOCK_M - 1) / BLOCK_M, seq_lens, q_heads,
-                                                              kv_heads, max_len);
+    const int blocks = (max_len + BLOCK_M - 1) / BLOCK_M;
+    if constexpr (CAUSAL) {
+        const int per_rank = batch * q_heads, rank = item / per_rank, rest = item - rank * per_rank;
+        const int b = rest / q_heads;
+        return query_block_at<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(rest - b * q_heads, rank, b, blocks, seq_lens,
+                                                                  q_heads, kv_heads, max_len);
+    } else {
+        const int group = q_heads / kv_heads, per_seq = q_heads * blocks, b = item / per_seq;
+        const int rest = item - b * per_seq, hk = rest / (group * blocks), in_head = rest - hk * group * blocks;
+        const int rank = in_head / group;
+        return query_block_at<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(hk * group + (in_head - rank * group), rank, b,
+                                                                  blocks, seq_lens, q_heads, kv_heads, max_len);
+    }
 }
 
 // The launch check (SMEM: the configuration's least dynamic shared memory) and the block's query rows in one, `ok`
