@@ -1,6 +1,7 @@
 // Runs an exported header's dispatcher at every problem it was tuned at and compares its outputs with the op's
-// reference kernel, as the tuner validated the JIT-compiled configuration: the same generator ranges, the same
-// reference, the same tolerances (the header's <table>::tolerances), the same comparison (ktune_compare).
+// reference kernel, as the tuner validated the JIT-compiled configuration: the same generator ranges, NaN in a padded
+// batch's rows past each length (<table>::buffer_pad), the same reference, the same tolerances (the header's
+// <table>::tolerances), the same comparison (ktune_compare).
 //
 // Compiled once per exported header (bench/export_vs_jit.sh on a GPU host; tests/unit/export compiles it without one):
 //   nvcc -std=c++17 -arch=sm_90 -I<ktune root> -I<header folder> [-I<user kernels>]
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common/harness_kernels.cuh"
@@ -51,6 +53,13 @@ struct Typed {
             <<<grid_for(n), k_block>>>(static_cast<T*>(p), n, seed, static_cast<float>(lo), static_cast<float>(hi));
     }
     static void poison(void* p, long long n) { ktune_poison<T><<<grid_for(n), k_block>>>(static_cast<T*>(p), n); }
+    static void pad(void* p, const void* lengths, long long sequences, long long heads, long long tokens,
+                    long long token_elements) {
+        // Only floating-point buffers are padded (the op spec refuses others).
+        if constexpr (!std::is_integral_v<T>)
+            ktune_pad_nan<T><<<grid_for(sequences * heads * tokens * token_elements), k_block>>>(
+                static_cast<T*>(p), static_cast<const int*>(lengths), sequences, heads, tokens, token_elements);
+    }
     static void compare(const void* out, const void* ref, long long n, float rtol, float atol,
                         unsigned long long* result) {
         ktune_compare<T>
@@ -122,6 +131,17 @@ bool check_entry(const ktune_tuned::DeviceProps& props, int e) {
             cudaMemset(t, 0, bytes);
             cudaMemset(r, 0, bytes);
         }
+    }
+    // Once every input is filled, the lengths among them: NaN past each sequence's length.
+    for (int i = 0; i < table::buffer_count; ++i) {
+        int lengths = -1;
+        long long heads = 0, tokens = 0, token_elements = 0;
+        if (!table::buffer_pad(i, entry.shape, dtype, &lengths, &heads, &tokens, &token_elements)) continue;
+        with_type(table::buffer_types[i][dt], [&](auto ops) {
+            ops.pad(b.tuned[i], b.tuned[lengths], counts[lengths], heads, tokens, token_elements);
+            if (b.reference[i] != b.tuned[i])
+                ops.pad(b.reference[i], b.tuned[lengths], counts[lengths], heads, tokens, token_elements);
+        });
     }
     const Status rs = KTUNE_CHECK_REFERENCE(dtype, b.reference.data(), entry.shape);
     ktune_tuned::Choice choice;

@@ -33,12 +33,23 @@ enum class BufferRole {
               // timing runs do not re-zero it
 };
 
+// The rows of a padded batch past each sequence's length (op spec `pad`). The buffer's first sequences * heads *
+// tokens * token_elements elements are [sequences, heads, tokens, token_elements], one length per sequence in the i32
+// input `lengths` (sequences: its element count). After every input is generated, each element of a token t >=
+// clamp(lengths[b], 0, tokens) of sequence b is NaN: in real use those rows hold anything, and a kernel must not let
+// them reach its result.
+struct BufferPad {
+    std::string lengths;
+    std::int64_t sequences = 0, heads = 1, tokens = 0, token_elements = 0;
+};
+
 struct BufferSpec {
     std::string name;
     ElemType type = ElemType::f32;
     std::int64_t elements = 0;
     BufferRole role = BufferRole::input;
-    double lo = -1.0, hi = 1.0;  // generator range for inputs (integers: [lo, hi) truncated)
+    double lo = -1.0, hi = 1.0;    // generator range for inputs (integers: [lo, hi) truncated)
+    std::optional<BufferPad> pad;  // floating-point inputs and inouts only
 };
 
 struct KernelArg {

@@ -1,5 +1,7 @@
 #include "harness/protocol/protocol.hpp"
 
+#include <limits>
+
 namespace ktune::wire {
 
 // value() with defaults keeps older/newer peers readable: a missing field takes the struct's default.
@@ -41,6 +43,11 @@ void from_json(const json& j, DeviceProps& r) {
 void to_json(json& j, const Buffer& b) {
     j = json{{"name", b.name}, {"elem", b.elem}, {"elements", b.elements}, {"role", b.role},
              {"lo", b.lo},     {"hi", b.hi},     {"seed", b.seed}};
+    if (b.pad_lengths >= 0)
+        j["pad"] = json{{"lengths", b.pad_lengths},
+                        {"heads", b.pad_heads},
+                        {"tokens", b.pad_tokens},
+                        {"token_elements", b.pad_token_elements}};
 }
 void from_json(const json& j, Buffer& r) {
     KTUNE_GET(name);
@@ -50,6 +57,12 @@ void from_json(const json& j, Buffer& r) {
     KTUNE_GET(lo);
     KTUNE_GET(hi);
     KTUNE_GET(seed);
+    if (const auto pad = j.find("pad"); pad != j.end()) {
+        r.pad_lengths = pad->at("lengths").get<int>();
+        r.pad_heads = pad->value("heads", r.pad_heads);
+        r.pad_tokens = pad->at("tokens").get<std::int64_t>();
+        r.pad_token_elements = pad->at("token_elements").get<std::int64_t>();
+    }
 }
 
 void to_json(json& j, const Arg& a) {
@@ -127,7 +140,9 @@ void from_json(const json& j, EvaluateResult& r) {
     KTUNE_GET(status);
     KTUNE_GET(message);
     KTUNE_GET(mismatches);
-    KTUNE_GET(max_abs_error);
+    // JSON has no infinity: the error of a mismatch involving NaN or Inf (ktune_compare's +inf) travels as null.
+    if (const auto e = j.find("max_abs_error"); e != j.end())
+        r.max_abs_error = e->is_null() ? std::numeric_limits<double>::infinity() : e->get<double>();
     KTUNE_GET(samples_us);
     KTUNE_GET(time_cap_hit);
     KTUNE_GET(cupti_samples_us);

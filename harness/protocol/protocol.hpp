@@ -43,6 +43,12 @@ struct Buffer {
     std::string role;  // "input" "output" "inout" "scratch"
     double lo = -1, hi = 1;
     std::uint64_t seed = 0;
+    // A padded batch (core/op.hpp: BufferPad): once every buffer is generated, the worker sets to NaN each token t >=
+    // clamp(lengths[b], 0, tokens) of each sequence b, reading the buffer as [sequences, heads, tokens,
+    // token_elements], the lengths from buffer pad_lengths (an index into setup's buffers, of as many elements as
+    // there are sequences). -1: no pad.
+    int pad_lengths = -1;
+    std::int64_t pad_heads = 1, pad_tokens = 0, pad_token_elements = 0;
 };
 
 struct Arg {

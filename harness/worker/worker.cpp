@@ -401,6 +401,7 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
                 run_utility_grid("fill." + spec.elem, {&r, &n, &seed, &lo, &hi});
         }
     }
+    pad_inputs();
     m_args = args;
     restore_inouts();
     // The reference writes into the `reference` copies of the outputs (and of the inouts, restored first).
@@ -419,6 +420,37 @@ json Worker::setup(const std::vector<wire::Buffer>& buffers, const std::vector<w
     cuEventDestroy(e0);
     cuEventDestroy(e1);
     return {{"reference_ms", ms}};
+}
+
+void Worker::pad_inputs() {
+    for (DeviceBuffer& b : m_buffers) {
+        const wire::Buffer& spec = b.spec;
+        if (spec.pad_lengths < 0) continue;
+        const std::string what = "buffer " + spec.name + "'s pad: ";
+        if (static_cast<std::size_t>(spec.pad_lengths) >= m_buffers.size())
+            throw std::invalid_argument(what + "lengths buffer " + std::to_string(spec.pad_lengths) + " of " +
+                                        std::to_string(m_buffers.size()));
+        DeviceBuffer& lengths = m_buffers[static_cast<std::size_t>(spec.pad_lengths)];
+        if (lengths.spec.elem != "i32" || lengths.spec.role != "input")
+            throw std::invalid_argument(what + "the lengths in " + lengths.spec.name + " are not an i32 input");
+        if (spec.role != "input" && spec.role != "inout")
+            throw std::invalid_argument(what + "only inputs and inouts are padded");
+        if (spec.elem != "f32" && spec.elem != "f16" && spec.elem != "bf16")
+            throw std::invalid_argument(what + "a pad sets NaN, which " + spec.elem + " has not");
+        long long sequences = lengths.spec.elements, heads = spec.pad_heads, tokens = spec.pad_tokens,
+                  token_elements = spec.pad_token_elements;
+        if (heads < 0 || tokens < 0 || token_elements < 0 ||
+            static_cast<double>(sequences) * static_cast<double>(heads) * static_cast<double>(tokens) *
+                    static_cast<double>(token_elements) >
+                static_cast<double>(spec.elements))
+            throw std::invalid_argument(what + "its layout does not fit in the buffer");
+        // Each copy with the lengths of the same copy (rotation copies hold the same generated values).
+        for (std::size_t i = 0; i <= m_replicas; ++i) {
+            CUdeviceptr target = i > 0 ? b.replicas.at(i - 1) : spec.role == "inout" ? b.pristine : b.ptr;
+            CUdeviceptr lens = i > 0 ? lengths.replicas.at(i - 1) : lengths.ptr;
+            run_utility_grid("pad." + spec.elem, {&target, &lens, &sequences, &heads, &tokens, &token_elements});
+        }
+    }
 }
 
 void Worker::poison_outputs() {

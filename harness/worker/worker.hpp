@@ -65,6 +65,9 @@ private:
     std::vector<LaunchParams> rotation_params();
     void free_problem();
     void run_utility_grid(const std::string& what, std::vector<void*> params);
+    // NaN in the rows of padded inputs past their sequences' lengths (wire::Buffer::pad_lengths), every copy: after
+    // all buffers are generated, since the lengths are one of them.
+    void pad_inputs();
     void poison_outputs();
     void restore_inouts();
     void validate(const Runner& run, const Tolerance& tol, wire::EvaluateResult& r);

@@ -8,6 +8,9 @@
 //                                   launch latency stays out of the measurement.
 //   ktune_fill_uniform<T>           seeded inputs (kernels/common/random.cuh).      grid-stride: any grid, 1-D block.
 //   ktune_poison<T>                 outputs before each validation run.             grid-stride: any grid, 1-D block.
+//   ktune_pad_nan<T>                NaN in the rows of a padded batch past each     grid-stride: any grid, 1-D block.
+//                                   sequence's length (op spec `pad`), after the
+//                                   inputs are generated. Floating-point T only.
 //   ktune_compare<T>                validation against the reference's output.      grid-stride: any grid, 1-D block.
 // Grid-stride kernels are correct for any 1-D launch; min(ceil(n / 256), 4 x SM count) blocks of 256 threads
 // saturate memory.
@@ -56,6 +59,19 @@ template <>
 __device__ __forceinline__ signed char poison_value<signed char>() { return 0x5A; }
 template <>
 __device__ __forceinline__ unsigned char poison_value<unsigned char>() { return 0x5A; }
+
+// The NaN of a padded batch's rows past a length: quiet, with a payload that arithmetic never produces and that the
+// poison has not, so an output element that copied it is told from one never written.
+template <typename T>
+__device__ __forceinline__ T pad_value();
+template <>
+__device__ __forceinline__ float pad_value<float>() { return __uint_as_float(0x7FCDCDCDu); }
+template <>
+__device__ __forceinline__ __half pad_value<__half>() { return __ushort_as_half(static_cast<unsigned short>(0x7E4Du)); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 pad_value<__nv_bfloat16>() {
+    return __ushort_as_bfloat16(static_cast<unsigned short>(0x7FCDu));
+}
 
 // Raw bits, for "both untouched" comparisons.
 __device__ __forceinline__ unsigned long long bits_of(float v) { return __float_as_uint(v); }
@@ -152,6 +168,21 @@ __global__ void ktune_poison(T* p, long long n) {
     const T poison = ktune::dev::poison_value<T>();
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) p[i] = poison;
+}
+
+// p holds [sequences, heads, tokens, token_elements] elements (more may follow, untouched); lengths[b] is the tokens
+// of sequence b, clamped to [0, tokens]. Every element of a later token becomes NaN (pad_value).
+template <typename T>
+__global__ void ktune_pad_nan(T* p, const int* lengths, long long sequences, long long heads, long long tokens,
+                              long long token_elements) {
+    const T pad = ktune::dev::pad_value<T>();
+    const long long n = sequences * heads * tokens * token_elements;
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const long long row = i / token_elements;  // (sequence, head, token)
+        const long long t = row % tokens;
+        if (t >= lengths[row / tokens / heads]) p[i] = pad;  // as clamped: a length past tokens pads none, below 0 all
+    }
 }
 
 // Compares out with ref element by element. The caller zeroes result[0] and result[2] and sets result[1] = ~0ull.

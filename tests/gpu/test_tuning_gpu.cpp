@@ -363,5 +363,25 @@ TEST_F(GpuTest, WrongFaultingAndHangingKernelsAreRecordedAndTheRunPicksACorrectO
         EXPECT_NE(r.measurement.message.find("ILLEGAL_ADDRESS"), std::string::npos) << r.measurement.message;
 }
 
+// An op over a padded batch (the op spec's pad): the worker writes NaN into its input rows past each sequence's length,
+// so a kernel that reads them, even only to weigh them by 0, fails validation, and one that skips them validates.
+TEST_F(GpuTest, AKernelReadingAPaddedBatchsRowsPastALengthIsInvalidAndOneSkippingThemIsOk) {
+    const TuneSummary s = run_tuning(options(std::string(KTUNE_TEST_DATA) + "/gpu/padded_rows.yaml"), nullptr).front();
+    ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
+    ASSERT_EQ(s.problems.size(), 1u);
+    EXPECT_EQ(s.status_counts.at("ok"), 1);
+    EXPECT_EQ(s.status_counts.at("invalid_result"), 1);
+    ASSERT_TRUE(s.problems[0].best.has_value());
+    EXPECT_EQ(s.problems[0].best->config_key, "MODE=1");
+
+    Store store = Store::open(db(), Store::Mode::read_only);
+    ResultFilter invalid;
+    invalid.status = Status::invalid_result;
+    const auto wrong = store.results(invalid);
+    ASSERT_EQ(wrong.size(), 1u);
+    EXPECT_EQ(wrong[0].config_key, "MODE=2");
+    EXPECT_EQ(wrong[0].measurement.mismatches, 8 * 32);  // every output: every length is below L (range [1, L))
+}
+
 }  // namespace
 }  // namespace ktune

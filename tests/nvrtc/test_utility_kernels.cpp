@@ -1,4 +1,4 @@
-// The worker's own kernels (tuner/session/gpu_worker.cpp: flush, discard, generator, poison, compare) compile for
+// The worker's own kernels (tuner/session/gpu_worker.cpp: flush, discard, generator, poison, pad, compare) compile for
 // every architecture the worker may meet; without a GPU this is the only place they are compiled.
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ TEST_P(UtilityKernels, CompileWithOneKernelPerRole) {
     const CompileRequest req = utility_compile_request(GetParam(), roles);
     ASSERT_EQ(roles.size(), req.name_expressions.size());
     EXPECT_EQ(std::set<std::string>(roles.begin(), roles.end()).size(), roles.size()) << "roles must be unique";
-    for (const char* role : {"flush", "flush_evict_last", "discard", "spin", "empty"})
+    for (const char* role : {"flush", "flush_evict_last", "discard", "spin", "empty", "pad.f32", "pad.f16", "pad.bf16"})
         EXPECT_EQ(std::count(roles.begin(), roles.end(), role), 1) << role;
     const CompileResult r = jit.compile(req);
     ASSERT_TRUE(r.ok) << r.log;

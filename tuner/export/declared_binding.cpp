@@ -93,6 +93,11 @@ OpBinding::Buffer buffer_of(const DeclaredOp::BufferDeclaration& d, const CppExp
     const bool generated = d.role == BufferRole::input || d.role == BufferRole::inout;
     out.lo = d.range.empty() ? (generated ? "-1.0" : "0.0") : expression_to_cpp(d.range[0], names, d.where);
     out.hi = d.range.empty() ? (generated ? "1.0" : "0.0") : expression_to_cpp(d.range[1], names, d.where);
+    if (!d.pad_lengths.empty()) {
+        out.pad_heads = expression_to_cpp(d.pad_heads, names, d.where);
+        out.pad_tokens = expression_to_cpp(d.pad_tokens, names, d.where);
+        out.pad_token_elements = expression_to_cpp(d.pad_token_elements, names, d.where);
+    }
     return out;
 }
 
@@ -169,6 +174,16 @@ OpBinding derive_op_binding(const DeclaredOp& op, const std::string& where) {
             d->per_dtype ? fmt::format("buffers[{}]", generic.size())
                          : fmt::format("static_cast<{}{}*>(buffers[{}])", in ? "const " : "", type, generic.size()));
         b.buffers.push_back(buffer_of(*d, in_table));
+        if (!d->pad_lengths.empty()) {
+            const auto lengths =
+                std::find_if(order.begin(), order.end(), [&](const auto* x) { return x->name == d->pad_lengths; });
+            if (lengths == order.end())  // the op spec passes every buffer to the kernel
+                throw Error(
+                    ErrorCategory::internal,
+                    fmt::format("buffer {} is padded by {}, which the kernel does not take", d->name, d->pad_lengths),
+                    d->where);
+            b.buffers.back().pad_lengths = static_cast<int>(lengths - order.begin());
+        }
         nulls.push_back(d->name + " == nullptr");
         std::string bytes;
         if (!d->per_dtype) {

@@ -670,6 +670,45 @@ void render_buffers(Writer& w, const Model& m, const export_detail::LaunchTexts&
         w.line("    return !std::isnan(*lo) && !std::isnan(*hi);");
         w.line("}");
         w.line();
+        w.line(
+            "// A padded batch (the op spec's pad): the buffer starts with [sequences, heads, tokens, token_elements]");
+        w.line(
+            "// elements, sequences the elements of buffer *lengths (i32, one length per sequence); after filling the");
+        w.line(
+            "// inputs the tuner sets every token t >= clamp(lengths[b], 0, tokens) of sequence b to NaN, so that a");
+        w.line("// kernel reading them fails. False when the buffer has no pad or the shape fails the op's checks.");
+        w.line(
+            "inline bool buffer_pad(int buffer, const long long* shape, Dtype dtype, int* lengths, long long* heads,");
+        w.line("                       long long* tokens, long long* token_elements) {");
+        if (std::none_of(b.buffers.begin(), b.buffers.end(),
+                         [](const OpBinding::Buffer& x) { return x.pad_lengths >= 0; })) {
+            w.line("    (void)buffer;");
+            w.line("    (void)shape;");
+            w.line("    (void)dtype;");
+            w.line("    (void)lengths;");
+            w.line("    (void)heads;");
+            w.line("    (void)tokens;");
+            w.line("    (void)token_elements;");
+            w.line("    return false;  // no buffer of this op is padded");
+        } else {
+            prologue("false");
+            w.line("    double h = detail::ex_nan(), t = detail::ex_nan(), e = detail::ex_nan();");
+            w.line("    switch (buffer) {");
+            for (std::size_t i = 0; i < b.buffers.size(); ++i)
+                if (b.buffers[i].pad_lengths >= 0)
+                    w.linef("    case {}: *lengths = {}; h = {}; t = {}; e = {}; break;", i, b.buffers[i].pad_lengths,
+                            b.buffers[i].pad_heads, b.buffers[i].pad_tokens, b.buffers[i].pad_token_elements);
+            w.line("    default: return false;");
+            w.line("    }");
+            w.line(
+                "    if (!detail::ex_integral(h) || !detail::ex_integral(t) || !detail::ex_integral(e)) return false;");
+            w.line("    *heads = static_cast<long long>(h);");
+            w.line("    *tokens = static_cast<long long>(t);");
+            w.line("    *token_elements = static_cast<long long>(e);");
+            w.line("    return *heads >= 0 && *tokens >= 0 && *token_elements >= 0;");
+        }
+        w.line("}");
+        w.line();
     }
     std::string tolerances;
     for (Dtype dt : k_dtypes) {

@@ -51,14 +51,19 @@ struct OpBinding {
         std::string name, cpp;
     };
     std::vector<Let> lets;
-    // The op spec's buffers, in the order of the dispatcher's pointer parameters: what <table>::buffer_elements()
-    // and buffer_range() compute for a caller that allocates and fills them (C++ over `shape`, `elem_bytes`, `lets`).
+    // The op spec's buffers, in the order of the dispatcher's pointer parameters: what <table>::buffer_elements(),
+    // buffer_range() and buffer_pad() compute for a caller that allocates and fills them (C++ over `shape`,
+    // `elem_bytes`, `lets`).
     struct Buffer {
         std::string name;
         BufferRole role = BufferRole::input;
         std::map<Dtype, ElemType> types;  // the dtypes the op spec gives it an element type for
         std::string elements;             // its element count (a strided view spans first to last element)
         std::string lo, hi;               // the tuner's generator range [lo, hi)
+        // The op spec's pad: the index of the lengths buffer in this list (-1: no pad) and C++ for the layout
+        // [sequences, heads, tokens, token_elements] whose tokens past a length the tuner sets to NaN.
+        int pad_lengths = -1;
+        std::string pad_heads, pad_tokens, pad_token_elements;
     };
     std::vector<Buffer> buffers;
     // The dispatcher's arguments between (device, dtype, ...) and (stream, choice), from `void* const* buffers` (in

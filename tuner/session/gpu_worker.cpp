@@ -39,6 +39,8 @@ CompileRequest utility_compile_request(const std::string& arch, std::vector<std:
         add("fill." + elem, fmt::format("ktune_fill_uniform<{}>", cpp));
         add("poison." + elem, fmt::format("ktune_poison<{}>", cpp));
         add("compare." + elem, fmt::format("ktune_compare<{}>", cpp));
+        if (elem == "f32" || elem == "f16" || elem == "bf16")  // NaN rows: floating-point types only
+            add("pad." + elem, fmt::format("ktune_pad_nan<{}>", cpp));
     }
     return req;
 }

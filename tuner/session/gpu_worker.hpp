@@ -60,8 +60,8 @@ private:
     int m_restarts = 0;
 };
 
-// The worker's own kernels (blocking kernel, flush, generator, poison, compare), compiled through NVRTC like every
-// kernel; roles[i] is what the worker calls name_expressions[i].
+// The worker's own kernels (blocking kernel, flush, generator, poison, pad, compare), compiled through NVRTC like
+// every kernel; roles[i] is what the worker calls name_expressions[i].
 CompileRequest utility_compile_request(const std::string& arch, std::vector<std::string>& roles);
 
 // The kernel-module version from /proc/driver/nvidia/version ("580.159.04"), or "" when not readable.

@@ -45,9 +45,31 @@ RankTimer rank_timer(double bytes_moved, const wire::DeviceProps& d, const wire:
 
 ProblemSetup make_problem_setup(const OpDescription& op, const Problem& p, std::uint64_t seed) {
     ProblemSetup s;
-    for (const BufferSpec& b : op.buffers(p))
-        s.buffers.push_back(wire::Buffer{b.name, std::string(elem_wire_name(b.type)), b.elements,
-                                         std::string(buffer_role_name(b.role)), b.lo, b.hi, buffer_seed(seed, b.name)});
+    const std::vector<BufferSpec> buffers = op.buffers(p);
+    for (const BufferSpec& b : buffers) {
+        wire::Buffer w;
+        w.name = b.name;
+        w.elem = elem_wire_name(b.type);
+        w.elements = b.elements;
+        w.role = buffer_role_name(b.role);
+        w.lo = b.lo;
+        w.hi = b.hi;
+        w.seed = buffer_seed(seed, b.name);
+        if (b.pad) {
+            const auto lengths = std::find_if(buffers.begin(), buffers.end(),
+                                              [&](const BufferSpec& x) { return x.name == b.pad->lengths; });
+            if (lengths == buffers.end())
+                throw Error(ErrorCategory::internal,
+                            fmt::format("buffer {} is padded by the lengths in {}, which the op does not have", b.name,
+                                        b.pad->lengths),
+                            p.key());
+            w.pad_lengths = static_cast<int>(lengths - buffers.begin());
+            w.pad_heads = b.pad->heads;
+            w.pad_tokens = b.pad->tokens;
+            w.pad_token_elements = b.pad->token_elements;
+        }
+        s.buffers.push_back(std::move(w));
+    }
     for (const KernelArg& a : op.arguments(p)) {
         wire::Arg w;
         w.kind = arg_kind_name(a.kind);

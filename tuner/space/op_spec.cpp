@@ -37,6 +37,10 @@ std::string join(const std::vector<std::string>& v) {
 
 Expression read_expression(const Located& node) { return Expression(node.text(), node.where()); }
 
+bool is_integer(ElemType t) {
+    return t == ElemType::i32 || t == ElemType::i64 || t == ElemType::i8 || t == ElemType::u8;
+}
+
 // Every variable of `e` must be one of the `axes` or the `lets`; the message lists them.
 void check_variables(const Expression& e, const std::vector<std::string>& axes, std::string_view what,
                      const std::vector<std::string>& lets = {}) {
@@ -157,7 +161,7 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
     std::vector<std::string> buffer_names;
     for (const auto& [buffer, value] : buffers_node.entries("buffer")) {
         if (!is_identifier(buffer)) value.fail(fmt::format("buffer name '{}' is not an identifier", buffer));
-        auto f = value.fields({"type", "count", "shape", "strides", "role", "range"}, {"type", "role"});
+        auto f = value.fields({"type", "count", "shape", "strides", "role", "range", "pad"}, {"type", "role"});
         Buffer b;
         b.name = buffer;
         b.where = value.where();
@@ -220,10 +224,64 @@ std::shared_ptr<const DeclaredOp> DeclaredOp::parse(const Located& node, std::st
                 if (!(lo <= hi)) range->fail(fmt::format("range [{}, {}] is empty: lo is above hi", lo, hi));
             }
         }
+        if (const Located* pad = find_field(f, "pad")) {
+            if (b.role != BufferRole::input && b.role != BufferRole::inout)
+                pad->fail(fmt::format("buffer {} is {}: only inputs and inouts are generated, so only they are padded",
+                                      buffer, role.text()));
+            if (!b.strides.empty())
+                pad->fail(
+                    fmt::format("buffer {} has strides: a pad lays out a dense buffer (a count, or a shape "
+                                "without strides)",
+                                buffer));
+            std::vector<ElemType> types;  // T is a floating-point type at every dtype
+            if (!b.type.problem_dtype && b.type.by_dtype.empty()) types.push_back(b.type.fixed);
+            for (const auto& [d, e] : b.type.by_dtype) types.push_back(e);
+            for (const ElemType e : types)
+                if (is_integer(e))
+                    pad->fail(
+                        fmt::format("buffer {} holds {}: a pad sets rows to NaN, which integers have no value for",
+                                    buffer, elem_wire_name(e)));
+            auto pf =
+                pad->fields({"lengths", "heads", "tokens", "token_elements"}, {"lengths", "tokens", "token_elements"});
+            const Located* heads = find_field(pf, "heads");
+            Pad p{find_field(pf, "lengths")->text(),
+                  heads != nullptr ? read_expression(*heads) : Expression("1", pad->where()),
+                  read_expression(*find_field(pf, "tokens")),
+                  read_expression(*find_field(pf, "token_elements")),
+                  pad->where(),
+                  find_field(pf, "lengths")->where()};
+            for (const Expression* e : {&p.heads, &p.tokens, &p.token_elements})
+                check_variables(*e, axis_names, "the pad", let_names);
+            b.pad = std::move(p);
+        }
         buffer_names.push_back(buffer);
         op->m_buffers.push_back(std::move(b));
     }
     if (op->m_buffers.empty()) buffers_node.fail("an op needs at least one buffer");
+    // A pad's lengths: an i32 input of the op (declared before or after the buffer it pads), read on the device.
+    for (const Buffer& b : op->m_buffers) {
+        if (!b.pad) continue;
+        const auto lengths = std::find_if(op->m_buffers.begin(), op->m_buffers.end(),
+                                          [&](const Buffer& x) { return x.name == b.pad->lengths; });
+        if (lengths == op->m_buffers.end())
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("buffer {} is padded by the lengths in '{}', which is not a buffer of the op "
+                                    "(buffers: {})",
+                                    b.name, b.pad->lengths, join(buffer_names)),
+                        b.pad->lengths_where);
+        const bool i32 =
+            !lengths->type.problem_dtype && lengths->type.by_dtype.empty() && lengths->type.fixed == ElemType::i32;
+        if (!i32 || lengths->role != BufferRole::input)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("buffer {} is padded by the lengths in {}, which must be an i32 input (type: i32, "
+                                    "role: input): it is {} {}",
+                                    b.name, lengths->name,
+                                    lengths->type.problem_dtype || !lengths->type.by_dtype.empty()
+                                        ? std::string("a per-dtype")
+                                        : std::string(elem_wire_name(lengths->type.fixed)),
+                                    buffer_role_name(lengths->role)),
+                        b.pad->lengths_where);
+    }
     if (std::none_of(op->m_buffers.begin(), op->m_buffers.end(),
                      [](const Buffer& b) { return b.role == BufferRole::output || b.role == BufferRole::inout; }))
         buffers_node.fail("an op needs an output or inout buffer: there would be nothing to validate");
@@ -368,8 +426,35 @@ std::vector<BufferSpec> DeclaredOp::buffers(const Problem& p) const {
                                         hi, p.key()),
                             b.where);
         }
-        out.push_back(
-            BufferSpec{b.name, elem_type_of(b.type, p, b.where), static_cast<std::int64_t>(elements), b.role, lo, hi});
+        out.push_back(BufferSpec{b.name, elem_type_of(b.type, p, b.where), static_cast<std::int64_t>(elements), b.role,
+                                 lo, hi, std::nullopt});  // the pad below, once every buffer's elements are known
+    }
+    for (std::size_t i = 0; i < m_buffers.size(); ++i) {
+        const Buffer& b = m_buffers[i];
+        if (!b.pad) continue;
+        BufferPad pad;
+        pad.lengths = b.pad->lengths;
+        for (const BufferSpec& l : out)
+            if (l.name == pad.lengths) pad.sequences = l.elements;
+        pad.heads = integral(b.pad->heads, vars, key(), p.key());
+        pad.tokens = integral(b.pad->tokens, vars, key(), p.key());
+        pad.token_elements = integral(b.pad->token_elements, vars, key(), p.key());
+        if (pad.heads < 0 || pad.tokens < 0 || pad.token_elements < 0)
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}: buffer {}'s pad has {} heads, {} tokens and {} token_elements at {}: none may "
+                                    "be negative",
+                                    key(), b.name, pad.heads, pad.tokens, pad.token_elements, p.key()),
+                        b.pad->where);
+        const double covered = static_cast<double>(pad.sequences) * static_cast<double>(pad.heads) *
+                               static_cast<double>(pad.tokens) * static_cast<double>(pad.token_elements);
+        if (covered > static_cast<double>(out[i].elements))
+            throw Error(ErrorCategory::bad_input,
+                        fmt::format("{}: buffer {}'s pad covers {} sequences ({}'s elements) x {} heads x {} tokens x "
+                                    "{} token_elements = {} elements at {}, more than the buffer's {}",
+                                    key(), b.name, pad.sequences, pad.lengths, pad.heads, pad.tokens,
+                                    pad.token_elements, covered, p.key(), out[i].elements),
+                        b.pad->where);
+        out[i].pad = std::move(pad);
     }
     return out;
 }
@@ -458,6 +543,12 @@ std::vector<DeclaredOp::BufferDeclaration> DeclaredOp::buffer_declarations() con
         for (const Expression& e : b.shape) d.shape.push_back(e.text());
         for (const Expression& e : b.strides) d.strides.push_back(e.text());
         for (const Expression& e : b.range) d.range.push_back(e.text());
+        if (b.pad) {
+            d.pad_lengths = b.pad->lengths;
+            d.pad_heads = b.pad->heads.text();
+            d.pad_tokens = b.pad->tokens.text();
+            d.pad_token_elements = b.pad->token_elements.text();
+        }
         d.where = b.where;
         out.push_back(std::move(d));
     }

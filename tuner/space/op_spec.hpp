@@ -20,6 +20,9 @@
 //       p: {type: T, shape: ["M", "H"], strides: ["S", "1"], role: output}   # strided: elements span the last one
 //       y: {type: {fp32: f32, fp16: f16, bf16: f32}, count: "N", role: output}   # a type per dtype
 //       i: {type: i32, count: "PAIRS", role: input, range: [0, "N"]}  # range bounds may be expressions
+//       q: {type: T, count: "B * L * H * D", role: input,              # a padded batch: tokens past a length are NaN
+//           pad: {lengths: lens, tokens: "L", token_elements: "H * D"}}
+//       lens: {type: i32, count: "B", role: input, range: [1, "L + 1"]}
 //     arguments: [y, x, {i32: "N"}, {f32: "1 / ROOT_N"}]   # buffers by name (one may be passed twice); scalars i32 /
 //                                                         # i64 / f32 of an expression
 //     bytes: "2 * N * DTYPE_BYTES"         # the fewest bytes the op must move: the roofline numerator
@@ -28,12 +31,17 @@
 // Types: f32 f16 bf16 i32 i64 i8 u8, or T for the problem's dtype, or a mapping from dtype to type. Roles: input
 // (filled by the seeded generator in `range` [lo, hi), default [-1, 1); lo == hi fills every element with lo), output
 // (poisoned, compared with the reference's), inout (generated as an input, restored before each run, compared),
-// scratch (zeroed, never compared). Outputs and scratch take no range (theirs reads [0, 0]). Expressions see the axes
+// scratch (zeroed, never compared). Outputs and scratch take no range (theirs reads [0, 0]). A padded batch (`pad`,
+// floating-point inputs and inouts): the buffer starts with [n, heads, tokens, token_elements] elements (heads
+// optional, default 1), n the element count of `lengths` (an i32 input of the op, one length per sequence); once every
+// input is generated, each token t >= clamp(lengths[b], 0, tokens) of sequence b is set to NaN, so a kernel that lets
+// the rows past a length reach its result fails validation (core/op.hpp: BufferPad). Expressions see the axes
 // (optional ones at their value or default) and DTYPE_BYTES; checks see only those, and everything after them sees the
 // lets too, which may therefore rely on what the checks promise (no division by zero). A problem's axes and
 // DTYPE_BYTES, not the lets, are what a search space's own expressions see. Every error names the file, line and field.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +102,9 @@ public:
         std::vector<std::string> shape;    // expression texts (count: one entry)
         std::vector<std::string> strides;  // empty: dense
         std::vector<std::string> range;    // [lo, hi] expression texts; empty: the role's default
+        // pad: the lengths buffer's name ("": no pad) and the expression texts of heads ("1" when not given), tokens
+        // and token_elements.
+        std::string pad_lengths, pad_heads, pad_tokens, pad_token_elements;
         std::string where;
     };
     struct ArgumentDeclaration {
@@ -121,6 +132,11 @@ private:
         ElemType fixed = ElemType::f32;
         std::vector<std::pair<Dtype, ElemType>> by_dtype;  // a mapping: one type per dtype
     };
+    struct Pad {
+        std::string lengths;  // an i32 input buffer of the op
+        Expression heads, tokens, token_elements;
+        std::string where, lengths_where;
+    };
     struct Buffer {
         std::string name;
         TypeRule type;
@@ -128,6 +144,7 @@ private:
         std::vector<Expression> strides;  // empty: dense
         BufferRole role = BufferRole::input;
         std::vector<Expression> range;  // [lo, hi]; empty: [-1, 1)
+        std::optional<Pad> pad;
         std::string where;
     };
     struct Argument {

@@ -166,11 +166,11 @@ TEST(GeneratedHeaderGeometry, RefusesAConfigurationIndexOutsideTheTable) {
     EXPECT_FALSE(kt::rmsnorm_fwd_table::legal(-1, shape));
 }
 
-// The header's buffer sizes and generator ranges equal the op spec's for every buffer of problem p, whose axes are
-// given in the header's order (optional ones included).
-template <typename Elements, typename Range>
+// The header's buffer sizes, generator ranges and pads equal the op spec's for every buffer of problem p, whose axes
+// are given in the header's order (optional ones included).
+template <typename Elements, typename Range, typename Pad>
 void expect_buffers_as_the_op_spec(const DeclaredOp& op, const Problem& p, const char* const* names, int count,
-                                   Elements elements, Range range) {
+                                   Elements elements, Range range, Pad pad) {
     std::vector<long long> shape;
     for (const OpAxis& a : op.axes()) shape.push_back(p.at(a.name));
     const kt::Dtype dtype = static_cast<kt::Dtype>(static_cast<int>(p.dtype));
@@ -184,10 +184,22 @@ void expect_buffers_as_the_op_spec(const DeclaredOp& op, const Problem& p, const
         ASSERT_TRUE(range(b, shape.data(), dtype, &lo, &hi));
         EXPECT_EQ(lo, it->lo) << names[b] << " at " << p.key();
         EXPECT_EQ(hi, it->hi) << names[b] << " at " << p.key();
+        int lengths = -1;
+        long long heads = 0, tokens = 0, token_elements = 0;
+        ASSERT_EQ(pad(b, shape.data(), dtype, &lengths, &heads, &tokens, &token_elements), it->pad.has_value())
+            << names[b] << " at " << p.key();
+        if (!it->pad) continue;
+        ASSERT_GE(lengths, 0);
+        ASSERT_LT(lengths, count);
+        EXPECT_EQ(names[lengths], it->pad->lengths) << names[b];
+        EXPECT_EQ(elements(lengths, shape.data(), dtype), it->pad->sequences) << names[b] << " at " << p.key();
+        EXPECT_EQ(heads, it->pad->heads) << names[b] << " at " << p.key();
+        EXPECT_EQ(tokens, it->pad->tokens) << names[b] << " at " << p.key();
+        EXPECT_EQ(token_elements, it->pad->token_elements) << names[b] << " at " << p.key();
     }
 }
 
-TEST(GeneratedHeaderBuffers, SizesAndRangesEveryBufferAsTheOpSpecWithItsNamedValues) {
+TEST(GeneratedHeaderBuffers, SizesRangesAndPadsEveryBufferAsTheOpSpecWithItsNamedValues) {
     const DecodeAttentionKernels kernels;
     const SearchSpace& space = kernels.kernels.front();  // one op spec for every kernel
     namespace t = kt::decode_attention_fwd_table;
@@ -196,13 +208,14 @@ TEST(GeneratedHeaderBuffers, SizesAndRangesEveryBufferAsTheOpSpecWithItsNamedVal
                  {1, 1024, 32, 8, 128, 1}, {64, 32768, 32, 8, 128, 16}, {3, 1001, 12, 4, 80, 7}, {1, 1, 1, 1, 1, 1}}) {
             const Problem p{dt, {{"B", b}, {"L", l}, {"HQ", hq}, {"HK", hk}, {"D", d}, {"U", u}}};
             expect_buffers_as_the_op_spec(*space.declared_op(), p, t::buffer_names, t::buffer_count, t::buffer_elements,
-                                          t::buffer_range);
+                                          t::buffer_range, t::buffer_pad);
         }
     const SearchSpace rmsnorm = SearchSpace::load_file(rmsnorm_space_path());
     namespace r = kt::rmsnorm_fwd_table;
     for (const auto& [m, h, s] : std::vector<std::array<long long, 3>>{{1, 4096, 4096}, {7, 1001, 1024}})
         expect_buffers_as_the_op_spec(*rmsnorm.declared_op(), Problem{Dtype::bf16, {{"M", m}, {"H", h}, {"S", s}}},
-                                      r::buffer_names, r::buffer_count, r::buffer_elements, r::buffer_range);
+                                      r::buffer_names, r::buffer_count, r::buffer_elements, r::buffer_range,
+                                      r::buffer_pad);
 }
 
 TEST(GeneratedHeaderBuffers, RefusesAShapeThatFailsTheOpSpecsChecks) {

@@ -210,8 +210,8 @@ TEST_F(GeneratedHeaderNvcc, CompilesTheHeaderOfEveryBuiltInOpAndOfTheUserOpsWith
             code += fmt::format("#include \"{}\"\n", r.file_name);
             uses += fmt::format(
                 "void use_{0}() {{\n    namespace t = ktune_tuned::{0}_table;\n    keep(&ktune_tuned::{0}_launch, "
-                "&ktune_tuned::{0}_reference_launch, &t::buffer_elements, &t::buffer_range, t::buffer_types[0][0], "
-                "t::buffer_roles[0], t::tolerances[0][0], t::entries[0].shape[0]);\n}}\n",
+                "&ktune_tuned::{0}_reference_launch, &t::buffer_elements, &t::buffer_range, &t::buffer_pad, "
+                "t::buffer_types[0][0], t::buffer_roles[0], t::tolerances[0][0], t::entries[0].shape[0]);\n}}\n",
                 stem);
         }
         const auto cu = dir() / fmt::format("unit{}.cu", unit);

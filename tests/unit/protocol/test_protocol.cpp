@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "harness/protocol/protocol.hpp"
 
 namespace ktune::wire {
@@ -79,6 +81,32 @@ TEST(Protocol, BufferSeedsKeepAll64Bits) {
     Buffer b;
     b.seed = 0xFEDCBA9876543210ull;
     EXPECT_EQ(json::parse(json(b).dump()).get<Buffer>().seed, 0xFEDCBA9876543210ull);
+}
+
+TEST(Protocol, AnInfiniteMaxAbsErrorSurvivesTheRoundTrip) {
+    // A mismatch involving NaN or Inf (an output that reads a NaN pad row, or one never written) has error +inf,
+    // which JSON writes as null.
+    EvaluateResult r;
+    r.status = "invalid_result";
+    r.max_abs_error = std::numeric_limits<double>::infinity();
+    const EvaluateResult back = json::parse(json(r).dump()).get<EvaluateResult>();
+    EXPECT_EQ(back.max_abs_error, std::numeric_limits<double>::infinity());
+    EXPECT_EQ(json::parse(json(EvaluateResult{}).dump()).get<EvaluateResult>().max_abs_error, 0.0);
+}
+
+TEST(Protocol, ABuffersPadSurvivesTheRoundTripAndABufferWithoutOneSendsNone) {
+    Buffer b;
+    b.pad_lengths = 3;
+    b.pad_heads = 8;
+    b.pad_tokens = 4096;
+    b.pad_token_elements = 128;
+    const Buffer back = json::parse(json(b).dump()).get<Buffer>();
+    EXPECT_EQ(back.pad_lengths, 3);
+    EXPECT_EQ(back.pad_heads, 8);
+    EXPECT_EQ(back.pad_tokens, 4096);
+    EXPECT_EQ(back.pad_token_elements, 128);
+    EXPECT_FALSE(json(Buffer{}).contains("pad"));
+    EXPECT_EQ(json(Buffer{}).get<Buffer>().pad_lengths, -1);
 }
 
 }  // namespace

@@ -315,6 +315,159 @@ TEST(OpSpecErrors, AMissingReferenceIsRefused) {
     EXPECT_THAT(load_error(yaml), HasSubstr("reference"));
 }
 
+// A padded batch: q token-major ([B, L, H, 8]), k head-major ([B, H, L, 8], four elements more), one length per
+// sequence in lens.
+const std::string pad_spec =
+    "  axes:\n"
+    "    B: {doc: sequences}\n"
+    "    L: {doc: tokens}\n"
+    "    H: {doc: heads}\n"
+    "  let:\n"
+    "    ROW: \"H * 8\"\n"
+    "  buffers:\n"
+    "    q: {type: T, count: \"B * L * H * 8\", role: input,\n"
+    "        pad: {lengths: lens, tokens: \"L\", token_elements: \"ROW\"}}\n"
+    "    k: {type: {fp32: f32, bf16: f16}, count: \"B * H * L * 8 + 4\", role: inout,\n"
+    "        pad: {lengths: lens, heads: \"H\", tokens: \"L\", token_elements: \"8\"}}\n"
+    "    lens: {type: i32, count: \"B\", role: input, range: [1, \"L + 1\"]}\n"
+    "    o: {type: T, count: \"B * L * H * 8\", role: output}\n"
+    "  arguments: [o, q, k, lens]\n"
+    "  bytes: \"B * L * H * 8\"\n";
+
+std::string padded_space(const std::string& op_spec) {
+    return "op: padded\n"
+           "variant: fwd\n"
+           "op_spec:\n" +
+           op_spec +
+           "kernel: {source: k.cuh, name: \"k<{T}, {BLOCK}>\", reference: \"r<{T}>\"}\n"
+           "parameters:\n  BLOCK: {values: [64]}\n"
+           "launch: {grid: [\"B\"], block: [\"BLOCK\"]}\n"
+           "reference_launch: {grid: [\"B\"], block: [\"64\"]}\n"
+           "problems: {axes: {B: [2], L: [16], H: [4]}, dtypes: [bf16]}\n"
+           "tolerances: {bf16: {rtol: 1e-2, atol: 1e-2}}\n";
+}
+
+Problem padded(std::int64_t b, std::int64_t l, std::int64_t h) {
+    return Problem{Dtype::bf16, {{"B", b}, {"L", l}, {"H", h}}};
+}
+
+TEST(OpSpecPad, APaddedBufferCarriesItsLayoutAndItsLengthsAtAProblem) {
+    const SearchSpace s = load(padded_space(pad_spec));
+    const std::vector<BufferSpec> b = s.declared_op()->buffers(padded(3, 16, 4));
+    ASSERT_EQ(b.size(), 4u);
+    ASSERT_TRUE(b[0].pad.has_value());
+    EXPECT_EQ(b[0].pad->lengths, "lens");
+    EXPECT_EQ(b[0].pad->sequences, 3);  // lens's elements
+    EXPECT_EQ(b[0].pad->heads, 1);      // the default
+    EXPECT_EQ(b[0].pad->tokens, 16);
+    EXPECT_EQ(b[0].pad->token_elements, 4 * 8);  // a let
+    ASSERT_TRUE(b[1].pad.has_value());
+    EXPECT_EQ(b[1].pad->heads, 4);
+    EXPECT_EQ(b[1].pad->tokens, 16);
+    EXPECT_EQ(b[1].pad->token_elements, 8);
+    EXPECT_FALSE(b[2].pad.has_value());
+    EXPECT_FALSE(b[3].pad.has_value());
+}
+
+TEST(OpSpecPad, TheDeclarationKeepsThePadsExpressions) {
+    const SearchSpace s = load(padded_space(pad_spec));
+    const std::vector<DeclaredOp::BufferDeclaration> d = s.declared_op()->buffer_declarations();
+    EXPECT_EQ(d[0].pad_lengths, "lens");
+    EXPECT_EQ(d[0].pad_heads, "1");
+    EXPECT_EQ(d[0].pad_tokens, "L");
+    EXPECT_EQ(d[0].pad_token_elements, "ROW");
+    EXPECT_EQ(d[1].pad_heads, "H");
+    EXPECT_EQ(d[2].pad_lengths, "");
+}
+
+TEST(OpSpecPad, APadCoveringMoreThanItsBufferIsRefusedAtAProblem) {
+    const std::string spec = with_line_replaced(pad_spec, "count: \"B * L * H * 8\", role: input",
+                                                "count: \"B * L * H * 8 - 1\", role: input");
+    const SearchSpace s = load(padded_space(spec));
+    try {
+        s.declared_op()->buffers(padded(2, 16, 4));
+        FAIL() << "a pad of 1024 elements over 1023 was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.where(), HasSubstr("test.yaml:12: op_spec.buffers.q.pad"));
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("buffer q's pad covers 2 sequences (lens's elements) x 1 heads x 16 "
+                                                 "tokens x 32 token_elements = 1024 elements"),
+                                       HasSubstr("more than the buffer's 1023")));
+    }
+}
+
+TEST(OpSpecPad, APadOfNegativeTokensIsRefusedAtAProblem) {
+    const SearchSpace s = load(padded_space(with_line_replaced(pad_spec, "tokens: \"L\", token_elements: \"ROW\"",
+                                                               "tokens: \"L - 20\", token_elements: \"ROW\"")));
+    try {
+        s.declared_op()->buffers(padded(2, 16, 4));
+        FAIL() << "a pad of -4 tokens was accepted";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.message(), AllOf(HasSubstr("buffer q's pad has 1 heads, -4 tokens"), HasSubstr("negative")));
+    }
+}
+
+TEST(OpSpecPadErrors, AnUnknownLengthsBufferIsNamedWithTheBuffers) {
+    const std::string spec = with_line_replaced(pad_spec, "pad: {lengths: lens, tokens", "pad: {lengths: len, tokens");
+    EXPECT_THAT(load_error(padded_space(spec)),
+                AllOf(HasSubstr("test.yaml:12: op_spec.buffers.q.pad.lengths"),
+                      HasSubstr("padded by the lengths in 'len', which is not a buffer of the op"),
+                      HasSubstr("buffers: q, k, lens, o")));
+}
+
+TEST(OpSpecPadErrors, LengthsThatAreNotAnI32InputAreRefused) {
+    const std::string i64 = with_line_replaced(pad_spec, "lens: {type: i32", "lens: {type: i64");
+    EXPECT_THAT(load_error(padded_space(i64)), AllOf(HasSubstr("op_spec.buffers.q.pad.lengths"),
+                                                     HasSubstr("must be an i32 input"), HasSubstr("it is i64 input")));
+    const std::string inout = with_line_replaced(pad_spec, "count: \"B\", role: input", "count: \"B\", role: inout");
+    EXPECT_THAT(load_error(padded_space(inout)),
+                AllOf(HasSubstr("must be an i32 input"), HasSubstr("it is i32 inout")));
+    const std::string output = with_line_replaced(pad_spec, "pad: {lengths: lens, tokens", "pad: {lengths: o, tokens");
+    EXPECT_THAT(load_error(padded_space(output)),
+                AllOf(HasSubstr("must be an i32 input"), HasSubstr("it is a per-dtype output")));
+}
+
+TEST(OpSpecPadErrors, APadOnAnOutputIsRefused) {
+    const std::string spec = with_line_replaced(pad_spec, "o: {type: T, count: \"B * L * H * 8\", role: output}",
+                                                "o: {type: T, count: \"B * L * H * 8\", role: output, "
+                                                "pad: {lengths: lens, tokens: L, token_elements: ROW}}");
+    EXPECT_THAT(load_error(padded_space(spec)),
+                AllOf(HasSubstr("op_spec.buffers.o.pad"), HasSubstr("buffer o is output: only inputs and inouts")));
+}
+
+TEST(OpSpecPadErrors, APadOnAnIntegerBufferIsRefused) {
+    const std::string spec = with_line_replaced(pad_spec, "range: [1, \"L + 1\"]}",
+                                                "range: [1, \"L + 1\"], pad: {lengths: lens, tokens: 1, "
+                                                "token_elements: 1}}");
+    EXPECT_THAT(load_error(padded_space(spec)),
+                AllOf(HasSubstr("op_spec.buffers.lens.pad"), HasSubstr("buffer lens holds i32"), HasSubstr("NaN")));
+    // A type per dtype with an integer one.
+    const std::string per_dtype = with_line_replaced(pad_spec, "{fp32: f32, bf16: f16}", "{fp32: f32, bf16: i8}");
+    EXPECT_THAT(load_error(padded_space(per_dtype)),
+                AllOf(HasSubstr("op_spec.buffers.k.pad"), HasSubstr("buffer k holds i8")));
+}
+
+TEST(OpSpecPadErrors, APadOnAStridedBufferIsRefused) {
+    std::string spec = with_line_replaced(pad_spec, "q: {type: T, count: \"B * L * H * 8\", role: input,",
+                                          "q: {type: T, shape: [\"B * L\", \"ROW\"], strides: [\"ROW + 8\", \"1\"], "
+                                          "role: input,");
+    EXPECT_THAT(load_error(padded_space(spec)), AllOf(HasSubstr("op_spec.buffers.q.pad"), HasSubstr("has strides")));
+}
+
+TEST(OpSpecPadErrors, APadNeedsItsLengthsTokensAndTokenElementsAndNothingElse) {
+    const std::string missing = with_line_replaced(pad_spec, ", token_elements: \"ROW\"}", "}");
+    EXPECT_THAT(load_error(padded_space(missing)),
+                AllOf(HasSubstr("op_spec.buffers.q.pad"), HasSubstr("token_elements")));
+    const std::string unknown = with_line_replaced(pad_spec, "tokens: \"L\", token_elements: \"ROW\"}",
+                                                   "tokens: \"L\", token_elements: \"ROW\", rows: 2}");
+    EXPECT_THAT(load_error(padded_space(unknown)), AllOf(HasSubstr("op_spec.buffers.q.pad"), HasSubstr("rows")));
+}
+
+TEST(OpSpecPadErrors, APadExpressionReadsOnlyTheAxesAndTheLets) {
+    const std::string spec = with_line_replaced(pad_spec, "heads: \"H\"", "heads: \"HK\"");
+    EXPECT_THAT(load_error(padded_space(spec)),
+                AllOf(HasSubstr("op_spec.buffers.k.pad.heads"), HasSubstr("the pad 'HK' reads 'HK'")));
+}
+
 TEST(OpSpecFile, ASpecInAFileOfItsOwnResolvesRelativeToTheSpace) {
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / "ktune_op_spec_file_test";

@@ -556,6 +556,30 @@ inline bool buffer_range(int buffer, const long long* shape, Dtype dtype, double
     return !std::isnan(*lo) && !std::isnan(*hi);
 }
 
+// A padded batch (the op spec's pad): the buffer starts with [sequences, heads, tokens, token_elements]
+// elements, sequences the elements of buffer *lengths (i32, one length per sequence); after filling the
+// inputs the tuner sets every token t >= clamp(lengths[b], 0, tokens) of sequence b to NaN, so that a
+// kernel reading them fails. False when the buffer has no pad or the shape fails the op's checks.
+inline bool buffer_pad(int buffer, const long long* shape, Dtype dtype, int* lengths, long long* heads,
+                       long long* tokens, long long* token_elements) {
+    const int elem_bytes = dtype_bytes(dtype);
+    if (elem_bytes == 0 || shape == nullptr) return false;
+    if (failed_check(shape, elem_bytes) != nullptr) return false;
+    double lets[let_count];
+    if (!let_values(shape, elem_bytes, lets)) return false;
+    double h = detail::ex_nan(), t = detail::ex_nan(), e = detail::ex_nan();
+    switch (buffer) {
+    case 2: *lengths = 4; h = (static_cast<double>(shape[3])); t = (static_cast<double>(shape[1])); e = (static_cast<double>(shape[4])); break;
+    case 3: *lengths = 4; h = (static_cast<double>(shape[3])); t = (static_cast<double>(shape[1])); e = (static_cast<double>(shape[4])); break;
+    default: return false;
+    }
+    if (!detail::ex_integral(h) || !detail::ex_integral(t) || !detail::ex_integral(e)) return false;
+    *heads = static_cast<long long>(h);
+    *tokens = static_cast<long long>(t);
+    *token_elements = static_cast<long long>(e);
+    return *heads >= 0 && *tokens >= 0 && *token_elements >= 0;
+}
+
 // The tuner validated every configuration against the reference kernel with these tolerances: per dtype
 // (fp32, fp16, bf16) {rtol, atol}, an element passing when |out - ref| <= atol + rtol * |ref|.
 inline constexpr double tolerances[3][2] = {{0.0, 0.0}, {0.002, 0.0001}, {0.016, 0.0001}};

@@ -528,6 +528,22 @@ inline bool buffer_range(int buffer, const long long* shape, Dtype dtype, double
     return !std::isnan(*lo) && !std::isnan(*hi);
 }
 
+// A padded batch (the op spec's pad): the buffer starts with [sequences, heads, tokens, token_elements]
+// elements, sequences the elements of buffer *lengths (i32, one length per sequence); after filling the
+// inputs the tuner sets every token t >= clamp(lengths[b], 0, tokens) of sequence b to NaN, so that a
+// kernel reading them fails. False when the buffer has no pad or the shape fails the op's checks.
+inline bool buffer_pad(int buffer, const long long* shape, Dtype dtype, int* lengths, long long* heads,
+                       long long* tokens, long long* token_elements) {
+    (void)buffer;
+    (void)shape;
+    (void)dtype;
+    (void)lengths;
+    (void)heads;
+    (void)tokens;
+    (void)token_elements;
+    return false;  // no buffer of this op is padded
+}
+
 // The tuner validated every configuration against the reference kernel with these tolerances: per dtype
 // (fp32, fp16, bf16) {rtol, atol}, an element passing when |out - ref| <= atol + rtol * |ref|.
 inline constexpr double tolerances[3][2] = {{1e-05, 1e-05}, {0.002, 0.002}, {0.016, 0.016}};
