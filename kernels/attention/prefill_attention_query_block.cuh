@@ -61,6 +61,18 @@ __device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> query_
     return q;
 }
 
+// The same for a persistent grid (x any size, y and z 1: blocks take every gridDim.x-th of persistent_items' work
+// items, persistent_query_block's).
+template <int HEAD_DIM, int THREADS>
+__device__ __forceinline__ bool persistent_launch_differs(int q_heads, int kv_heads, int head_dim) {
+    return blockDim.x != THREADS || gridDim.y != 1 || gridDim.z != 1 || kv_heads < 1 || q_heads % kv_heads != 0 ||
+           head_dim != HEAD_DIM;
+}
+template <int BLOCK_M>
+__device__ __forceinline__ int persistent_items(int batch, int q_heads, int max_len) {
+    return q_heads * ((max_len + BLOCK_M - 1) / BLOCK_M) * batch;
+}
+
 // The block's query rows, in a launch that matches.
 template <bool CAUSAL, int HEAD_DIM, int BLOCK_M, int BLOCK_N>
 __device__ __forceinline__ QueryBlock<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N> find_query_block(

@@ -434,25 +434,25 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
 
     // The block's work items: its one block of rows, or (PERSISTENT) every gridDim.x-th of the problem's.
     int items = 1, step = 1, first = 0;
+    Block only{};  // not PERSISTENT: the one block of rows
     if constexpr (PERSISTENT) {
-        if (blockDim.x != THREADS || gridDim.y != 1 || gridDim.z != 1 || kv_heads < 1 || q_heads % kv_heads != 0 ||
-            head_dim != HEAD_DIM || decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
+        if (persistent_launch_differs<HEAD_DIM, THREADS>(q_heads, kv_heads, head_dim) ||
+            decode_attention::dynamic_smem_bytes() < static_cast<unsigned>(SMEM))
             return;
-        items = q_heads * ((max_len + BLOCK_M - 1) / BLOCK_M) * batch;
+        items = persistent_items<BLOCK_M>(batch, q_heads, max_len);
         step = gridDim.x;
         first = blockIdx.x;
     } else {
-        if (!query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
-                                                                            head_dim, max_len)
-                 .ok)
-            return;
+        only = query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N, THREADS, SMEM>(seq_lens, batch, q_heads, kv_heads,
+                                                                              head_dim, max_len);
+        if (!only.ok) return;
     }
     const auto item_block = [&](int item) -> Block {
         if constexpr (PERSISTENT)
             return persistent_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(item, seq_lens, batch, q_heads,
                                                                               kv_heads, max_len);
         else
-            return find_query_block<CAUSAL, HEAD_DIM, BLOCK_M, BLOCK_N>(seq_lens, q_heads, kv_heads, max_len);
+            return only;
     };
 
     const unsigned q_smem = (gemm::smem_addr(smem_raw) + 1023u) & ~1023u;  // q buffer i at + i Q_BYTES
