@@ -55,6 +55,8 @@ if [ "$synthetic" = 1 ]; then
     "linear_skinny_swiglu|--shape M=1,N=3072,K=8192|WARPS=8,TILES_N=1,UNROLL=2,SPLIT_K=1,M_FRAGS=1,STAGES=1"
     "linear_skinny_add_rmsnorm|--shape M=1,N=5120,K=3072,EPS_E9=10000|WARPS=8,TILES_N=1,UNROLL=2,SPLIT_K=1,M_FRAGS=1,STAGES=1"
     "python/ktune_torch/spaces/add_rmsnorm_eps|--problem M=4096,H=4096|BLOCK=128,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
+    "prefill_attention|--shape B=1,L=512,HQ=32,HK=8,D=128,U=1 --kernel fa2|HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,WARPS=4,STAGES=2,Q_SHARED=false"
+    "prefill_attention_full|--shape B=1,L=512,HQ=32,HK=8,D=128,U=1 --kernel fa2|HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,WARPS=4,STAGES=2,Q_SHARED=false"
   )
   : > "$out/synthetic_tune.log"
   for p in "${picks[@]}"; do
@@ -69,8 +71,8 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 15:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (15)")
+if n < 17:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (17)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
@@ -79,7 +81,7 @@ fi
 # data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
 spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox rope_neox_cache glu_swiglu glu_swiglu_bwd
         decode_attention linear_int4 linear_int8 linear_skinny linear_skinny_swiglu linear_skinny_add_rmsnorm
-        python/ktune_torch/spaces/add_rmsnorm_eps)
+        prefill_attention prefill_attention_full python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
   [[ $s == */* ]] || s=search_spaces/$s

@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -28,6 +28,8 @@ OP_BITS = {
     "swiglu_linear": 12,
     "swiglu_bwd": 13,
     "add_rms_norm_linear": 14,
+    "prefill_attention_causal": 15,
+    "prefill_attention_full": 16,
 }
 
 _c_ll = ctypes.c_longlong
@@ -59,6 +61,10 @@ _SIGNATURES = {
     "ktune_torch_decode_attention_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_decode_attention": (
         [_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_p],
+        _c_i,
+    ),
+    "ktune_torch_prefill_attention": (
+        [_c_i, _c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_i, _c_p],
         _c_i,
     ),
     "ktune_torch_linear_int4_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),

@@ -6,6 +6,7 @@ torch.compile and CUDA graphs take it. CUDA calls allocate nothing but their out
 """
 
 import ctypes
+from typing import Optional
 
 import torch
 
@@ -510,6 +511,73 @@ def decode_attention_scratch(q, k_cache):
     hk = k_cache.shape[1]
     return shape_scratch(("decode_attention", q.dtype, b, hq, hk, d),
                          decode_attention_scratch_elements(q.dtype, b, hq, hk, d), q.device)
+
+
+# ------------------------------------------------------------------------------------------------- prefill attention
+@torch.library.custom_op("ktune::prefill_attention", mutates_args=())
+def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seq_lens: Optional[torch.Tensor],
+                      causal: bool) -> torch.Tensor:
+    """Flash attention of a prefill: out [B, L, HQ, D] = softmax(q k^T / sqrt(D)) v per sequence, q [B, L, HQ, D], k
+    and v [B, L, HK, D] (flash_attn_func's layout, as the projections give them; SDPA's [B, H, L, D] is its transpose),
+    grouped-query heads (head h reads kv head h / (HQ / HK)), causal (query i attends keys j <= i) or not. seq_lens
+    (int32 [B], optional): sequence b is its first seq_lens[b] tokens, and its rows past that are 0 in out; what the
+    inputs hold there is never read. Forward only (no autograd)."""
+    return _prefill_attention_math(q, k, v, seq_lens, causal)
+
+
+def _prefill_attention_math(q, k, v, seq_lens, causal):
+    b, length, hq, d = q.shape
+    group = hq // k.shape[2]
+    tokens = torch.arange(length, device=q.device)
+    lens = torch.full((b,), length, device=q.device) if seq_lens is None else seq_lens.long().clamp(max=length)
+    valid = tokens[None, :] < lens[:, None]  # [B, L]
+    # Tokens past a length may hold anything (NaN included): zeroed before the products, so that none reaches out.
+    kf = torch.where(valid[:, :, None, None], _f(k), 0).repeat_interleave(group, dim=2)  # [B, L, HQ, D]
+    vf = torch.where(valid[:, :, None, None], _f(v), 0).repeat_interleave(group, dim=2)
+    qf = torch.where(valid[:, :, None, None], _f(q), 0)
+    scores = torch.einsum("bihd,bjhd->bhij", qf, kf) / d ** 0.5
+    masked = ~valid[:, None, None, :]  # keys past the length
+    if causal:
+        masked = masked | (tokens[None, :] > tokens[:, None])[None, None]
+    scores = scores.masked_fill(masked, float("-inf"))
+    out = torch.einsum("bhij,bjhd->bihd", scores.softmax(-1).nan_to_num(0.0), vf)
+    return torch.where(valid[:, :, None, None], out, 0).to(q.dtype).contiguous()
+
+
+# Each shape's lengths when the call gives none (every sequence L tokens), made once: CUDA graphs capture them.
+_full_lengths = {}
+
+
+@prefill_attention.register_kernel("cuda")
+def _(q, k, v, seq_lens, causal):
+    lib = _lib.get("prefill_attention")
+    b, length, hq, d = q.shape
+    hk = k.shape[2]
+    if k.shape != v.shape or k.shape[:2] != q.shape[:2] or k.shape[3] != d or hq % hk != 0:
+        raise ValueError(f"ktune_torch.prefill_attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+                         f"{tuple(v.shape)} are not [B, L, HQ, D], [B, L, HK, D] with HK dividing HQ")
+    if lib is not None:
+        qc, kc, vc = q.contiguous(), k.contiguous(), v.contiguous()
+        if seq_lens is None:
+            key = (q.device, b, length)
+            lens = _full_lengths.get(key)
+            if lens is None:
+                lens = _full_lengths[key] = torch.full((b,), length, dtype=torch.int32, device=q.device)
+            out = torch.empty_like(qc)
+        else:
+            lens = seq_lens.to(torch.int32).contiguous()
+            out = torch.zeros_like(qc)  # the kernels leave rows past a length unwritten
+        if _lib.launched(lib.ktune_torch_prefill_attention(_dtype(qc), 1 if causal else 0, _ptr(out), _ptr(qc),
+                                                           _ptr(kc), _ptr(vc), _ptr(lens), b, length, hq, hk, d,
+                                                           0 if seq_lens is None else 1, _stream()),
+                         "prefill_attention"):
+            return out
+    return _prefill_attention_math(q, k, v, seq_lens, causal)
+
+
+@prefill_attention.register_fake
+def _(q, k, v, seq_lens, causal):
+    return q.new_empty(q.shape)
 
 
 # ----------------------------------------------------------------------------------------------- weight-only linears

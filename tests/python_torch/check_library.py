@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Loads the op library built from the synthetic database (scripts/build_torch_ops.sh --synthetic) with ctypes, no
-torch: the ABI version, the ops exported into it (all fourteen), the status of a launch here (no device) and the message
+torch: the ABI version, the ops exported into it (every op of _lib.OP_BITS), the status of a launch here (no device) and the message
 of an op left out, the scratch sizes from the exported tables, and the packing functions on a small matrix.
   check_library.py LIBRARY"""
 
@@ -26,6 +26,8 @@ assert status in (101, 1, 2), status  # no device; null pointer or bad size
 assert lib.ktune_torch_status_message(status), status
 status = lib.ktune_torch_swiglu_backward(2, None, None, None, None, None, 0, 8, 16, 8, None)
 assert status in (101, 1, 2), status
+status = lib.ktune_torch_prefill_attention(2, 1, None, None, None, None, None, 1, 512, 32, 8, 128, 0, None)
+assert status in (101, 1), status
 assert b"not exported" in lib.ktune_torch_status_message(_lib.NOT_BUILT)
 # decode_attention's scratch from the exported table: align_up(B*HK, 4) + B*HK*MAX_SPLITS*GROUP*(D+4) (op spec lets)
 b, hq, hk, d = 1, 24, 8, 128

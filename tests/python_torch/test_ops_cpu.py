@@ -18,7 +18,7 @@ torch.manual_seed(0)
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
                  "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear", "swiglu_backward",
-                 "swiglu_backward_halves", "add_rms_norm_linear"):
+                 "swiglu_backward_halves", "add_rms_norm_linear", "prefill_attention"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -36,6 +36,8 @@ def test_fake_shapes():
         kc = torch.empty(2, 2, 100, 32, dtype=torch.bfloat16)
         out = ops.decode_attention(q, kc, kc, torch.empty(2, dtype=torch.int32), torch.empty(4))
         assert out.shape == q.shape
+        qp, kp = torch.empty(2, 50, 8, 32, dtype=torch.bfloat16), torch.empty(2, 50, 2, 32, dtype=torch.bfloat16)
+        assert ops.prefill_attention(qp, kp, kp, None, True).shape == qp.shape
         assert ops.rope_neox_cache_(q, kc[:, :, 0], kc[:, :, 1], kc, kc, torch.empty(2, dtype=torch.int32),
                                     torch.empty(16, 16), torch.empty(16, 16)) is None
         x2 = torch.empty(4, 128, dtype=torch.bfloat16)
@@ -226,6 +228,27 @@ def test_halves_of_one_only_where_up_is_gate_plus_i_in_one_tensor():
     assert not ops._halves_of_one(t[:, :2], t[:, 2:])  # columns not unit-stride
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_prefill_attention_matches_sdpa_per_sequence(causal):
+    b, length, hq, hk, d = 3, 19, 8, 2, 16
+    q, k, v = torch.randn(b, length, hq, d), torch.randn(b, length, hk, d), torch.randn(b, length, hk, d)
+    lens = torch.tensor([19, 7, 1], dtype=torch.int32)
+    for t in (q, k, v):  # what a padded batch holds past a length must not reach out
+        for i in range(b):
+            t[i, int(lens[i]):] = float("nan")
+    out = ops.prefill_attention(q, k, v, lens, causal)
+    for i in range(b):
+        n = int(lens[i])
+        qq = q[i, :n].transpose(0, 1)  # [HQ, n, D]
+        kk = k[i, :n].transpose(0, 1).repeat_interleave(hq // hk, 0)
+        vv = v[i, :n].transpose(0, 1).repeat_interleave(hq // hk, 0)
+        want = torch.nn.functional.scaled_dot_product_attention(qq, kk, vv, is_causal=causal).transpose(0, 1)
+        torch.testing.assert_close(out[i, :n], want, rtol=1e-5, atol=1e-5)
+        assert torch.equal(out[i, n:], torch.zeros_like(out[i, n:]))
+    # Without lengths every sequence is L tokens.
+    torch.testing.assert_close(ops.prefill_attention(q[:1], k[:1], v[:1], None, causal), out[:1])
+
+
 def test_decode_attention_matches_sdpa():
     b, hq, hk, length, d = 3, 8, 2, 20, 16
     q = torch.randn(b, hq, d)
@@ -316,6 +339,11 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.ktune.decode_attention.default,
                           (torch.randn(2, 4, 16), torch.randn(2, 2, 9, 16), torch.randn(2, 2, 9, 16),
                            torch.tensor([9, 4], dtype=torch.int32), torch.zeros(4)))
+    torch.library.opcheck(torch.ops.ktune.prefill_attention.default,
+                          (torch.randn(2, 9, 4, 16), torch.randn(2, 9, 2, 16), torch.randn(2, 9, 2, 16),
+                           torch.tensor([9, 4], dtype=torch.int32), True))
+    torch.library.opcheck(torch.ops.ktune.prefill_attention.default,
+                          (torch.randn(2, 9, 4, 16), torch.randn(2, 9, 2, 16), torch.randn(2, 9, 2, 16), None, False))
     q, k, v = _qkv_views(3, 4, 2, 16, torch.float32, strided=True)
     torch.library.opcheck(torch.ops.ktune.rope_neox_cache_.default,
                           (q, k, v, torch.randn(3, 2, 9, 16), torch.randn(3, 2, 9, 16),

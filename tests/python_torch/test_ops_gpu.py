@@ -108,6 +108,27 @@ def test_rope_neox_cache(m, r, pad):
     assert torch.equal(vc.cpu(), want[4])  # v is copied exactly
 
 
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("b,length,uneven", [(1, 512, False), (2, 1000, True)])
+def test_prefill_attention(causal, b, length, uneven):
+    # Against its torch math in fp32 on the GPU; uneven: lengths below L (no multiple of a tile) and NaN past them.
+    need("prefill_attention_causal" if causal else "prefill_attention_full")
+    q = torch.randn(b, length, 32, 128, device=dev, dtype=torch.bfloat16)
+    k, v = torch.randn(2, b, length, 8, 128, device=dev, dtype=torch.bfloat16)
+    lens = None
+    if uneven:
+        lens = torch.tensor([length - 3, length // 2 + 1][:b], device=dev, dtype=torch.int32)
+        for t in (q, k, v):
+            for i in range(b):
+                t[i, int(lens[i]):] = float("nan")
+    _lib.trace(True)
+    got = ops.prefill_attention(q, k, v, lens, causal)
+    launched = _lib.trace(False)
+    assert [kernel for _, kernel, _ in launched] != ["torch math"], launched  # the library's kernel ran
+    want = ops._prefill_attention_math(q, k, v, lens, causal)
+    torch.testing.assert_close(got, want, **BF16)
+
+
 @pytest.mark.parametrize("b", [1, 8])
 def test_decode_attention_on_a_static_cache(b):
     need("decode_attention")

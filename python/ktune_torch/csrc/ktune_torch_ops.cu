@@ -50,6 +50,14 @@
 #include "ktune_tuned_decode_attention_fwd.hpp"
 #define KT_HAS_DECODE_ATTENTION 1
 #endif
+#if __has_include("ktune_tuned_prefill_attention_causal.hpp")
+#include "ktune_tuned_prefill_attention_causal.hpp"
+#define KT_HAS_PREFILL_ATTENTION_CAUSAL 1
+#endif
+#if __has_include("ktune_tuned_prefill_attention_full.hpp")
+#include "ktune_tuned_prefill_attention_full.hpp"
+#define KT_HAS_PREFILL_ATTENTION_FULL 1
+#endif
 #if __has_include("ktune_tuned_linear_int4_fwd.hpp")
 #include "ktune_tuned_linear_int4_fwd.hpp"
 #define KT_HAS_LINEAR_INT4 1
@@ -113,7 +121,7 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 4; }
+int ktune_torch_abi_version() { return 5; }
 
 // Programmatic dependent launch of the exported kernels that allow it (on by default, Hopper and later); 0 turns it
 // off for the whole process (every launch then waits for the one before), to measure what it gains.
@@ -127,7 +135,8 @@ void ktune_torch_set_programmatic_launch(int on) {
 
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
-// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13, add_rms_norm_linear 14.
+// add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13, add_rms_norm_linear 14,
+// prefill_attention_causal 15, prefill_attention_full 16.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -174,6 +183,12 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_ADD_RMSNORM_LINEAR
     m |= 1 << 14;
+#endif
+#ifdef KT_HAS_PREFILL_ATTENTION_CAUSAL
+    m |= 1 << 15;
+#endif
+#ifdef KT_HAS_PREFILL_ATTENTION_FULL
+    m |= 1 << 16;
 #endif
     return m;
 }
@@ -380,6 +395,34 @@ int ktune_torch_decode_attention(int dtype, void* out, const void* q, const void
         (void)heads_q, (void)heads_k, (void)head_dim, (void)stream;
     return k_not_built;
 #endif
+}
+
+// out [B, L, HQ, D] = softmax(q k^T / sqrt(D)) v per sequence b over its first seq_lens[b] tokens, causal (query i
+// attends keys j <= i) or not; q [B, L, HQ, D], k and v [B, L, HK, D], contiguous (flash attention's layout). uneven:
+// 0 when every length is L (the tuned problems' U = 1), else 1 (U = 2: the buckets tuned with uneven lengths). Rows
+// past a sequence's length are not written.
+int ktune_torch_prefill_attention(int dtype, int causal, void* out, const void* q, const void* k, const void* v,
+                                  const std::int32_t* seq_lens, long long batch, long long max_len, long long heads_q,
+                                  long long heads_k, long long head_dim, int uneven, void* stream) {
+    const long long u = uneven ? 2 : 1;
+    if (causal) {
+#ifdef KT_HAS_PREFILL_ATTENTION_CAUSAL
+        KT_PROPS_OR_FAIL
+        return static_cast<int>(kt::prefill_attention_causal(*props, dtype_of(dtype), out, q, k, v, seq_lens, batch,
+                                                             max_len, heads_q, heads_k, head_dim, u, stream_of(stream),
+                                                             &t_last_choice));
+#endif
+    } else {
+#ifdef KT_HAS_PREFILL_ATTENTION_FULL
+        KT_PROPS_OR_FAIL
+        return static_cast<int>(kt::prefill_attention_full(*props, dtype_of(dtype), out, q, k, v, seq_lens, batch,
+                                                           max_len, heads_q, heads_k, head_dim, u, stream_of(stream),
+                                                           &t_last_choice));
+#endif
+    }
+    (void)dtype, (void)out, (void)q, (void)k, (void)v, (void)seq_lens, (void)batch, (void)max_len, (void)heads_q,
+        (void)heads_k, (void)head_dim, (void)u, (void)stream;
+    return k_not_built;
 }
 
 // Scratch elements (fp32) of linear_int4 / linear_int8 for M x N x K; zero-filled once.
