@@ -14,7 +14,7 @@
 # configuration and how many elements mismatched tell where indexing is wrong.
 # Each problem's winners are then timed again right before SDPA's backends at that problem (confirm.db), and the
 # table compares those. Writes $OUT/prefill/ (database, confirm.db, cubin cache, logs, best-*.json, sdpa.json,
-# table.md). Needs ktune built in build-gpu/
+# table.md; same_harness/: bench/attention/prefill_same_harness.sh's table). Needs ktune built in build-gpu/
 # (with ktune-worker beside it), python3 with torch and triton.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -151,6 +151,11 @@ text = "\n".join(lines)
 open(f"{d}/table.md", "w").write(text + "\n")
 print(text)
 PY
+# The same problems through one harness: the tuned kernels exported into ktune_torch's op library and timed beside
+# SDPA's backends in one Python loop, two rounds (SAME_HARNESS=0 skips it).
+if [ "${SAME_HARNESS:-1}" = 1 ]; then
+  OUT=$dir PROBLEMS="$problems" KTUNE=$ktune "$root/bench/attention/prefill_same_harness.sh" "$dir/ktune.db" || rc=1
+fi
 # Every invalid result (wrong output, launch error) from the database, with its mismatched elements: the run fails.
 "$root/bench/measurements_ok.py" "$dir/ktune.db" || rc=1
 [ "$rc" = 0 ] || { echo "FAILED: see above (invalid results or a failed tuning); logs in $dir" >&2; exit 1; }
