@@ -4,13 +4,15 @@ kernels/attention/prefill_attention_wgmma.cuh; keep them in sync), run under ran
 copies of q, K and V tiles, the mbarriers (q_full, q_empty, k_full, v_full, k_empty, v_empty, v_landed) with the
 hardware's parity waits, the consumers' MMAs reading q and the stages, the causal skip, OVERLAP's pending P V,
 PINGPONG's named-barrier turns, the V tiles' rows past a sequence's end zeroed by the producer warp, and (PERSISTENT)
-a block's several items, its stages' phases running on across them, q in one buffer or two (Q_STAGES).
+a block's several items, its stages' phases running on across them, q in one buffer or two (Q_STAGES), and (O_SMEM)
+O stored through the consumer's rows of the q buffer, released once the store has read them.
 
 It fails when a consumer reads q or a stage that does not hold its tile (or one still being written), a copy lands
 where some consumer still reads, a V tile crossing the sequence's end is read before its tail is zeroed or the zeroing
 hits another tile, or the actors deadlock. Mistakes that are easy to make are kept as injections (--inject): the
 causal skip releasing its stage before the fill lands (made while writing the kernel), the producer copying the next
-item's q without waiting for q_empty, and the tail's V copied onto v_full. The run checks that the model catches each
+item's q without waiting for q_empty, the tail's V copied onto v_full, and (O_SMEM) q released before O's store
+has read the buffer. The run checks that the model catches each
 of them, so that a model that checks nothing fails too.
 
     python3 bench/attention/prefill_ws_protocol_check.py [--seeds 40]   (a ctest: prefill_ws_protocol)
@@ -26,8 +28,8 @@ from barrier_model import Copies, MBarrier, NamedBarrier, ProtocolError, Slot, r
 
 
 def run(cfg, seed, inject=frozenset()):
-    consumers, stages, overlap, pingpong, causal, q_stages = (
-        cfg[k] for k in ("consumers", "stages", "overlap", "pingpong", "causal", "q_stages"))
+    consumers, stages, overlap, pingpong, causal, q_stages, o_smem = (
+        cfg[k] for k in ("consumers", "stages", "overlap", "pingpong", "causal", "q_stages", "o_smem"))
     block_m, block_n = 64 * consumers, cfg["block_n"]
     turns = pingpong and consumers == 2
 
@@ -184,9 +186,18 @@ def run(cfg, seed, inject=frozenset()):
                     v_slot[s].done(name)
                     v_empty[s].arrive(4)
                 t += 1
-            q_empty[qi].arrive(4)  # every S of the item is done
+            # O_SMEM: 64 rows inside the sequence leave through this consumer's rows of the q buffer.
+            staged = o_smem and it["m0"] + 64 * cw + 64 <= it["length"]
+            if not staged or "o_smem_early_release" in inject:
+                q_empty[qi].arrive(4)  # every S of the item is done
             if overlap and pending >= 0:
                 yield from finish_pending()
+            if staged:
+                q_slot[qi].read(name, ("q", n))  # still this item's: nothing was copied over it
+                yield None  # stmatrix, then the TMA store reads the rows
+                q_slot[qi].done(name)
+                if "o_smem_early_release" not in inject:
+                    q_empty[qi].arrive(4)  # one thread, for the warpgroup's four warps
             yield None  # the store
         if turns and cw == 0:
             yield from my_turn()
@@ -214,10 +225,11 @@ def configurations():
                 ((600, 512), (50, 0), (1000, 128), (61, 0), (61, 0), (61, 0)))
         for item_list, q_stages in [((one,), 1) for one in singles] + [(r, q) for r in runs for q in (1, 2)]:
             if all(m0 < length for length, m0 in item_list):
-                yield dict(consumers=consumers, stages=stages, overlap=overlap, pingpong=pingpong, causal=causal,
-                           block_n=block_n, items=item_list, q_stages=q_stages)
+                for o_smem in (False, True):
+                    yield dict(consumers=consumers, stages=stages, overlap=overlap, pingpong=pingpong, causal=causal,
+                               block_n=block_n, items=item_list, q_stages=q_stages, o_smem=o_smem)
 
 
 if __name__ == "__main__":
-    injections = ("skip_early_release", "no_q_wait", "tail_on_v_full")
+    injections = ("skip_early_release", "no_q_wait", "tail_on_v_full", "o_smem_early_release")
     sys.exit(barrier_model.main(run, configurations, injections, __doc__.split("\n\n")[0]))

@@ -48,8 +48,9 @@
 //             intra-warpgroup overlap; needs S and the previous P in registers at once, and here STAGES >= 3;
 //             wgmma_ws releases stages explicitly and takes any STAGES).
 //   wgmma_ws only: PINGPONG (two consumers take turns at their MMAs), CTAS_PER_SM (1, or 2 with one consumer) and
-//             PERSISTENT (1: at most SMS * CTAS_PER_SM blocks, each over many blocks of rows) and Q_STAGES (2: the next
-//             item's q copied into a second buffer): see wgmma_ws_body.
+//             PERSISTENT (1: at most SMS * CTAS_PER_SM blocks, each over many blocks of rows), Q_STAGES (2: the next
+//             item's q copied into a second buffer) and O_SMEM (1: O stored through shared memory by TMA): see
+//             wgmma_ws_body.
 //
 // Launch: grid (HQ, ceil(L / BLOCK_M), B), 128 * BLOCK_M / 64 threads, (BLOCK_M + 2 * STAGES * BLOCK_N) * HEAD_DIM *
 // sizeof(T) + 1024 bytes of dynamic shared memory (1024 for aligning the base); wgmma_ws: 128 more threads (the
@@ -239,14 +240,22 @@ struct WarpgroupRows {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) gemm::fence_operands(o[p]);
     }
-    // O / l, two adjacent columns per 4-byte store, rows inside the sequence only.
-    __device__ __forceinline__ void store(T* __restrict__ out, int b, int hq, int max_len, long long q_stride) {
+    // 1 / l of rows g and g + 8 (l summed over the quad), 0 for a row that saw no key.
+    __device__ __forceinline__ void inverse_sums(float (&inv)[2]) const {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float sum = l_run[h];
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            inv[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
+        }
+    }
+    // O / l, two adjacent columns per 4-byte store, rows inside the sequence only.
+    __device__ __forceinline__ void store(T* __restrict__ out, int b, int hq, int max_len, long long q_stride) {
+        float inv[2];
+        inverse_sums(inv);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
             const int row = row_lo + 8 * h;
             if (row < len) {
                 T* orow = out + (static_cast<long long>(b) * max_len + row) * q_stride +
@@ -255,12 +264,38 @@ struct WarpgroupRows {
                 for (int p = 0; p < PANELS; ++p)
 #pragma unroll
                     for (int jd = 0; jd < 8; ++jd) {
-                        const unsigned w =
-                            decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv, o[p][4 * jd + 2 * h + 1] * inv);
+                        const unsigned w = decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv[h],
+                                                                      o[p][4 * jd + 2 * h + 1] * inv[h]);
                         *reinterpret_cast<unsigned*>(orow + 64 * p + 8 * jd + 2 * c) = w;
                     }
             }
         }
+    }
+    // O / l into this warpgroup's 64 rows of HEAD_DIM / 64 panels at base (panel p at base + p * PANEL_BYTES), in the
+    // 128-byte swizzle a tensor map's store reads. stmatrix x4 writes four 8 x 8 matrices (rows g and g + 8, column
+    // blocks 2 jj and 2 jj + 1): the accumulator's layout, so each thread passes its words as they are; lane i names
+    // row i % 8 of matrix i / 8.
+    template <int PANEL_BYTES>
+    __device__ __forceinline__ void stage(unsigned base) const {
+        float inv[2];
+        inverse_sums(inv);
+        const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+        const int mi = lane >> 3, rr = lane & 7, row = 16 * warp + 8 * (mi & 1) + rr;
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p)
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+                unsigned w[4];
+#pragma unroll
+                for (int m = 0; m < 4; ++m) {
+                    const int jd = 2 * jj + (m >> 1), h = m & 1;
+                    w[m] = decode_attention::pack2<T>(o[p][4 * jd + 2 * h] * inv[h], o[p][4 * jd + 2 * h + 1] * inv[h]);
+                }
+                const unsigned at = base + p * PANEL_BYTES + row * 128 + (((2 * jj + (mi >> 1)) ^ rr) << 4);
+                asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at),
+                             "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                             : "memory");
+            }
     }
 };
 
@@ -415,13 +450,17 @@ inline constexpr int wgmma_ws_smem_bytes =
 // (persistent_query_block's order); the stages' and q's barriers run on across a block's items, so the producer copies
 // the next item's q and first tiles while the consumers finish and store this one's; Q_STAGES 2 (PERSISTENT) holds the
 // next item's q in a second buffer, copied while this item's S still read the first.
+// O_SMEM: a consumer's O leaves through its own 64 rows of the q buffer (stmatrix, then a TMA store of 64 rows a panel
+// with the out map), so q_empty's arrival for the item comes once the store has read them, from one thread for the
+// warpgroup's four warps; 64 rows partly past the sequence are stored from registers (TMA would write the rows past
+// it, which stay unwritten) and release q as before.
 // bench/attention/prefill_ws_protocol_check.py models these barriers under random interleavings (keep it in sync).
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG,
-          int CTAS_PER_SM, bool PERSISTENT, int Q_STAGES>
+          int CTAS_PER_SM, bool PERSISTENT, int Q_STAGES, bool O_SMEM>
 __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __restrict__ seq_lens, int batch,
                                               int q_heads, int kv_heads, int head_dim, int max_len, float scale,
                                               const gemm_ws::TensorMap& q_map, const gemm_ws::TensorMap& k_map,
-                                              const gemm_ws::TensorMap& v_map) {
+                                              const gemm_ws::TensorMap& v_map, const gemm_ws::TensorMap& o_map) {
     constexpr int CONSUMERS = BLOCK_M / 64;
     constexpr int THREADS = 128 * (CONSUMERS + 1);
     using Rows = WarpgroupRows<T, HEAD_DIM, CAUSAL, BLOCK_N, BLOCK_M>;
@@ -492,6 +531,7 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
             gemm_ws::prefetch_tensor_map(q_map);
             gemm_ws::prefetch_tensor_map(k_map);
             gemm_ws::prefetch_tensor_map(v_map);
+            if constexpr (O_SMEM) gemm_ws::prefetch_tensor_map(o_map);
         }
         int t = 0, n = 0, tails = 0;  // tiles, items and V tails so far
         for (int item = first; item < items; item += step) {
@@ -642,14 +682,33 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
                 if (lane0) gemm_ws::mbar_arrive(v_empty(s));
             }
         }
-        if (lane0) gemm_ws::mbar_arrive(q_empty(qi));  // every S of this item is done: the buffer's next q may land
+        // O_SMEM: O of 64 rows inside the sequence goes out through this warpgroup's rows of the q buffer (its S are
+        // done) and a TMA store; rows partly past the sequence are stored from registers, each row inside it.
+        const bool staged = O_SMEM && blk.m0 + 64 * cw + 64 <= blk.len;
+        if (!staged && lane0) gemm_ws::mbar_arrive(q_empty(qi));  // every S done: the buffer's next q may land
         if constexpr (OVERLAP) {
             if (pending >= 0) finish_pending();
         }
-        rows.store(out, blk.b, blk.hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
+        if (staged) {
+            const unsigned q_rows = q_smem + qi * Q_BYTES + cw * 64 * 128;  // panel p at + p * BLOCK_M * 128
+            gemm_ws::named_sync(3 + cw, 128);  // every warp's wgmma reading these rows has completed
+            rows.template stage<BLOCK_M * 128>(q_rows);
+            gemm_ws::fence_proxy_async();  // the stmatrix writes, before TMA reads them
+            gemm_ws::named_sync(3 + cw, 128);
+            if (threadIdx.x % 128 == 0) {
+                for (int p = 0; p < PANELS; ++p)
+                    gemm_ws::tma_store_4d(o_map, 64 * p, blk.hq, blk.m0 + 64 * cw, blk.b, q_rows + p * BLOCK_M * 128);
+                gemm_ws::bulk_commit();
+                gemm_ws::bulk_wait_all<true>();         // the stores have read the rows: the buffer may be refilled
+                gemm_ws::mbar_arrive(q_empty(qi), 4);  // for the warpgroup's four warps
+            }
+        } else {
+            rows.store(out, blk.b, blk.hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
+        }
         ++n;
     }
     if (TURNS && cw == 0) my_turn();  // consumer 1's last arrival
+    if (O_SMEM && threadIdx.x % 128 == 0) gemm_ws::bulk_wait_all<false>();  // the stores complete before the exit
 }
 
 }  // namespace ktune::dev::prefill_attention
@@ -677,14 +736,15 @@ __global__ void __launch_bounds__(BLOCK_M * 2, 1)
 }
 
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, int PINGPONG,
-          int CTAS_PER_SM, int PERSISTENT, int Q_STAGES>
+          int CTAS_PER_SM, int PERSISTENT, int Q_STAGES, int O_SMEM>
 __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     prefill_attention_wgmma_ws(T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k,
                                const T* __restrict__ v, const int* __restrict__ seq_lens, int batch, int q_heads,
                                int kv_heads, int head_dim, int max_len, float scale,
                                const __grid_constant__ ktune::dev::gemm_ws::TensorMap q_map,
                                const __grid_constant__ ktune::dev::gemm_ws::TensorMap k_map,
-                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap v_map) {
+                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap v_map,
+                               const __grid_constant__ ktune::dev::gemm_ws::TensorMap o_map) {
     static_assert(sizeof(T) == 2, "prefill_attention_wgmma_ws: T is __half or __nv_bfloat16");
     static_assert(HEAD_DIM % 64 == 0 && HEAD_DIM <= 256,
                   "prefill_attention_wgmma_ws: HEAD_DIM a multiple of 64, <= 256");
@@ -695,6 +755,7 @@ __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
     static_assert(PERSISTENT == 0 || PERSISTENT == 1, "prefill_attention_wgmma_ws: PERSISTENT is 0 or 1");
     static_assert(Q_STAGES == 1 || (Q_STAGES == 2 && PERSISTENT == 1),
                   "prefill_attention_wgmma_ws: Q_STAGES is 1, or 2 with PERSISTENT");
+    static_assert(O_SMEM == 0 || O_SMEM == 1, "prefill_attention_wgmma_ws: O_SMEM is 0 or 1");
     static_assert(ktune::dev::prefill_attention::wgmma_ws_smem_bytes<T, HEAD_DIM, BLOCK_M, BLOCK_N, STAGES, Q_STAGES> <= 232448,
                   "prefill_attention_wgmma_ws: shared memory <= 227 KiB");
     // Two blocks an SM: one consumer (two would have 104 registers), each block within half the SM's 228 KiB less the
@@ -706,8 +767,8 @@ __global__ void __launch_bounds__(BLOCK_M * 2 + 128, CTAS_PER_SM)
                   "prefill_attention_wgmma_ws: CTAS_PER_SM 2 takes BLOCK_M 64 and at most 113 KiB");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     ktune::dev::prefill_attention::wgmma_ws_body<T, HEAD_DIM, CAUSAL, BLOCK_M, BLOCK_N, STAGES, OVERLAP, PINGPONG != 0,
-                                                 CTAS_PER_SM, PERSISTENT != 0, Q_STAGES>(
-        out, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale, q_map, k_map, v_map);
+                                                 CTAS_PER_SM, PERSISTENT != 0, Q_STAGES, O_SMEM != 0>(
+        out, seq_lens, batch, q_heads, kv_heads, head_dim, max_len, scale, q_map, k_map, v_map, o_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif

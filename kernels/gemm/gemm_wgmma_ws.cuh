@@ -90,6 +90,11 @@ __device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar) : "memory");
 }
+// `count` arrivals at once: one thread standing for several that would arrive together.
+__device__ __forceinline__ void mbar_arrive(unsigned bar, unsigned count) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(bar), "r"(count)
+                 : "memory");
+}
 // Blocks until the phase of parity `parity` of `bar` has completed (acquire at CTA scope, the default).
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     asm volatile(
@@ -157,6 +162,13 @@ __device__ __forceinline__ void tma_store_2d(const TensorMap& map, int col, int 
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
                      reinterpret_cast<unsigned long long>(&map)),
                  "r"(col), "r"(row), "r"(src)
+                 : "memory");
+}
+// The box of a four-dimensional `map` at (c0, c1, c2, c3) from shared memory at src; this thread's bulk async-group.
+__device__ __forceinline__ void tma_store_4d(const TensorMap& map, int c0, int c1, int c2, int c3, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+                     reinterpret_cast<unsigned long long>(&map)),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
                  : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }

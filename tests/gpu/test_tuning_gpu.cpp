@@ -260,67 +260,75 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
         std::vector<std::string> configs;
         const char* kernel = "wgmma_tma";
     };
-    for (const Case& c :
-         {Case{"gemm_act_gelu",
-               {{"M", 200}, {"N", 1000}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=1,TPB=1", "MT=2,BN=128,STAGES=3,GROUP_M=1,TPB=1"}},
-          Case{"ffn_gated_swiglu",
-               {{"M", 200}, {"I", 1000}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=1,TPB=1", "MT=2,BN=64,STAGES=3,GROUP_M=1,TPB=1"}},
-          Case{"gemm_act_gelu",
-               {{"M", 2000}, {"N", 1000}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=0", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=0"}},
-          Case{"ffn_gated_swiglu",
-               {{"M", 2000}, {"I", 1000}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=0", "MT=2,BN=64,STAGES=3,GROUP_M=1,TPB=2,PINGPONG=0"}},
-          // Pingpong, the consumers taking turns: 561 and 153 tiles, so that some blocks have an
-          // odd number of tiles (3 of 4, 1 of 2) and a consumer one tile fewer, or none; TPB 0: one
-          // block per SM (SMS), each striding over the tiles.
-          Case{"gemm_act_gelu",
-               {{"M", 2050}, {"N", 1032}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=2,BN=128,STAGES=5,GROUP_M=1,TPB=2,PINGPONG=1",
-                "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=1", "MT=1,BN=256,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0"}},
-          Case{"ffn_gated_swiglu",
-               {{"M", 2050}, {"I", 1032}, {"K", 4104}},
-               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=1",
-                "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"}},
-          // The dense skinny linear fed by TMA: x's rows past M and W's past N (4100) read as zeros, k split unevenly
-          // (65 tiles of 64 over 4 splits).
-          Case{"linear_skinny_tails",
-               {{"M", 3}, {"N", 4100}, {"K", 4136}},
-               {"WG=1,MT=1,XN=8,SPLIT_K=4,STAGES=6", "WG=2,MT=1,XN=8,SPLIT_K=4,STAGES=8"}},
-          Case{"linear_skinny_tails",
-               {{"M", 63}, {"N", 4100}, {"K", 4136}},
-               {"WG=1,MT=2,XN=64,SPLIT_K=4,STAGES=6", "WG=1,MT=1,XN=64,SPLIT_K=2,STAGES=4"}},
-          // Prefill attention's warp-specialized kernel: uneven sequence lengths (U 2) in [500, 1000], the last query
-          // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not, two blocks an SM.
-          Case{"prefill_attention",
-               {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
-                "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
-                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1"},
-               "wgmma_ws"},
-          Case{"prefill_attention_full",
-               {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
-               {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
-                "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1",
-                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1"},
-               "wgmma_ws"},
-          // The same as persistent grids: 32 q heads make 768 and 1,536 blocks of rows, several for every block of
-          // the grid (SMS or 2 SMS of them), among them blocks of rows past their sequence's length; the stages, q (in
-          // one buffer or two) and the V tails' barrier handed on from one item to the next.
-          Case{"prefill_attention",
-               {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
-               {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2",
-                "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1",
-                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2"},
-               "wgmma_ws"},
-          Case{"prefill_attention_full",
-               {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
-               {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1",
-                "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2",
-                "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2"},
-               "wgmma_ws"}}) {
+    for (
+        const Case& c :
+        {Case{"gemm_act_gelu",
+              {{"M", 200}, {"N", 1000}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=1,TPB=1", "MT=2,BN=128,STAGES=3,GROUP_M=1,TPB=1"}},
+         Case{"ffn_gated_swiglu",
+              {{"M", 200}, {"I", 1000}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=1,TPB=1", "MT=2,BN=64,STAGES=3,GROUP_M=1,TPB=1"}},
+         Case{"gemm_act_gelu",
+              {{"M", 2000}, {"N", 1000}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=0", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=0"}},
+         Case{"ffn_gated_swiglu",
+              {{"M", 2000}, {"I", 1000}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=0", "MT=2,BN=64,STAGES=3,GROUP_M=1,TPB=2,PINGPONG=0"}},
+         // Pingpong, the consumers taking turns: 561 and 153 tiles, so that some blocks have an
+         // odd number of tiles (3 of 4, 1 of 2) and a consumer one tile fewer, or none; TPB 0: one
+         // block per SM (SMS), each striding over the tiles.
+         Case{"gemm_act_gelu",
+              {{"M", 2050}, {"N", 1032}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=2,BN=128,STAGES=5,GROUP_M=1,TPB=2,PINGPONG=1",
+               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=1", "MT=1,BN=256,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0"}},
+         Case{"ffn_gated_swiglu",
+              {{"M", 2050}, {"I", 1032}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=1",
+               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"}},
+         // The dense skinny linear fed by TMA: x's rows past M and W's past N (4100) read as zeros, k split unevenly
+         // (65 tiles of 64 over 4 splits).
+         Case{"linear_skinny_tails",
+              {{"M", 3}, {"N", 4100}, {"K", 4136}},
+              {"WG=1,MT=1,XN=8,SPLIT_K=4,STAGES=6", "WG=2,MT=1,XN=8,SPLIT_K=4,STAGES=8"}},
+         Case{"linear_skinny_tails",
+              {{"M", 63}, {"N", 4100}, {"K", 4136}},
+              {"WG=1,MT=2,XN=64,SPLIT_K=4,STAGES=6", "WG=1,MT=1,XN=64,SPLIT_K=2,STAGES=4"}},
+         // Prefill attention's warp-specialized kernel: uneven sequence lengths (U 2) in [500, 1000], the last query
+         // block and K/V tile of a sequence partly past it, one consumer or two, in turns or not, two blocks an SM;
+         // O stored by TMA through shared memory (O_SMEM; rows partly past the sequence from registers) or not.
+         Case{
+             "prefill_attention",
+             {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
+             {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1,O_SMEM=1",
+              "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1,O_SMEM=0",
+              "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1,O_SMEM=0"},
+             "wgmma_ws"},
+         Case{
+             "prefill_attention_full",
+             {{"B", 3}, {"L", 1000}, {"HQ", 8}, {"HK", 2}, {"D", 128}, {"U", 2}},
+             {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1,O_SMEM="
+              "1",
+              "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=0,Q_STAGES=1,O_SMEM=0",
+              "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=0,Q_STAGES=1,O_SMEM=0"},
+             "wgmma_ws"},
+         // The same as persistent grids: 32 q heads make 768 and 1,536 blocks of rows, several for every block of
+         // the grid (SMS or 2 SMS of them), among them blocks of rows past their sequence's length; the stages, q (in
+         // one buffer or two) and the V tails' barrier handed on from one item to the next.
+         Case{
+             "prefill_attention",
+             {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
+             {"BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=true,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2,O_SMEM=1",
+              "BLOCK_M=64,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1,O_SMEM=0",
+              "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2,O_SMEM=1"},
+             "wgmma_ws"},
+         Case{
+             "prefill_attention_full",
+             {{"B", 3}, {"L", 1000}, {"HQ", 32}, {"HK", 8}, {"D", 128}, {"U", 2}},
+             {"BLOCK_M=128,BLOCK_N=176,STAGES=2,OVERLAP=false,PINGPONG=1,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=1,O_SMEM="
+              "1",
+              "BLOCK_M=128,BLOCK_N=64,STAGES=4,OVERLAP=true,PINGPONG=0,CTAS_PER_SM=1,PERSISTENT=1,Q_STAGES=2,O_SMEM=0",
+              "BLOCK_M=64,BLOCK_N=64,STAGES=2,OVERLAP=false,PINGPONG=0,CTAS_PER_SM=2,PERSISTENT=1,Q_STAGES=2,O_SMEM=1"},
+             "wgmma_ws"}}) {
         TuneOptions o = options(resolve_space_path(m_root, c.space));
         o.dtypes = {Dtype::bf16};
         o.shapes = {c.shape};
