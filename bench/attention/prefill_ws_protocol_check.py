@@ -123,6 +123,16 @@ def run(cfg, seed, inject=frozenset()):
         if turns and cw == 1:
             named[1].arrive()
         t = 0
+        stored = None  # O_SMEM, two q buffers: the buffer whose store is released after the next item's first S
+
+        def release_stored():
+            nonlocal stored
+            if stored is not None:
+                q_slot[stored].done(name)  # the store has read it
+                if "o_smem_early_release" not in inject:
+                    q_empty[stored].arrive(4)
+                stored = None
+
         for n, it in enumerate(items):
             last_row = it["m0"] + 64 * cw + 63
             qi = n % q_stages
@@ -157,6 +167,8 @@ def run(cfg, seed, inject=frozenset()):
                     yield from my_turn()
                     q_slot[qi].read(name, ("q", n))
                     read(k_slot[s], t, "K")  # S
+                    if j == 0:
+                        release_stored()
                     ps = pending % stages
                     if pending >= 0:
                         read(v_slot[ps], pending, "V")  # the pending P V
@@ -175,6 +187,8 @@ def run(cfg, seed, inject=frozenset()):
                     yield from my_turn()
                     q_slot[qi].read(name, ("q", n))
                     read(k_slot[s], t, "K")
+                    if j == 0:
+                        release_stored()
                     their_turn()
                     yield None
                     q_slot[qi].done(name)
@@ -195,9 +209,9 @@ def run(cfg, seed, inject=frozenset()):
             if staged:
                 q_slot[qi].read(name, ("q", n))  # still this item's: nothing was copied over it
                 yield None  # stmatrix, then the TMA store reads the rows
-                q_slot[qi].done(name)
-                if "o_smem_early_release" not in inject:
-                    q_empty[qi].arrive(4)  # one thread, for the warpgroup's four warps
+                stored = qi  # one thread arrives for the warpgroup's four warps once the store has read them:
+                if q_stages == 1:  # at once (the next q goes into this buffer), else after the next item's first S
+                    release_stored()
             yield None  # the store
         if turns and cw == 0:
             yield from my_turn()

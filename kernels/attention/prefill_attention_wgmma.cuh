@@ -452,8 +452,9 @@ inline constexpr int wgmma_ws_smem_bytes =
 // next item's q in a second buffer, copied while this item's S still read the first.
 // O_SMEM: a consumer's O leaves through its own 64 rows of the q buffer (stmatrix, then a TMA store of 64 rows a panel
 // with the out map), so q_empty's arrival for the item comes once the store has read them, from one thread for the
-// warpgroup's four warps; 64 rows partly past the sequence are stored from registers (TMA would write the rows past
-// it, which stay unwritten) and release q as before.
+// warpgroup's four warps: at once with one q buffer, after the next item's first S is issued with two. 64 rows partly
+// past the sequence are stored from registers (TMA would write the rows past it, which stay unwritten) and release q
+// as before.
 // bench/attention/prefill_ws_protocol_check.py models these barriers under random interleavings (keep it in sync).
 template <typename T, int HEAD_DIM, bool CAUSAL, int BLOCK_M, int BLOCK_N, int STAGES, bool OVERLAP, bool PINGPONG,
           int CTAS_PER_SM, bool PERSISTENT, int Q_STAGES, bool O_SMEM>
@@ -600,6 +601,17 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
 
     unsigned pf[Rows::KT][4];
     int t = 0, n = 0;  // tiles and items so far, as the producer counts them
+    // O_SMEM with Q_STAGES 2: the buffer whose O store has not been waited for (-1: none). Its wait and q_empty's
+    // arrival come after the next item's first S is issued, so that the store's read runs under that S; the producer
+    // needs the buffer only for the item after next.
+    [[maybe_unused]] int stored_q = -1;
+    [[maybe_unused]] auto release_stored = [&]() {
+        if (stored_q >= 0 && threadIdx.x % 128 == 0) {
+            gemm_ws::bulk_wait_all<true>();               // the store has read the rows: the buffer may be refilled
+            gemm_ws::mbar_arrive(q_empty(stored_q), 4);  // for the warpgroup's four warps
+        }
+        stored_q = -1;
+    };
     for (int item = first; item < items; item += step) {
         const Block blk = item_block(item);
         if (!blk.ok) continue;
@@ -645,6 +657,9 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
                 gemm::wgmma_fence();
                 rows.issue_s(s_acc, k_base);
                 gemm::wgmma_commit();
+                if constexpr (O_SMEM && Q_STAGES == 2) {
+                    if (j == 0) release_stored();
+                }
                 if (pending >= 0) {
                     rows.issue_pv(pf, v_stage(pending));
                     gemm::wgmma_commit();
@@ -670,6 +685,9 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
                 gemm::wgmma_fence();
                 rows.issue_s(s_acc, k_base);
                 gemm::wgmma_commit();
+                if constexpr (O_SMEM && Q_STAGES == 2) {
+                    if (j == 0) release_stored();
+                }
                 their_turn();
                 gemm::wgmma_wait<0>();
                 gemm::fence_operands(s_acc);
@@ -699,9 +717,9 @@ __device__ __forceinline__ void wgmma_ws_body(T* __restrict__ out, const int* __
                 for (int p = 0; p < PANELS; ++p)
                     gemm_ws::tma_store_4d(o_map, 64 * p, blk.hq, blk.m0 + 64 * cw, blk.b, q_rows + p * BLOCK_M * 128);
                 gemm_ws::bulk_commit();
-                gemm_ws::bulk_wait_all<true>();         // the stores have read the rows: the buffer may be refilled
-                gemm_ws::mbar_arrive(q_empty(qi), 4);  // for the warpgroup's four warps
             }
+            stored_q = qi;
+            if constexpr (Q_STAGES == 1) release_stored();  // the next item's q goes into this very buffer
         } else {
             rows.store(out, blk.b, blk.hq, max_len, static_cast<long long>(q_heads) * HEAD_DIM);
         }
