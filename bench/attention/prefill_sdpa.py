@@ -36,6 +36,10 @@ def make_call(name, q, k, v, qt, kt, vt, causal, scale, ktune_ops):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     if name == "ktune_torch":
+        from ktune_torch import _lib
+        variant = "prefill_attention_causal" if causal else "prefill_attention_full"
+        if not _lib.has_op(variant):  # the op would run its torch math: not ktune's kernel
+            raise RuntimeError(f"{variant} is not in the library (no results in the database it was built from)")
         return (lambda: ktune_ops.prefill_attention(q, k, v, None, causal).transpose(1, 2)), "grouped heads read"
     backend = getattr(SDPBackend, BACKENDS[name])
 
