@@ -4,11 +4,14 @@
 interleavings: the producer filling the stages over the block's tiles, the full and empty mbarriers with the
 hardware's parity rule, the consumers' wgmma reading the stages (one group kept in flight, each stage released when
 the next one's group is issued), the consumers sharing every tile (cooperative) or taking turns over the block's tiles
-(PINGPONG, with the order barriers), and each consumer's output staging handed to TMA stores.
+(PINGPONG, with the order barriers), and each consumer's output staging handed to TMA stores. With CLUSTER 2 (the
+_pair kernels) two such blocks run in step: each producer copies its x tile into its own stage and its part of the w
+tile into both blocks' (a multicast: two copies landing on their own), each full barrier expecting all three, and each
+consumer releases the stage in both blocks; a producer stays until every release has reached its block.
 
 It fails when a consumer reads a stage that does not hold its fill (or one still being written), a copy starts or
-lands in a stage some consumer still reads, a consumer writes its staging while a store still reads it, or the actors
-deadlock. Mistakes the kernel's comments guard against are kept as injections (--inject), and the run checks that the
+lands in a stage some consumer still reads, a consumer writes its staging while a store still reads it, an arrival
+or a copy reaches a block that has exited, or the actors deadlock. Mistakes the kernel's comments guard against are kept as injections (--inject), and the run checks that the
 model catches each of them, so that a model that checks nothing fails too.
 
     python3 bench/gemm/gemm_ws_protocol_check.py [--seeds 40]   (a ctest: gemm_ws_protocol)
@@ -23,91 +26,135 @@ import barrier_model  # noqa: E402
 from barrier_model import Copies, MBarrier, ProtocolError, Slot, run_actors  # noqa: E402
 
 
+class BlockBarrier(MBarrier):
+    """An mbarrier of one block of the cluster: an arrival or a copy's bytes reaching it after the block exited is a
+    fault (the hardware's: shared memory that is gone)."""
+
+    def __init__(self, count, block, alive):
+        super().__init__(count)
+        self.block, self.alive = block, alive
+
+    def _check(self):
+        if not self.alive(self.block):
+            raise ProtocolError(f"an arrival reaches block {self.block}, which has exited")
+
+    def arrive(self, n=1):
+        self._check()
+        super().arrive(n)
+
+    def complete_tx(self, nbytes):
+        self._check()
+        super().complete_tx(nbytes)
+
+
 def run(cfg, seed, inject=frozenset()):
     stages, pingpong, k_tiles, block_tiles = cfg["stages"], cfg["pingpong"], cfg["k_tiles"], cfg["block_tiles"]
+    cluster = cfg["cluster"]
     consumers = 2
-    full = [MBarrier(1) for _ in range(stages)]
-    # Lane 0 of each warp that reads the stage: pingpong one consumer, else both ("one_consumer_releases": 4 always).
-    empty_count = 4 if pingpong or "one_consumer_releases" in inject else 4 * consumers
-    empty = [MBarrier(empty_count) for _ in range(stages)]
-    order = [MBarrier(4) for _ in range(consumers)]
-    slots = [Slot(f"stage {s}") for s in range(stages)]
-    staging = [Slot(f"consumer {c}'s staging") for c in range(consumers)]
-    stores = {c: 0 for c in range(consumers)}  # TMA stores still reading consumer c's staging
+    live = {}
+
+    def alive(b):
+        return any(name.startswith(f"block {b} ") for name in live)
+
+    # Per block b: stage s's x part and the w parts, one from each block of the cluster.
+    parts = ["x"] + [f"w{r}" for r in range(cluster)]
+    full = [[BlockBarrier(1, b, alive) for _ in range(stages)] for b in range(cluster)]
+    # Lane 0 of each warp that reads the stage, in every block: pingpong one consumer, else both
+    # ("one_consumer_releases": 4 always; "local_release": this block's consumers only).
+    readers = 4 if pingpong or "one_consumer_releases" in inject else 4 * consumers
+    releasing_blocks = 1 if "local_release" in inject else cluster
+    empty = [[BlockBarrier(readers * releasing_blocks, b, alive) for _ in range(stages)] for b in range(cluster)]
+    order = [[MBarrier(4) for _ in range(consumers)] for _ in range(cluster)]
+    slots = [[{p: Slot(f"block {b}'s stage {s} ({p})") for p in parts} for s in range(stages)] for b in range(cluster)]
+    staging = [[Slot(f"block {b}'s consumer {c}'s staging") for c in range(consumers)] for b in range(cluster)]
+    stores = [{c: 0 for c in range(consumers)} for _ in range(cluster)]  # TMA stores still reading a staging
     copies = Copies()
 
     def wait(cond):
         return cond
 
-    def producer():
+    def producer(b):
         fill = 0
         for _ in range(block_tiles):
             for _ in range(k_tiles):
                 s = fill % stages
                 if fill >= stages:
-                    yield wait(lambda: empty[s].passed(((fill // stages) - 1) & 1))
-                full[s].arrive_expect_tx(1)
-                copies.start(slots[s], fill, full[s])
+                    yield wait(lambda: empty[b][s].passed(((fill // stages) - 1) & 1))
+                full[b][s].arrive_expect_tx(len(parts))  # x and every block's w part
+                copies.start(slots[b][s]["x"], fill, full[b][s])
+                for r in range(cluster):  # the multicast of this block's w part: one copy into each block
+                    copies.start(slots[r][s][f"w{b}"], fill, full[r][s])
                 fill += 1
                 yield None
+        if cluster > 1 and "no_producer_tail" not in inject:
+            # The last release of each stage: every block's consumers are then done arriving on this one.
+            for f in range(max(fill - stages, 0), fill):
+                yield wait(lambda f=f: empty[b][f % stages].passed((f // stages) & 1))
 
-    def stores_of(c):  # consumer c's TMA stores: each reads the staging until, at some later step, it has
-        while f"consumer {c}" in live or stores[c]:
-            if stores[c]:
-                staging[c].done("store")
-                stores[c] = 0
+    def stores_of(b, c):  # consumer c's TMA stores: each reads the staging until, at some later step, it has
+        while f"block {b} consumer {c}" in live or stores[b][c]:
+            if stores[b][c]:
+                staging[b][c].done("store")
+                stores[b][c] = 0
             yield None
 
-    def consumer(cw):
-        name = f"consumer {cw}"
+    def consumer(b, cw):
+        name = f"block {b} consumer {cw}"
         turn = 2 if pingpong else 1
         nth = cw if pingpong else 0
         fill = 0
+
+        def release(s):  # the wgmma reading stage s have completed: back to the producers that fill it
+            for p in parts:
+                slots[b][s][p].done(name)
+            for r in range(releasing_blocks):
+                empty[(b + r) % cluster][s].arrive(4)
+
         while nth < block_tiles:
             if pingpong:
                 fill = nth * k_tiles
                 if nth > 0 and "no_order" not in inject:
-                    yield wait(lambda: order[1 - cw].passed(((nth - 1) // 2) & 1))
+                    yield wait(lambda: order[b][1 - cw].passed(((nth - 1) // 2) & 1))
             in_flight = None  # the stage whose wgmma group is still running
             for kt in range(k_tiles):
                 s = fill % stages
-                yield wait(lambda: full[s].passed((fill // stages) & 1))
-                slots[s].read(name, fill)  # this fill's wgmma issued; wait_group 1: the previous group completes
+                yield wait(lambda: full[b][s].passed((fill // stages) & 1))
+                for p in parts:  # this fill's wgmma issued; wait_group 1: the previous group completes
+                    slots[b][s][p].read(name, fill)
                 if in_flight is not None:
-                    slots[in_flight].done(name)
-                    empty[in_flight].arrive(4)
+                    release(in_flight)
                 in_flight = s
                 fill += 1
                 yield None
             if pingpong:
-                order[cw].arrive(4)  # the other consumer may start its next tile
+                order[b][cw].arrive(4)  # the other consumer may start its next tile
             yield None
-            slots[in_flight].done(name)  # wait_group 0
-            empty[in_flight].arrive(4)  # the last stage back to the producer
+            release(in_flight)  # wait_group 0; the last stage back to the producers
             # This consumer's staging is free once its previous tile's stores have read it.
             if "no_store_wait" not in inject:
-                yield wait(lambda: stores[cw] == 0)
-            if staging[cw].readers:
+                yield wait(lambda: stores[b][cw] == 0)
+            if staging[b][cw].readers:
                 raise ProtocolError(f"{name} writes its staging while a store still reads it")
             yield None
-            staging[cw].readers.add("store")
-            stores[cw] += 1
+            staging[b][cw].readers.add("store")
+            stores[b][cw] += 1
             nth += turn
 
-    live = {"producer": producer()}
-    for c in range(consumers):
-        live[f"consumer {c}"] = consumer(c)
-    for c in range(consumers):
-        live[f"stores {c}"] = stores_of(c)
+    for b in range(cluster):
+        live[f"block {b} producer"] = producer(b)
+        for c in range(consumers):
+            live[f"block {b} consumer {c}"] = consumer(b, c)
+        for c in range(consumers):
+            live[f"block {b} stores {c}"] = stores_of(b, c)
     run_actors(live, copies, seed)
 
 
 def configurations():
-    for stages, pingpong, k_tiles, block_tiles in itertools.product((2, 3, 4, 5), (False, True), (1, 2, 3, 5, 8),
-                                                                  (1, 2, 3, 4, 7)):
-        yield dict(stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles)
+    for cluster, stages, pingpong, k_tiles, block_tiles in itertools.product((1, 2), (2, 3, 4, 5), (False, True),
+                                                                           (1, 2, 3, 5, 8), (1, 2, 3, 4, 7)):
+        yield dict(cluster=cluster, stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles)
 
 
 if __name__ == "__main__":
-    injections = ("no_order", "one_consumer_releases", "no_store_wait")
+    injections = ("no_order", "one_consumer_releases", "no_store_wait", "local_release", "no_producer_tail")
     sys.exit(barrier_model.main(run, configurations, injections, __doc__.split("\n\n")[0]))

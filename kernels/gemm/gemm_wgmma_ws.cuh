@@ -147,6 +147,36 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
         : "memory");
 }
 
+// tma_load_2d into the same shared-memory offset of every CTA of the cluster in `mask` (bit r: rank r), completing
+// the bytes on the mbarrier at `bar`'s offset in each.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap& map, int k, int row, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+        "%3}], [%4], %5;\n" ::"r"(dst),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(k), "r"(row), "r"(bar), "h"(mask)
+        : "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before (its mbarrier inits) is seen by all after.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// One arrival on the mbarrier at `bar`'s offset in the shared memory of cluster CTA `rank`. Release at CTA scope
+// (the default), as CUTLASS's ClusterBarrier arrives: what it orders is this thread's completed wgmma reads of the
+// stage, and a cluster-scope release would wait for every earlier memory operation of the thread.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+
 // The box of a four-dimensional `map` at (c0, c1, c2, c3), innermost first (prefill attention's [B, L, H, D] views).
 __device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap& map, int c0, int c1, int c2, int c3,
                                             unsigned bar) {
@@ -218,7 +248,7 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
 
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
 // a configuration the YAML forbids must fail to compile wherever it is compiled).
-template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false>
+template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false, int CLUSTER = 1>
 __host__ __device__ constexpr bool gemm_ws_config_ok() {
     constexpr int BM = 64 * (PINGPONG ? 1 : 2) * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
@@ -232,6 +262,9 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     static_assert(PIPE_BYTES + STAGING_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
     static_assert(TPB >= 0, "TPB: tiles per block, 0 for one block per SM");
     static_assert(!PINGPONG || TPB != 1, "pingpong: the consumers take turns over a block's tiles");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "pairs of blocks at most");
+    static_assert(CLUSTER == 1 || TPB != 1, "a cluster's blocks take their tiles in step: several tiles a block");
+    static_assert((GATED ? BN : BN / CLUSTER) % 8 == 0, "a block's part of the B tile: whole swizzle atoms");
     static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
     return true;
 }
@@ -248,13 +281,22 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
 // do, so the tensor cores do not wait for it. A consumer starts a tile's MMAs once the other has waited for every
 // stage of the tile before (the order barriers): stages then fill one phase ahead of any waiting consumer, as the
 // parity waits need.
+// CLUSTER 2 (TMA, TPB != 1): the blocks of a cluster pair take the two tiles one above the other (rank r the rows
+// m0 + r BM) in step, so they share the B tile: each copies its part (ungated: BN / 2 rows, w_map's box; gated: the
+// gate rows or the up rows) into both blocks' stage by one multicast, completing the bytes on both full barriers. A
+// stage is then written by both producers, so it is free once both blocks' consumers released it: each consumer
+// arrives on empty[s] in every block of the pair (twice the arrivals). The blocks start once both have initialised
+// their barriers (a cluster barrier), and the producer stays until every release has arrived, so that none reaches
+// a block that has exited. Where M has an odd number of tiles, rank 1's last tile lies past M: its loads read zeros
+// and its stores write nothing.
 template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA, int TPB,
-          bool PINGPONG = false>
+          bool PINGPONG = false, int CLUSTER = 1>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ b, int M, int N, int K, const TensorMap* x_map,
                                              const TensorMap* w_map, const TensorMap* y_map) {
     constexpr int CONSUMERS = 2;
     static_assert(!PINGPONG || (TMA && TPB != 1), "pingpong: the TMA producer, several tiles a block");
+    static_assert(CLUSTER == 1 || (TMA && TPB != 1), "clusters: the TMA producer, several tiles a block");
     constexpr int BM = 64 * (PINGPONG ? 1 : CONSUMERS) * MT;  // rows of a tile
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
     constexpr int A_BYTES = BM * kRowBytes;
@@ -277,32 +319,40 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     // Broadcast from lane 0 so the compiler sees the role warp-uniform (the setmaxnreg branches must be).
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const int tid = threadIdx.x % 128;
+    const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar(s), TMA ? 1 : 128);
-            mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * 4);  // lane 0 of each warp that reads the stage
+            // Lane 0 of each warp that reads the stage, in each block of the cluster.
+            mbar_init(empty_bar(s), (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER);
         }
         if constexpr (PINGPONG) {
             for (int c = 0; c < CONSUMERS; ++c) mbar_init(order_bar(c), 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    if constexpr (CLUSTER > 1)
+        cluster_sync();  // the other block's copies and arrivals reach barriers initialised
+    else
+        __syncthreads();
 
     static_assert(TPB == 1 || TMA, "tiles per block: the TMA producer");
     // Tile order: GROUP_M row tiles walk one column tile after another, so their blocks reuse its weight tile in L2.
-    const int tiles_m = (M + BM - 1) / BM;
+    // A cluster takes CLUSTER row tiles one above the other at once: `tiles` counts those, in rows of CLUSTER BM.
+    const int tiles_m = (M + BM * CLUSTER - 1) / (BM * CLUSTER);
     const int tiles_n = (N + BN - 1) / BN;
     const int tiles = tiles_m * tiles_n;
     const auto tile_origin = [&](int tile, long long& m0, long long& n0) {
         const int per_group = GROUP_M * tiles_n;
         const int first_m = (tile / per_group) * GROUP_M;
         const int group_rows = min(tiles_m - first_m, GROUP_M);
-        m0 = (long long)(first_m + (tile % per_group) % group_rows) * BM;
+        m0 = (long long)(first_m + (tile % per_group) % group_rows) * BM * CLUSTER + rank * BM;
         n0 = (long long)((tile % per_group) / group_rows) * BN;
     };
+    // This block's (cluster's) first tile and its step over them.
+    const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
     long long m0, n0;
-    tile_origin(blockIdx.x, m0, n0);
+    tile_origin(first_tile, m0, n0);
     const int k_tiles = (K + kBK - 1) / kBK;
 
     if (wg == 0) {
@@ -313,19 +363,32 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             prefetch_tensor_map(*x_map);
             prefetch_tensor_map(*w_map);
             int fill = 0;  // this block's stage fills so far, over its tiles
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (int tile = first_tile; tile < tiles; tile += tile_step) {
                 tile_origin(tile, m0, n0);
                 for (int kt = 0; kt < k_tiles; ++kt, ++fill) {
                     const int s = fill % STAGES;
                     if (fill >= STAGES) mbar_wait(empty_bar(s), ((fill / STAGES) - 1) & 1);
                     const unsigned base = smem + s * STAGE_BYTES;
-                    mbar_arrive_expect_tx(full_bar(s), STAGE_BYTES);
+                    mbar_arrive_expect_tx(full_bar(s), STAGE_BYTES);  // the pair's B parts included
                     tma_load_2d(base, *x_map, kt * kBK, int(m0), full_bar(s));
-                    tma_load_2d(base + A_BYTES, *w_map, kt * kBK, int(n0), full_bar(s));
-                    // Up rows I + n: the second half of w (gate rows past I read up rows: columns never stored).
-                    if constexpr (GATED)
-                        tma_load_2d(base + A_BYTES + BN * kRowBytes, *w_map, kt * kBK, N + int(n0), full_bar(s));
+                    if constexpr (CLUSTER > 1) {
+                        // This block's part of B into both blocks: gated, rank 0 the gate rows n0.., rank 1 the up
+                        // rows I + n0..; else BN / 2 rows each.
+                        constexpr int PART_ROWS = B_ROWS / CLUSTER;
+                        const int row = GATED ? int(rank) * N + int(n0) : int(n0) + int(rank) * PART_ROWS;
+                        tma_load_2d_multicast(base + A_BYTES + rank * PART_ROWS * kRowBytes, *w_map, kt * kBK, row,
+                                              full_bar(s), (1u << CLUSTER) - 1);
+                    } else {
+                        tma_load_2d(base + A_BYTES, *w_map, kt * kBK, int(n0), full_bar(s));
+                        // Up rows I + n: the second half of w (gate rows past I read up rows: columns never stored).
+                        if constexpr (GATED)
+                            tma_load_2d(base + A_BYTES + BN * kRowBytes, *w_map, kt * kBK, N + int(n0), full_bar(s));
+                    }
                 }
+            }
+            if constexpr (CLUSTER > 1) {
+                // The last release of each stage: both blocks' consumers are then done arriving on this block.
+                for (int f = max(fill - STAGES, 0); f < fill; ++f) mbar_wait(empty_bar(f % STAGES), (f / STAGES) & 1);
             }
         } else {
             for (int kt = 0; kt < k_tiles; ++kt) {
@@ -354,7 +417,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     // Gated: the gate's columns, then the up's (one wgmma of n = 2 BN over the stage's gate and up rows, which lie
     // one after the other, reads the A tile once for both).
     constexpr int ACC_ALL = GATED ? 2 * ACC : ACC;
-    float acc[MT][ACC_ALL];
+    float acc[MT][ACC_ALL] = {};  // zeroed again per tile; here for the front end, which cannot see that
     // The bias of columns 8 j + 2 (lane % 4) + 0, 1 of the tile (zeros without one, or gated): loaded once per j,
     // outside the loops over slabs and rows (the epilogue's shared-memory stores clobber memory for the compiler).
     const auto bias_pair = [&](int j, float& bias0, float& bias1) {
@@ -373,10 +436,18 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
         }
     };
+    // A stage back to the producers that fill it: this block's, and with clusters the other block's too.
+    const auto release = [&](int s) {
+        mbar_arrive(empty_bar(s));
+        if constexpr (CLUSTER > 1) {
+            for (unsigned r = 0; r < CLUSTER; ++r)
+                if (r != rank) mbar_arrive_cluster(empty_bar(s), r);
+        }
+    };
     int fill = 0;  // the stage fills consumed so far, over this block's tiles
     constexpr int TURN = PINGPONG ? CONSUMERS : 1;  // this consumer's step over the block's tiles
-    for (int nth = PINGPONG ? cw : 0, tile = blockIdx.x + nth * gridDim.x; tile < tiles;
-         nth += TURN, tile += TURN * gridDim.x) {
+    for (int nth = PINGPONG ? cw : 0, tile = first_tile + nth * tile_step; tile < tiles;
+         nth += TURN, tile += TURN * tile_step) {
         tile_origin(tile, m0, n0);
         if constexpr (PINGPONG) {
             fill = nth * k_tiles;  // the fills of the block's earlier tiles, this consumer's and the other's
@@ -410,7 +481,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
 #pragma unroll
             for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-            if (kt > 0 && lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
+            if (kt > 0 && lane == 0) release((fill - 1) % STAGES);
         }
         if (PINGPONG && lane == 0) mbar_arrive(order_bar(cw));  // the other consumer may start its next tile
         wgmma_wait<0>();
@@ -419,7 +490,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 
         if constexpr (TPB != 1) {
             // The last stage back to the producer, already filling the next tile.
-            if (lane == 0) mbar_arrive(empty_bar((fill - 1) % STAGES));
+            if (lane == 0) release((fill - 1) % STAGES);
             // This consumer's staging tile is free once its previous tile's stores have read it.
             if (tid == 0) bulk_wait_all<true>();
             named_sync(2 + cw, 128);
@@ -548,19 +619,43 @@ __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
+// The TMA kernels' entry, CLUSTER 1 (gemm_act_wgmma_tma, ffn_gated_wgmma_tma) or 2 (the _pair kernels: clusters of
+// two blocks sharing the B tile, gemm_ws_body; the launch's grid even). Two kernels rather than one with the cluster
+// as a template argument: a kernel declaring __cluster_dims__(1, 1, 1) ran up to 15 % slower than one declaring none
+// (H200, the pingpong configurations; docs/performance.md).
+template <typename T, ktune::dev::gemm::Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, int TPB,
+          int PINGPONG, int CLUSTER>
+__device__ __forceinline__ void gemm_tma_entry(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                                               const T* __restrict__ b, int M, int N, int K,
+                                               const ktune::dev::gemm_ws::TensorMap& x_map,
+                                               const ktune::dev::gemm_ws::TensorMap& w_map,
+                                               const ktune::dev::gemm_ws::TensorMap& y_map) {
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<GATED, MT, BN, STAGES, TPB, PINGPONG != 0, CLUSTER>());
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, GATED, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0, CLUSTER>(
+        y, x, w, b, M, N, K, &x_map, &w_map, &y_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
+#endif
+}
+
 template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     gemm_act_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                        int M, int N, int K, const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<false, MT, BN, STAGES, TPB, PINGPONG != 0>());
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, false, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0>(y, x, w, b, M, N, K, &x_map,
-                                                                                  &w_map, &y_map);
-#elif defined(__CUDA_ARCH__)
-    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
-#endif
+    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 1>(y, x, w, b, M, N, K, x_map, w_map, y_map);
+}
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+    gemm_act_wgmma_tma_pair(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                            const T* __restrict__ b, int M, int N, int K,
+                            const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                            const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
+                            const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
+    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 2>(y, x, w, b, M, N, K, x_map, w_map, y_map);
 }
 
 template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
@@ -569,11 +664,16 @@ __global__ void __launch_bounds__(384, 1)
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                         const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<true, MT, BN, STAGES, TPB, PINGPONG != 0>());
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, true, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0>(y, x, w, nullptr, M, I, K, &x_map,
-                                                                                 &w_map, &y_map);
-#elif defined(__CUDA_ARCH__)
-    __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
-#endif
+    gemm_tma_entry<T, ACT, true, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 1>(y, x, w, nullptr, M, I, K, x_map, w_map,
+                                                                            y_map);
+}
+
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+    ffn_gated_wgmma_tma_pair(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, int M, int I, int K,
+                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
+                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
+    gemm_tma_entry<T, ACT, true, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 2>(y, x, w, nullptr, M, I, K, x_map, w_map,
+                                                                            y_map);
 }

@@ -253,7 +253,8 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
     // zero fill past M, N and K (attention: L) is what keeps the tails right, and a gated FFN reads its up rows
     // through the same map as its gate rows. The GEMM and FFN: per space a block of 128 rows and one of 256, both
     // partly past M; then blocks of several tiles (TPB), whose outputs TMA stores clip, the consumers sharing each
-    // tile or taking turns (PINGPONG). The others: as their comments say.
+    // tile or taking turns (PINGPONG), alone or in pairs sharing the w tile (wgmma_tma_pair). The others: as their
+    // comments say.
     struct Case {
         const char* space;
         NamedValues shape;
@@ -285,6 +286,18 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
               {{"M", 2050}, {"I", 1032}, {"K", 4104}},
               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=1",
                "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"}},
+         // Pairs of blocks sharing the w tile by multicast (wgmma_tma_pair): 17 and 33 row tiles, so that the last
+         // pair's second tile lies past M (or partly), the second block's part of w past N (or I) in the last column
+         // tile.
+         Case{"gemm_act_gelu",
+              {{"M", 2050}, {"N", 1032}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=2,BN=128,STAGES=5,GROUP_M=1,TPB=2,PINGPONG=1",
+               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0", "MT=1,BN=192,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0"},
+              "wgmma_tma_pair"},
+         Case{"ffn_gated_swiglu",
+              {{"M", 2050}, {"I", 1032}, {"K", 4104}},
+              {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"},
+              "wgmma_tma_pair"},
          // The dense skinny linear fed by TMA: x's rows past M and W's past N (4100) read as zeros, k split unevenly
          // (65 tiles of 64 over 4 splits).
          Case{"linear_skinny_tails",

@@ -178,18 +178,18 @@ std::string find_nvcc() {
     return std::system("nvcc --version > /dev/null 2>&1") == 0 ? "nvcc" : "";
 }
 
-// The kernels fed by TMA in ktune's own spaces: the GEMM's warp-specialized kernel (three descriptors of two
-// dimensions: x, w, y), the dense skinny linear's (x, w) and prefill attention's (q, k, v and out over [B, L, H, D]:
-// four dimensions), whatever their spaces' exact text: each descriptor as the search space evaluates it; the header
-// compiles.
+// The kernels fed by TMA in ktune's own spaces: the GEMM's warp-specialized kernel, alone and in clusters of two
+// (three descriptors of two dimensions: x, w, y; the pair's w box half the tile), the dense skinny linear's (x, w)
+// and prefill attention's (q, k, v and out over [B, L, H, D]: four dimensions), whatever their spaces' exact text:
+// each descriptor as the search space evaluates it; the header compiles.
 TEST_F(ExportTensorMaps, EncodesTheTmaKernelsDescriptorsAsTheSearchSpaceEvaluatesThemAndCompiles) {
     struct Case {
         const char* space;
         const char* alternative;
         std::size_t maps;
     };
-    for (const Case& c : {Case{"gemm_act_none", "wgmma_tma", 3}, Case{"linear_skinny", "wgmma_tma", 2},
-                          Case{"prefill_attention", "wgmma_ws", 4}}) {
+    for (const Case& c : {Case{"gemm_act_none", "wgmma_tma", 3}, Case{"gemm_act_none", "wgmma_tma_pair", 3},
+                          Case{"linear_skinny", "wgmma_tma", 2}, Case{"prefill_attention", "wgmma_ws", 4}}) {
         SCOPED_TRACE(c.space);
         const std::string space_path = source_root() + "/search_spaces/" + c.space + ".yaml";
         const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(space_path);
