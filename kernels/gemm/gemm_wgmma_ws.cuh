@@ -210,6 +210,11 @@ __device__ __forceinline__ void bulk_wait_all() {
     else
         asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
+// Until all but this thread's NEWEST bulk groups have read their shared memory.
+template <int NEWEST>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(NEWEST) : "memory");
+}
 
 template <typename T>
 __device__ __forceinline__ unsigned pack2(float a, float b);
@@ -246,6 +251,19 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
     }
 }
 
+constexpr int kSmemLimit = 232448;             // 227 KiB of shared memory a block
+constexpr int kPanelBytes = 64 * kRowBytes;     // 64 rows of 64 outputs: one box of the y map (TMA stores)
+constexpr int kRingPanels = 2;
+// The consumers' output staging with several tiles a block (TPB != 1): each consumer's whole output tile (64 MT x BN)
+// where that fits beside the stages, else a ring of two 64 x 64 panels each, written and stored one after the other,
+// so that the large tiles keep a fourth stage (1 x 256: 48 KiB a stage, 64 KiB of whole staging).
+__host__ __device__ constexpr bool staging_in_ring(int pipe_bytes, int mt, int bn) {
+    return pipe_bytes + 2 * 64 * mt * bn * 2 + 2048 > kSmemLimit;
+}
+__host__ __device__ constexpr int staging_bytes(int tpb, int pipe_bytes, int mt, int bn) {
+    return tpb == 1 ? 0 : staging_in_ring(pipe_bytes, mt, bn) ? 2 * kRingPanels * kPanelBytes : 2 * 64 * mt * bn * 2;
+}
+
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
 // a configuration the YAML forbids must fail to compile wherever it is compiled).
 template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false, int CLUSTER = 1>
@@ -258,8 +276,8 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     static_assert(BN % 64 == 0 && BN <= 256, "wgmma n of 64, 128, 192 or 256");
     static_assert(STAGES >= 2, "a stage loading while another is computed");
     static_assert(MT * ACC * (GATED ? 2 : 1) <= 128, "accumulators beyond the consumers' 224 registers");
-    constexpr int STAGING_BYTES = TPB != 1 ? 2 * 64 * MT * BN * 2 : 0;  // each consumer's output staging
-    static_assert(PIPE_BYTES + STAGING_BYTES + 2048 <= 232448, "more than 227 KiB of shared memory");
+    constexpr int STAGING_BYTES = staging_bytes(TPB, PIPE_BYTES, MT, BN);  // the consumers' output staging
+    static_assert(PIPE_BYTES + STAGING_BYTES + 2048 <= kSmemLimit, "more than 227 KiB of shared memory");
     static_assert(TPB >= 0, "TPB: tiles per block, 0 for one block per SM");
     static_assert(!PINGPONG || TPB != 1, "pingpong: the consumers take turns over a block's tiles");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "pairs of blocks at most");
@@ -307,8 +325,9 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned smem = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    // TPB != 1: each consumer's output tile (64 MT x BN), by slab and panel.
-    constexpr int STAGING_BYTES = TPB != 1 ? CONSUMERS * 64 * MT * BN * 2 : 0;
+    // TPB != 1: each consumer's output tile (64 MT x BN) by slab and panel, or its ring of panels (staging_bytes).
+    constexpr bool RING = staging_in_ring(PIPE_BYTES, MT, BN);
+    constexpr int STAGING_BYTES = staging_bytes(TPB, PIPE_BYTES, MT, BN);
     const unsigned staging = smem + PIPE_BYTES;
     // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s), pingpong's order[c] at bars + 8 (2 STAGES + c).
     const unsigned bars = staging + STAGING_BYTES;
@@ -444,7 +463,8 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
                 if (r != rank) mbar_arrive_cluster(empty_bar(s), r);
         }
     };
-    int fill = 0;  // the stage fills consumed so far, over this block's tiles
+    int fill = 0;        // the stage fills consumed so far, over this block's tiles
+    int out_panels = 0;  // the panels this consumer has handed to stores (RING: which slot is next)
     constexpr int TURN = PINGPONG ? CONSUMERS : 1;  // this consumer's step over the block's tiles
     for (int nth = PINGPONG ? cw : 0, tile = first_tile + nth * tile_step; tile < tiles;
          nth += TURN, tile += TURN * tile_step) {
@@ -491,39 +511,68 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
         if constexpr (TPB != 1) {
             // The last stage back to the producer, already filling the next tile.
             if (lane == 0) release((fill - 1) % STAGES);
-            // This consumer's staging tile is free once its previous tile's stores have read it.
-            if (tid == 0) bulk_wait_all<true>();
-            named_sync(2 + cw, 128);
-            // Slab t, panel p (64 columns) at its_staging + (t * BN / 64 + p) * 8192: 64 rows of 128 bytes, 16-byte
-            // chunk q of row r at q ^ (r % 8), the layout the y map's 128-byte swizzle reads (bank-conflict free here).
-            const unsigned its_staging = staging + cw * MT * 64 * BN * 2;
+            // The panels (t, p) of slabs t0 <= t < t1, columns 64 p.., slab t's at base + (t - t0) t_stride: 64 rows of
+            // 128 bytes, 16-byte chunk q of row r at q ^ (r % 8), the layout the y map's 128-byte swizzle reads
+            // (bank-conflict free here). The bias is loaded once per column pair for all the slabs.
+            const auto stage_panels = [&](int p, int t0, int t1, unsigned base, unsigned t_stride) {
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                float bias0, bias1;
-                bias_pair(j, bias0, bias1);
+                for (int q = 0; q < 8; ++q) {
+                    float bias0, bias1;
+                    bias_pair(8 * p + q, bias0, bias1);
 #pragma unroll
-                for (int t = 0; t < MT; ++t) {
+                    for (int t = t0; t < t1; ++t) {
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int r = warp * 16 + lane / 4 + 8 * h;
-                        float v0, v1;
-                        output_pair(t, j, h, bias0, bias1, v0, v1);
-                        const unsigned at = its_staging + (t * (BN / 64) + j / 8) * 8192 + r * kRowBytes +
-                                            (((j % 8) ^ (r % 8)) << 4) + 4 * (lane % 4);
-                        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pack2<T>(v0, v1)) : "memory");
+                        for (int h = 0; h < 2; ++h) {
+                            const int r = warp * 16 + lane / 4 + 8 * h;
+                            float v0, v1;
+                            output_pair(t, 8 * p + q, h, bias0, bias1, v0, v1);
+                            const unsigned at =
+                                base + (t - t0) * t_stride + r * kRowBytes + ((q ^ (r % 8)) << 4) + 4 * (lane % 4);
+                            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pack2<T>(v0, v1)) : "memory");
+                        }
                     }
                 }
-            }
-            fence_proxy_async();  // the generic proxy's writes, before TMA reads them
-            named_sync(2 + cw, 128);
-            if (tid == 0) {
+            };
+            const auto store_panel = [&](int t, int p, unsigned panel) {
+                tma_store_2d(*y_map, int(n0) + p * 64, int(m0) + ((PINGPONG ? 0 : cw * MT) + t) * 64, panel);
+            };
+            if constexpr (RING) {
+                const unsigned its_ring = staging + cw * kRingPanels * kPanelBytes;
 #pragma unroll
                 for (int t = 0; t < MT; ++t)
 #pragma unroll
-                    for (int p = 0; p < BN / 64; ++p)
-                        tma_store_2d(*y_map, int(n0) + p * 64, int(m0) + ((PINGPONG ? 0 : cw * MT) + t) * 64,
-                                     its_staging + (t * (BN / 64) + p) * 8192);
-                bulk_commit();
+                    for (int p = 0; p < BN / 64; ++p, ++out_panels) {
+                        const unsigned panel = its_ring + (out_panels % kRingPanels) * kPanelBytes;
+                        // The slot is free once the store that last used it has read it: all but the newest one.
+                        if (tid == 0) bulk_wait_read<kRingPanels - 1>();
+                        named_sync(2 + cw, 128);
+                        stage_panels(p, t, t + 1, panel, 0);
+                        fence_proxy_async();  // the generic proxy's writes, before TMA reads them
+                        named_sync(2 + cw, 128);
+                        if (tid == 0) {
+                            store_panel(t, p, panel);
+                            bulk_commit();
+                        }
+                    }
+            } else {
+                // Slab t, panel p at its_staging + (t * BN / 64 + p) * kPanelBytes; free once the previous tile's
+                // stores have read it.
+                const unsigned its_staging = staging + cw * MT * 64 * BN * 2;
+                if (tid == 0) bulk_wait_all<true>();
+                named_sync(2 + cw, 128);
+#pragma unroll
+                for (int p = 0; p < BN / 64; ++p)
+                    stage_panels(p, 0, MT, its_staging + p * kPanelBytes, (BN / 64) * kPanelBytes);
+                fence_proxy_async();
+                named_sync(2 + cw, 128);
+                if (tid == 0) {
+#pragma unroll
+                    for (int t = 0; t < MT; ++t)
+#pragma unroll
+                        for (int p = 0; p < BN / 64; ++p)
+                            store_panel(t, p, its_staging + (t * (BN / 64) + p) * kPanelBytes);
+                    bulk_commit();
+                }
             }
             continue;
         }

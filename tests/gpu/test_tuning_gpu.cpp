@@ -281,7 +281,10 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
          Case{"gemm_act_gelu",
               {{"M", 2050}, {"N", 1032}, {"K", 4104}},
               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=2,BN=128,STAGES=5,GROUP_M=1,TPB=2,PINGPONG=1",
-               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=1", "MT=1,BN=256,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0"}},
+               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=1", "MT=1,BN=256,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0",
+               // The output staged through a ring of two panels a consumer (the whole tile would not fit beside the
+               // stages): 1 x 256 with four stages, 2 x 128 in turns with six.
+               "MT=1,BN=256,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0", "MT=2,BN=128,STAGES=6,GROUP_M=1,TPB=2,PINGPONG=1"}},
          Case{"ffn_gated_swiglu",
               {{"M", 2050}, {"I", 1032}, {"K", 4104}},
               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=1,TPB=2,PINGPONG=1",
@@ -292,7 +295,8 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
          Case{"gemm_act_gelu",
               {{"M", 2050}, {"N", 1032}, {"K", 4104}},
               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=2,BN=128,STAGES=5,GROUP_M=1,TPB=2,PINGPONG=1",
-               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0", "MT=1,BN=192,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0"},
+               "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0", "MT=1,BN=192,STAGES=3,GROUP_M=8,TPB=0,PINGPONG=0",
+               "MT=1,BN=256,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"},
               "wgmma_tma_pair"},
          Case{"ffn_gated_swiglu",
               {{"M", 2050}, {"I", 1032}, {"K", 4104}},
