@@ -65,14 +65,15 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 }
 
 // K-major operand, 128-byte swizzle (as gemm_wgmma.cuh): start, leading byte offset 1 (unused), stride 1024, mode 1.
-__device__ __forceinline__ unsigned long long smem_desc(unsigned addr) {
-    unsigned long long d = 0;
-    d |= static_cast<unsigned long long>((addr & 0x3FFFF) >> 4);
-    d |= static_cast<unsigned long long>(1) << 16;
-    d |= static_cast<unsigned long long>(kAtomBytes >> 4) << 32;
-    d |= static_cast<unsigned long long>(1) << 62;
-    return d;
+// The low word holds the start (address >> 4, 14 bits) and the leading byte offset, the high word the stride and the
+// mode. Shared addresses stay below 256 KiB, so the descriptor `off` bytes further is the low word plus off >> 4: the
+// mainloop adds offsets to one low word instead of building each descriptor.
+constexpr unsigned kDescHi = (kAtomBytes >> 4) | (1u << 30);
+__device__ __forceinline__ unsigned smem_desc_lo(unsigned addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
+__device__ __forceinline__ unsigned long long desc_of(unsigned lo) {
+    return (static_cast<unsigned long long>(kDescHi) << 32) | lo;
 }
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr) { return desc_of(smem_desc_lo(addr)); }
 
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
     // src-size 0 zero-fills the 16 bytes without reading: rows past M / N and K past the end.
@@ -463,6 +464,7 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
                 if (r != rank) mbar_arrive_cluster(empty_bar(s), r);
         }
     };
+    const unsigned desc_lo0 = smem_desc_lo(smem);  // the pipeline's start, as a descriptor's low word
     int fill = 0;        // the stage fills consumed so far, over this block's tiles
     int out_panels = 0;  // the panels this consumer has handed to stores (RING: which slot is next)
     constexpr int TURN = PINGPONG ? CONSUMERS : 1;  // this consumer's step over the block's tiles
@@ -483,17 +485,18 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             const int s = fill % STAGES;
             mbar_wait(full_bar(s), (fill / STAGES) & 1);
             if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
-            const unsigned a_base = smem + s * STAGE_BYTES + (PINGPONG ? 0 : cw * MT * 64 * kRowBytes);
-            const unsigned b_base = smem + s * STAGE_BYTES + A_BYTES;
+            // The descriptors' low words (smem_desc_lo) at this stage's A rows (this consumer's) and B rows.
+            const unsigned a_lo = desc_lo0 + (s * STAGE_BYTES + (PINGPONG ? 0 : cw * MT * 64 * kRowBytes)) / 16;
+            const unsigned b_lo = desc_lo0 + (s * STAGE_BYTES + A_BYTES) / 16;
 #pragma unroll
             for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
             wgmma_fence();
 #pragma unroll
             for (int ks = 0; ks < kBK / 16; ++ks) {
-                const unsigned long long db = smem_desc(b_base + ks * 32);
+                const unsigned long long db = desc_of(b_lo + ks * 32 / 16);
 #pragma unroll
                 for (int t = 0; t < MT; ++t) {
-                    const unsigned long long da = smem_desc(a_base + t * 64 * kRowBytes + ks * 32);
+                    const unsigned long long da = desc_of(a_lo + (t * 64 * kRowBytes + ks * 32) / 16);
                     Wgmma<T, GATED ? 2 * BN : BN>::mma(acc[t], da, db);
                 }
             }
