@@ -7,7 +7,10 @@ the next one's group is issued), the consumers sharing every tile (cooperative) 
 (PINGPONG, with the order barriers), and each consumer's output staging handed to TMA stores. With CLUSTER 2 (the
 _pair kernels) two such blocks run in step: each producer copies its x tile into its own stage and its part of the w
 tile into both blocks' (a multicast: two copies landing on their own), each full barrier expecting all three, and each
-consumer releases the stage in both blocks; a producer stays until every release has reached its block.
+consumer releases the stage in both blocks; a producer stays until every release has reached its block. A
+consumer's output is staged whole (one store group a tile, the staging free once every earlier group has read it) or,
+where the whole tile does not fit, through a ring of two panels (a group per panel, a panel's slot free once all but
+the newest group have read theirs); the store groups finish reading in any order.
 
 It fails when a consumer reads a stage that does not hold its fill (or one still being written), a copy starts or
 lands in a stage some consumer still reads, a consumer writes its staging while a store still reads it, an arrival
@@ -19,6 +22,7 @@ Standard library only; the barriers, slots and scheduler are bench/barrier_model
 """
 import itertools
 import os
+import random
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -49,7 +53,7 @@ class BlockBarrier(MBarrier):
 
 def run(cfg, seed, inject=frozenset()):
     stages, pingpong, k_tiles, block_tiles = cfg["stages"], cfg["pingpong"], cfg["k_tiles"], cfg["block_tiles"]
-    cluster = cfg["cluster"]
+    cluster, ring, panels = cfg["cluster"], cfg["ring"], cfg["panels"]
     consumers = 2
     live = {}
 
@@ -66,8 +70,15 @@ def run(cfg, seed, inject=frozenset()):
     empty = [[BlockBarrier(readers * releasing_blocks, b, alive) for _ in range(stages)] for b in range(cluster)]
     order = [[MBarrier(4) for _ in range(consumers)] for _ in range(cluster)]
     slots = [[{p: Slot(f"block {b}'s stage {s} ({p})") for p in parts} for s in range(stages)] for b in range(cluster)]
-    staging = [[Slot(f"block {b}'s consumer {c}'s staging") for c in range(consumers)] for b in range(cluster)]
-    stores = [{c: 0 for c in range(consumers)} for _ in range(cluster)]  # TMA stores still reading a staging
+    # Each consumer's staging: the whole tile, or a ring of two panels; the store groups not done reading theirs,
+    # (group, slot) oldest first, and how many groups it has committed.
+    staging = [[[Slot(f"block {b}'s consumer {c}'s staging {i}") for i in range(2 if ring else 1)]
+                for c in range(consumers)] for b in range(cluster)]
+    pending = [[[] for _ in range(consumers)] for _ in range(cluster)]
+    committed = [[0] * consumers for _ in range(cluster)]
+    # bulk wait_group.read N: all but the N newest groups have read. The ring needs N = 1 ("ring_two_pending": 2).
+    newest = (2 if "ring_two_pending" in inject else 1) if ring else 0
+    rng = random.Random(seed)
     copies = Copies()
 
     def wait(cond):
@@ -91,11 +102,11 @@ def run(cfg, seed, inject=frozenset()):
             for f in range(max(fill - stages, 0), fill):
                 yield wait(lambda f=f: empty[b][f % stages].passed((f // stages) & 1))
 
-    def stores_of(b, c):  # consumer c's TMA stores: each reads the staging until, at some later step, it has
-        while f"block {b} consumer {c}" in live or stores[b][c]:
-            if stores[b][c]:
-                staging[b][c].done("store")
-                stores[b][c] = 0
+    def stores_of(b, c):  # consumer c's TMA store groups: each reads its slot until some later step, in any order
+        while f"block {b} consumer {c}" in live or pending[b][c]:
+            if pending[b][c]:
+                _, slot = pending[b][c].pop(rng.randrange(len(pending[b][c])))
+                staging[b][c][slot].done("store")
             yield None
 
     def consumer(b, cw):
@@ -103,6 +114,7 @@ def run(cfg, seed, inject=frozenset()):
         turn = 2 if pingpong else 1
         nth = cw if pingpong else 0
         fill = 0
+        out_panels = 0
 
         def release(s):  # the wgmma reading stage s have completed: back to the producers that fill it
             for p in parts:
@@ -130,14 +142,18 @@ def run(cfg, seed, inject=frozenset()):
                 order[b][cw].arrive(4)  # the other consumer may start its next tile
             yield None
             release(in_flight)  # wait_group 0; the last stage back to the producers
-            # This consumer's staging is free once its previous tile's stores have read it.
-            if "no_store_wait" not in inject:
-                yield wait(lambda: stores[b][cw] == 0)
-            if staging[b][cw].readers:
-                raise ProtocolError(f"{name} writes its staging while a store still reads it")
-            yield None
-            staging[b][cw].readers.add("store")
-            stores[b][cw] += 1
+            for _ in range(panels if ring else 1):
+                slot = out_panels % len(staging[b][cw])
+                # The slot is free once every group but the `newest` has read (the whole tile: every group).
+                if "no_store_wait" not in inject:
+                    yield wait(lambda: all(g >= committed[b][cw] - newest for g, _ in pending[b][cw]))
+                if staging[b][cw][slot].readers:
+                    raise ProtocolError(f"{name} writes its staging {slot} while a store still reads it")
+                yield None
+                staging[b][cw][slot].readers.add("store")
+                pending[b][cw].append((committed[b][cw], slot))
+                committed[b][cw] += 1
+                out_panels += 1
             nth += turn
 
     for b in range(cluster):
@@ -152,9 +168,16 @@ def run(cfg, seed, inject=frozenset()):
 def configurations():
     for cluster, stages, pingpong, k_tiles, block_tiles in itertools.product((1, 2), (2, 3, 4, 5), (False, True),
                                                                            (1, 2, 3, 5, 8), (1, 2, 3, 4, 7)):
-        yield dict(cluster=cluster, stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles)
+        yield dict(cluster=cluster, stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles,
+                   ring=False, panels=1)
+    # The ring: one panel a tile, or three (an odd count: the slots alternate across tiles).
+    for cluster, stages, pingpong, k_tiles, block_tiles, panels in itertools.product(
+            (1, 2), (2, 3, 4, 5), (False, True), (1, 3), (1, 2, 3, 7), (1, 3)):
+        yield dict(cluster=cluster, stages=stages, pingpong=pingpong, k_tiles=k_tiles, block_tiles=block_tiles,
+                   ring=True, panels=panels)
 
 
 if __name__ == "__main__":
-    injections = ("no_order", "one_consumer_releases", "no_store_wait", "local_release", "no_producer_tail")
+    injections = ("no_order", "one_consumer_releases", "no_store_wait", "local_release", "no_producer_tail",
+                  "ring_two_pending")
     sys.exit(barrier_model.main(run, configurations, injections, __doc__.split("\n\n")[0]))
