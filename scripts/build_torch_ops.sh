@@ -57,6 +57,9 @@ if [ "$synthetic" = 1 ]; then
     "python/ktune_torch/spaces/add_rmsnorm_eps|--problem M=4096,H=4096|BLOCK=128,VEC=4,UNROLL=8,ROWS_PER_BLOCK=1,CLUSTER=1"
     "prefill_attention|--shape B=1,L=512,HQ=32,HK=8,D=128,U=1 --kernel fa2|HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,WARPS=4,STAGES=2,Q_SHARED=false"
     "prefill_attention_full|--shape B=1,L=512,HQ=32,HK=8,D=128,U=1 --kernel fa2|HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,WARPS=4,STAGES=2,Q_SHARED=false"
+    "gemm_act_none|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
+    "gemm_act_gelu|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
+    "gemm_act_silu|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
   )
   : > "$out/synthetic_tune.log"
   for p in "${picks[@]}"; do
@@ -71,8 +74,8 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 17:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (17)")
+if n < 20:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (20)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
@@ -81,7 +84,8 @@ fi
 # data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
 spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox rope_neox_cache glu_swiglu glu_swiglu_bwd
         decode_attention linear_int4 linear_int8 linear_skinny linear_skinny_swiglu linear_skinny_add_rmsnorm
-        prefill_attention prefill_attention_full python/ktune_torch/spaces/add_rmsnorm_eps)
+        prefill_attention prefill_attention_full gemm_act_none gemm_act_gelu gemm_act_silu
+        python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
   [[ $s == */* ]] || s=search_spaces/$s

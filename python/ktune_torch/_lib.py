@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -30,6 +30,9 @@ OP_BITS = {
     "add_rms_norm_linear": 14,
     "prefill_attention_causal": 15,
     "prefill_attention_full": 16,
+    "gemm_act_none": 17,
+    "gemm_act_gelu": 18,
+    "gemm_act_silu": 19,
 }
 
 _c_ll = ctypes.c_longlong
@@ -67,6 +70,7 @@ _SIGNATURES = {
         [_c_i, _c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_ll, _c_i, _c_p],
         _c_i,
     ),
+    "ktune_torch_linear_act": ([_c_i, _c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_linear_int4_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_int8_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_int4": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),

@@ -580,6 +580,65 @@ def _(q, k, v, seq_lens, causal):
     return q.new_empty(q.shape)
 
 
+# -------------------------------------------------------------------------------------------------- GEMM + activation
+# gemm_act's variants by the activation's name, and the index ktune_torch_linear_act takes.
+LINEAR_ACTIVATIONS = {"none": 0, "gelu": 1, "silu": 2}
+
+
+@torch.library.custom_op("ktune::linear_act", mutates_args=())
+def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str) -> torch.Tensor:
+    """y = act(x W^T + b): F.linear then the activation in one kernel (the gemm_act op: ktune's warp-specialized
+    Hopper GEMMs, the dense decode kernel at small M), products summed in fp32 and rounded once to x's dtype.
+    activation: "none", "gelu" (the tanh form, F.gelu(approximate="tanh")) or "silu"; W [N, K] (F.linear's layout),
+    bias [N] or None, K a multiple of 8. Forward only (no autograd)."""
+    return _linear_act_math(x, weight, bias, activation)
+
+
+def _linear_act_math(x, weight, bias, activation):
+    if activation not in LINEAR_ACTIVATIONS:
+        raise ValueError(f"ktune_torch.linear_act: activation {activation!r} is none of {sorted(LINEAR_ACTIVATIONS)}")
+    z = torch.nn.functional.linear(_f(x), _f(weight), None if bias is None else _f(bias))
+    if activation == "gelu":
+        z = torch.nn.functional.gelu(z, approximate="tanh")
+    elif activation == "silu":
+        z = torch.nn.functional.silu(z)
+    return z.to(x.dtype)
+
+
+# Zeros for the kernels' bias where the call has none, one per (device, dtype, N): CUDA graphs capture them.
+_no_bias = {}
+
+
+@linear_act.register_kernel("cuda")
+def _(x, weight, bias, activation):
+    if activation not in LINEAR_ACTIVATIONS:
+        raise ValueError(f"ktune_torch.linear_act: activation {activation!r} is none of {sorted(LINEAR_ACTIVATIONS)}")
+    lib = _lib.get("linear_act")
+    n, k = weight.shape
+    same = weight.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
+    if lib is not None and same and x.shape[-1] == k and k % 8 == 0 and x.numel() > 0:
+        x2 = _rows(x)
+        w = weight.contiguous()
+        if bias is None:
+            key = (x.device, x.dtype, n)
+            b = _no_bias.get(key)
+            if b is None:
+                b = _no_bias[key] = torch.zeros(n, dtype=x.dtype, device=x.device)
+        else:
+            b = bias.contiguous()
+        y = x2.new_empty(x2.shape[0], n)
+        if _lib.launched(lib.ktune_torch_linear_act(_dtype(x2), LINEAR_ACTIVATIONS[activation], _ptr(y), _ptr(x2),
+                                                    _ptr(w), _ptr(b), x2.shape[0], n, k, _stream()),
+                         f"linear_act ({activation})"):
+            return y.view(*x.shape[:-1], n)
+    return _linear_act_math(x, weight, bias, activation)
+
+
+@linear_act.register_fake
+def _(x, weight, bias, activation):
+    return x.new_empty(*x.shape[:-1], weight.shape[0])
+
+
 # ----------------------------------------------------------------------------------------------- weight-only linears
 @torch.library.custom_op("ktune::linear_int4", mutates_args=("scratch",))
 def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, scratch: torch.Tensor,

@@ -18,7 +18,7 @@ torch.manual_seed(0)
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
                  "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear", "swiglu_backward",
-                 "swiglu_backward_halves", "add_rms_norm_linear", "prefill_attention"):
+                 "swiglu_backward_halves", "add_rms_norm_linear", "prefill_attention", "linear_act"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -38,6 +38,7 @@ def test_fake_shapes():
         assert out.shape == q.shape
         qp, kp = torch.empty(2, 50, 8, 32, dtype=torch.bfloat16), torch.empty(2, 50, 2, 32, dtype=torch.bfloat16)
         assert ops.prefill_attention(qp, kp, kp, None, True).shape == qp.shape
+        assert ops.linear_act(x, torch.empty(24, 64, dtype=torch.bfloat16), None, "gelu").shape == (3, 5, 24)
         assert ops.rope_neox_cache_(q, kc[:, :, 0], kc[:, :, 1], kc, kc, torch.empty(2, dtype=torch.int32),
                                     torch.empty(16, 16), torch.empty(16, 16)) is None
         x2 = torch.empty(4, 128, dtype=torch.bfloat16)
@@ -249,6 +250,26 @@ def test_prefill_attention_matches_sdpa_per_sequence(causal):
     torch.testing.assert_close(ops.prefill_attention(q[:1], k[:1], v[:1], None, causal), out[:1])
 
 
+@pytest.mark.parametrize("activation", ["none", "gelu", "silu"])
+def test_linear_act_is_the_activation_of_f_linear(activation):
+    x, w, b = torch.randn(2, 3, 64), torch.randn(24, 64), torch.randn(24)
+    z = torch.nn.functional.linear(x, w, b)
+    want = {"none": z, "gelu": torch.nn.functional.gelu(z, approximate="tanh"), "silu": torch.nn.functional.silu(z)}
+    torch.testing.assert_close(ops.linear_act(x, w, b, activation), want[activation])
+    torch.testing.assert_close(ops.linear_act(x, w, None, activation)[0, 0, 0],
+                               ops.linear_act(x[:1, :1], w, torch.zeros(24), activation)[0, 0, 0])
+    # bf16 in and out: summed in fp32, rounded once.
+    xb, wb, bb = x.bfloat16(), w.bfloat16(), b.bfloat16()
+    z32 = torch.nn.functional.linear(xb.float(), wb.float(), bb.float())
+    got = ops.linear_act(xb, wb, bb, activation)
+    assert got.dtype == torch.bfloat16
+    act = {"none": z32, "gelu": torch.nn.functional.gelu(z32, approximate="tanh"),
+           "silu": torch.nn.functional.silu(z32)}[activation]
+    assert torch.equal(got, act.bfloat16())
+    with pytest.raises(ValueError, match="relu"):
+        ops.linear_act(x, w, b, "relu")
+
+
 def test_decode_attention_matches_sdpa():
     b, hq, hk, length, d = 3, 8, 2, 20, 16
     q = torch.randn(b, hq, d)
@@ -344,6 +365,9 @@ def test_opcheck():
                            torch.tensor([9, 4], dtype=torch.int32), True))
     torch.library.opcheck(torch.ops.ktune.prefill_attention.default,
                           (torch.randn(2, 9, 4, 16), torch.randn(2, 9, 2, 16), torch.randn(2, 9, 2, 16), None, False))
+    torch.library.opcheck(torch.ops.ktune.linear_act.default, (torch.randn(3, 32), torch.randn(8, 32), None, "gelu"))
+    torch.library.opcheck(torch.ops.ktune.linear_act.default,
+                          (torch.randn(2, 3, 32), torch.randn(8, 32), torch.randn(8), "silu"))
     q, k, v = _qkv_views(3, 4, 2, 16, torch.float32, strided=True)
     torch.library.opcheck(torch.ops.ktune.rope_neox_cache_.default,
                           (q, k, v, torch.randn(3, 2, 9, 16), torch.randn(3, 2, 9, 16),

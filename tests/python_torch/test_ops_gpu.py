@@ -129,6 +129,21 @@ def test_prefill_attention(causal, b, length, uneven):
     torch.testing.assert_close(got, want, **BF16)
 
 
+@pytest.mark.parametrize("activation", ["none", "gelu", "silu"])
+@pytest.mark.parametrize("m,n,k,bias", [(2048, 4096, 4096, True), (300, 1032, 4104, False), (16, 4096, 4096, True)])
+def test_linear_act(activation, m, n, k, bias):
+    # Against its torch math in fp32; 300 x 1032 x 4104: no multiple of a tile (the nearest tuned bucket's kernel).
+    need(f"gemm_act_{activation}")
+    x = torch.empty(m, k, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
+    w = torch.empty(n, k, device=dev, dtype=torch.bfloat16).uniform_(-0.05, 0.05)
+    b = torch.empty(n, device=dev, dtype=torch.bfloat16).uniform_(-0.5, 0.5) if bias else None
+    _lib.trace(True)
+    got = ops.linear_act(x, w, b, activation)
+    launched = _lib.trace(False)
+    assert [kernel for _, kernel, _ in launched] != ["torch math"], launched  # the library's kernel ran
+    torch.testing.assert_close(got, ops._linear_act_math(x, w, b, activation), **BF16)
+
+
 @pytest.mark.parametrize("b", [1, 8])
 def test_decode_attention_on_a_static_cache(b):
     need("decode_attention")

@@ -58,6 +58,18 @@
 #include "ktune_tuned_prefill_attention_full.hpp"
 #define KT_HAS_PREFILL_ATTENTION_FULL 1
 #endif
+#if __has_include("ktune_tuned_gemm_act_none.hpp")
+#include "ktune_tuned_gemm_act_none.hpp"
+#define KT_HAS_GEMM_ACT_NONE 1
+#endif
+#if __has_include("ktune_tuned_gemm_act_gelu.hpp")
+#include "ktune_tuned_gemm_act_gelu.hpp"
+#define KT_HAS_GEMM_ACT_GELU 1
+#endif
+#if __has_include("ktune_tuned_gemm_act_silu.hpp")
+#include "ktune_tuned_gemm_act_silu.hpp"
+#define KT_HAS_GEMM_ACT_SILU 1
+#endif
 #if __has_include("ktune_tuned_linear_int4_fwd.hpp")
 #include "ktune_tuned_linear_int4_fwd.hpp"
 #define KT_HAS_LINEAR_INT4 1
@@ -121,7 +133,7 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 5; }
+int ktune_torch_abi_version() { return 6; }
 
 // Programmatic dependent launch of the exported kernels that allow it (on by default, Hopper and later); 0 turns it
 // off for the whole process (every launch then waits for the one before), to measure what it gains.
@@ -136,7 +148,7 @@ void ktune_torch_set_programmatic_launch(int on) {
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
 // add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13, add_rms_norm_linear 14,
-// prefill_attention_causal 15, prefill_attention_full 16.
+// prefill_attention_causal 15, prefill_attention_full 16, gemm_act_none 17, gemm_act_gelu 18, gemm_act_silu 19.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -189,6 +201,15 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_PREFILL_ATTENTION_FULL
     m |= 1 << 16;
+#endif
+#ifdef KT_HAS_GEMM_ACT_NONE
+    m |= 1 << 17;
+#endif
+#ifdef KT_HAS_GEMM_ACT_GELU
+    m |= 1 << 18;
+#endif
+#ifdef KT_HAS_GEMM_ACT_SILU
+    m |= 1 << 19;
 #endif
     return m;
 }
@@ -422,6 +443,39 @@ int ktune_torch_prefill_attention(int dtype, int causal, void* out, const void* 
     }
     (void)dtype, (void)out, (void)q, (void)k, (void)v, (void)seq_lens, (void)batch, (void)max_len, (void)heads_q,
         (void)heads_k, (void)head_dim, (void)u, (void)stream;
+    return k_not_built;
+}
+
+// y [M, N] = act(x [M, K] W^T + b) with W [N, K] (F.linear's layout) and b [N], all contiguous in the dtype; act 0
+// none, 1 gelu (the tanh form), 2 silu: the gemm_act op's variants, each its own header.
+int ktune_torch_linear_act(int dtype, int act, void* y, const void* x, const void* w, const void* b, long long m,
+                           long long n, long long k, void* stream) {
+    switch (act) {
+#ifdef KT_HAS_GEMM_ACT_NONE
+        case 0: {
+            KT_PROPS_OR_FAIL
+            return static_cast<int>(
+                kt::gemm_act_none(*props, dtype_of(dtype), y, x, w, b, m, n, k, stream_of(stream), &t_last_choice));
+        }
+#endif
+#ifdef KT_HAS_GEMM_ACT_GELU
+        case 1: {
+            KT_PROPS_OR_FAIL
+            return static_cast<int>(
+                kt::gemm_act_gelu(*props, dtype_of(dtype), y, x, w, b, m, n, k, stream_of(stream), &t_last_choice));
+        }
+#endif
+#ifdef KT_HAS_GEMM_ACT_SILU
+        case 2: {
+            KT_PROPS_OR_FAIL
+            return static_cast<int>(
+                kt::gemm_act_silu(*props, dtype_of(dtype), y, x, w, b, m, n, k, stream_of(stream), &t_last_choice));
+        }
+#endif
+        default:
+            break;
+    }
+    (void)dtype, (void)y, (void)x, (void)w, (void)b, (void)m, (void)n, (void)k, (void)stream;
     return k_not_built;
 }
 
