@@ -11,7 +11,9 @@ The method, the file format and the options are measure_peers.py's (this script 
 README.md here): cold L2 (the clean flush), a sleep kernel hiding the host's launches, CUDA events around the call,
 p50 of 60 samples, CUPTI kernel sums for short cases. Extra options: --compile-axis (the problems torch.compile is
 measured at; the other impls keep all of theirs), --no-gelu-probe, --table FILE (the Markdown table, also printed;
-default <out>.md).
+default <out>.md), --ktune-torch (also ktune's own tuned GEMM through ktune_torch.ops.linear_act, from the library
+$KTUNE_TORCH_LIB that scripts/build_torch_ops.sh built from a tuned database: impl ktune_torch, timed by this same
+harness; bench/gemm/gemm_same_harness.sh).
 
 Peers:
   gemm_act/none, gelu, silu  y = act(x W^T + b): F.linear(x, W, b) then the activation as its own kernel (eager);
@@ -80,6 +82,7 @@ FAMILIES = {
                                    dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], L=[2048], D=[128])),
 }
 IMPLS = {
+    "ktune_torch": "ktune_torch",  # ktune_torch.ops.linear_act: ktune's tuned kernel from the exported headers
     "addmm_gelu": "torch_addmm_activation",  # torch._addmm_activation(use_gelu=True): cuBLASLt's GELU_BIAS epilogue
     "sdpa_efficient": "torch_sdpa_efficient",
 }
@@ -136,6 +139,18 @@ GEMM_FUNCTIONS = {"none": gemm_none, "gelu": gemm_gelu, "silu": gemm_silu}
 FFN_FUNCTIONS = {"swiglu": ffn_swiglu, "geglu": ffn_geglu}
 
 
+def ktune_torch_linear_act(variant):
+    """ktune_torch.ops.linear_act for gemm_act's variant; raises where the library lacks it (the op would run its
+    torch math, which is not ktune's kernel)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    from ktune_torch import _lib, ops
+
+    _lib.require()
+    if not _lib.has_op(f"gemm_act_{variant}"):
+        raise RuntimeError(f"gemm_act_{variant} is not in the library (no results in the database it was built from)")
+    return lambda x, w, b: ops.linear_act(x, w, b, variant)
+
+
 def _case_gemm_act(variant):
     fn = GEMM_FUNCTIONS[variant]
 
@@ -144,6 +159,7 @@ def _case_gemm_act(variant):
         w = uniform((p["N"], p["K"]), -0.05, 0.05, dtype, dev)
         b = uniform((p["N"],), -0.5, 0.5, dtype, dev)
         return {
+            "ktune_torch": lambda: (lambda f: lambda: f(x, w, b))(ktune_torch_linear_act(variant)),
             "eager": lambda: lambda: fn(x, w, b),
             "addmm_gelu": lambda: lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True),
             "compile": lambda: (lambda f: lambda: f(x, w, b))(mp.compiled(fn)),
@@ -298,6 +314,7 @@ def main():
     ap.add_argument("--compile-axis", action="append", default=[], type=compile_axis, metavar="AXIS=V,V..")
     ap.add_argument("--no-gelu-probe", action="store_true")
     ap.add_argument("--table")
+    ap.add_argument("--ktune-torch", action="store_true")
     ap.add_argument("-h", "--help", action="store_true")
     own, rest = ap.parse_known_args()
     if own.help:
@@ -307,6 +324,10 @@ def main():
     # compilation (the flags given on the command line come later and win).
     mp.FAMILIES.clear()
     mp.FAMILIES.update(FAMILIES)
+    if own.ktune_torch:  # ktune's first at every GEMM problem
+        for fam in mp.FAMILIES.values():
+            if fam["op"] == "gemm_act":
+                fam["impls"] = ["ktune_torch"] + fam["impls"]
     mp.CASES.clear()
     mp.CASES.update(CASES)
     mp.IMPLS.update(IMPLS)

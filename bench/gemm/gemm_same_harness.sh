@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# On a GPU host: ktune's tuned GEMM + activation and PyTorch's peers timed by one harness. Builds ktune_torch's op
+# library from a tuned database (scripts/build_torch_ops.sh: the exported headers, compiled ahead of time with nvcc),
+# then times ktune_torch.ops.linear_act beside F.linear + the activation, torch._addmm_activation (GELU: cuBLASLt's
+# epilogue) and torch.compile in one Python process with ktune's method (bench/peers/gemm_peers.py --ktune-torch: cold
+# L2, a sleep kernel hiding the launches, events, p50), and prints each peer over ktune's time. The worker's times and
+# the peers' come from different harnesses, which differ by several percent on power-limited products
+# (docs/performance.md, tag s27g); this compares the kernels with everything else equal.
+#   OUT=/tmp/o bench/gemm/gemm_same_harness.sh DB
+# Env: VARIANT (default gelu), M, N, K (lists; default "2048 8192", "4096 14336", "4096"), COMPILE_M (the M at which
+# torch.compile max-autotune is timed, default 2048; "" for none), SAMPLES (default 60), KTUNE (default
+# build-gpu/ktune). Writes $OUT/gemm_same_harness/ (the library, peers.json, peers.md). Fails when ktune's op is
+# missing from the library, failed, or missed the reference.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+db=${1:?usage: gemm_same_harness.sh DB (a database holding gemm_act results)}
+dir=${OUT:-/tmp/out}/gemm_same_harness
+mkdir -p "$dir"
+variant=${VARIANT:-gelu}
+csv() { echo "$1" | tr ' ' ','; }
+"$root/scripts/build_torch_ops.sh" --db "$db" --ktune "${KTUNE:-$root/build-gpu/ktune}" --out "$dir/lib" \
+  > "$dir/build.log" 2>&1 || { tail -20 "$dir/build.log"; exit 1; }
+[ -f "$dir/lib/include/ktune_tuned_gemm_act_$variant.hpp" ] ||
+  { echo "gemm_same_harness: no gemm_act/$variant results in $db" >&2; exit 1; }
+impls=ktune_torch,eager
+[ "$variant" = gelu ] && impls=$impls,addmm_gelu
+compile=()
+if [ -n "${COMPILE_M-2048}" ]; then
+  impls=$impls,compile
+  compile=(--compile-axis "M=$(csv "${COMPILE_M-2048}")")
+fi
+KTUNE_TORCH_LIB=$dir/lib/libktune_torch_ops.so python3 "$root/bench/peers/gemm_peers.py" --ktune-torch \
+  --out "$dir/peers.json" --ops "gemm_act/$variant" --impls "$impls" --axis "M=$(csv "${M:-2048 8192}")" \
+  --axis "N=$(csv "${N:-4096 14336}")" --axis "K=$(csv "${K:-4096}")" "${compile[@]}" --samples "${SAMPLES:-60}" \
+  --cupti-samples 0 --time-budget 120 --no-gelu-probe > "$dir/peers.log" 2>&1 || { tail -20 "$dir/peers.log"; exit 1; }
+python3 - "$dir" <<'PY'
+import json, sys
+d = sys.argv[1]
+peers = json.load(open(f"{d}/peers.json"))
+failures = json.load(open(f"{d}/peers.failures.json"))
+t = {}
+for r in peers["results"]:
+    if r.get("method", peers.get("method")) == "cold_l2_events":
+        t.setdefault(",".join(f"{k}={v}" for k, v in r["shape"].items()), {})[r["impl"]] = r["p50_us"]
+impls = sorted({i for v in t.values() for i in v if i != "ktune_torch"})
+print("| problem | ktune_torch us | " + " | ".join(f"{i} us" for i in impls) + " | best peer / ktune |")
+print("|---|---|" + "---|" * (len(impls) + 1))
+for problem, v in t.items():
+    ours = v.get("ktune_torch")
+    theirs = [v[i] for i in impls if i in v]
+    ratio = f"{min(theirs) / ours:.2f}x" if ours and theirs else "-"
+    print(f"| {problem} | {'-' if ours is None else f'{ours:.1f}'} | "
+          + " | ".join(f"{v[i]:.1f}" if i in v else "-" for i in impls) + f" | {ratio} |")
+print("Event p50s (us) of one harness and process; best peer / ktune > 1: ktune faster.")
+bad = [f for f in failures.get("failures", []) if f["impl"] == "ktune_torch"]
+bad += [c for c in failures.get("checks", []) if c["impl"] == "ktune_torch"]
+for f in failures.get("failures", []) + failures.get("checks", []):
+    print(f"{f['impl']} {f['shape']}: {f.get('error', f.get('relative_error'))}")
+sys.exit(1 if bad or not any("ktune_torch" in v for v in t.values()) else 0)
+PY
