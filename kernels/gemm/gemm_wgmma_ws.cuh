@@ -41,7 +41,8 @@
 // Launch: block 384, grid ceil_div(M, BM) * ceil_div(N, BN) (1D, rastered in groups of GROUP_M row tiles as
 // gemm_wgmma.cuh), dynamic shared memory STAGES * (BM + B_ROWS) * 128 + 1024 (alignment) + 1024 (barriers); the TMA
 // kernels: grid ceil_div(tiles, TPB) (TPB 0: min(tiles, SMs)), TPB != 1 adding the consumers' output staging,
-// 2 * 64 MT * BN * 2 bytes.
+// 2 * 64 MT * BN * 2 bytes, or 32 KiB for a ring of panels where that would not fit (staging_bytes); the _pair
+// kernels: clusters of two blocks, the grid even (gemm_ws_body's CLUSTER).
 // PINGPONG (gemm_ws_body): the consumers take turns over a block's tiles of BM = 64 MT rows instead of sharing
 // tiles of 128 MT.
 #include "kernels/common/ktune_device.cuh"
@@ -292,7 +293,8 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
 // TPB (TMA only): output tiles per block, 0 for a grid of one block per SM (the launch's min(tiles, SMS)); the kernel
 // takes any grid. Block b takes tiles b, b + gridDim.x, ...; its producer runs on into the next
 // tile's stages while the consumers store the last one. Those write their outputs into a staging tile of their own
-// (64 MT x BN, 64 x 64 boxes 128-byte swizzled, after the stages) and one thread per consumer hands it to TMA stores
+// (64 MT x BN, 64 x 64 boxes 128-byte swizzled, after the stages; or a ring of two such panels, each written once the
+// store of the panel before the last has read it) and one thread per consumer hands it to TMA stores
 // (the y map: rows past M and columns past N are not written), which run while the next tile's MMAs do. TPB 1: one
 // tile, staged in the pipeline's shared memory (idle by then) and stored by every thread.
 // PINGPONG (TPB != 1): the consumers take turns instead of sharing each tile. A tile is BM = 64 MT rows, a stage holds
