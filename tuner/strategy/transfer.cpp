@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -15,11 +16,40 @@ namespace {
 
 // How much less a problem one axis doubled away counts than the problem itself: a quarter, so the nearest problems
 // decide and the farther ones break their ties (expected_slowdown, expected_kernel_slowdowns).
-double distance_weight(const Problem& a, const Problem& b) { return std::pow(4.0, -problem_distance(a, b)); }
+double distance_weight(const Problem& a, const Problem& b, const AxisWeights& weights = {}) {
+    return std::pow(4.0, -problem_distance(a, b, weights));
+}
+
+// How many doublings apart two sizes of one axis are.
+double log2_steps(std::int64_t a, std::int64_t b) {
+    return std::abs(std::log2(double(std::max<std::int64_t>(a, 1))) - std::log2(double(std::max<std::int64_t>(b, 1))));
+}
+
+// The axis along which alone two problems of one dtype and the same axes differ, and by how many doublings.
+std::optional<std::pair<std::string, double>> one_axis_apart(const Problem& a, const Problem& b) {
+    if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return std::nullopt;
+    std::optional<std::pair<std::string, double>> out;
+    for (const auto& [name, v] : a.shape) {
+        const auto it = std::ranges::find(b.shape, name, &NamedValues::value_type::first);
+        if (it == b.shape.end() || (it->second != v && out)) return std::nullopt;
+        if (it->second != v) out.emplace(name, log2_steps(v, it->second));
+    }
+    return out && out->second > 0 ? out : std::nullopt;
+}
+
+// How much slower than its fastest a tuned problem found a configuration: where it is not among the fastest handed on,
+// as slow as the slowest of them (it was at least that slow).
+double slowdown_at(const TunedProblem& t, const std::string& key) {
+    for (std::size_t k = 0; k < t.fastest.size(); ++k)
+        if (t.fastest[k].key() == key) return t.slowdown[k];
+    return t.slowdown.back();
+}
+
+bool knows_slowdowns(const TunedProblem& t) { return !t.slowdown.empty() && t.slowdown.size() == t.fastest.size(); }
 
 }  // namespace
 
-double problem_distance(const Problem& a, const Problem& b) {
+double problem_distance(const Problem& a, const Problem& b, const AxisWeights& weights) {
     // Another width first: the accesses, the vector widths and the bytes moved all differ. A type of the same width
     // (fp16 and bf16) moves the same bytes the same way: as far as one axis doubled.
     constexpr double kOtherWidth = 1e9, kSameWidth = 1;
@@ -39,10 +69,34 @@ double problem_distance(const Problem& a, const Problem& b) {
             d += 1;
             continue;
         }
-        d += std::abs(std::log2(double(std::max<std::int64_t>(*x, 1))) -
-                      std::log2(double(std::max<std::int64_t>(*y, 1))));
+        const auto w = weights.find(axis);
+        d += (w == weights.end() ? 1.0 : w->second) * log2_steps(*x, *y);
     }
     return d;
+}
+
+AxisWeights axis_weights(const std::vector<TunedProblem>& tuned) {
+    std::vector<std::string> winners;  // their keys, computed once: the pairs are quadratic in the problems
+    for (const TunedProblem& t : tuned) winners.push_back(t.fastest.empty() ? std::string() : t.fastest.front().key());
+    std::map<std::string, std::pair<double, int>> loss;  // per axis: the sum of log slowdown per doubling, the pairs
+    for (std::size_t i = 0; i < tuned.size(); ++i) {
+        if (winners[i].empty()) continue;
+        for (const TunedProblem& b : tuned) {
+            if (!knows_slowdowns(b)) continue;
+            const auto apart = one_axis_apart(tuned[i].problem, b.problem);
+            if (!apart) continue;
+            auto& [sum, pairs] = loss[apart->first];
+            sum += std::log(std::max(slowdown_at(b, winners[i]), 1.0)) / apart->second;
+            ++pairs;
+        }
+    }
+    // Over the mean of all axes, so that the weights average 1 beside a same-width dtype's 1.
+    double mean = 0;
+    for (const auto& [axis, l] : loss) mean += l.first / l.second / double(loss.size());
+    AxisWeights out;
+    if (!(mean > 0)) return out;
+    for (const auto& [axis, l] : loss) out[axis] = std::max(kMinAxisWeight, l.first / l.second / mean);
+    return out;
 }
 
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
@@ -71,30 +125,31 @@ std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& store
     return out;
 }
 
-double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config) {
+double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config,
+                         const AxisWeights& weights) {
     const std::string key = config.key();
-    double sum = 0, weights = 0;
+    double sum = 0, total = 0;
     for (const TunedProblem& t : tuned) {
-        if (t.problem == problem || t.slowdown.empty() || t.slowdown.size() != t.fastest.size()) continue;
-        const double w = distance_weight(problem, t.problem);
+        if (t.problem == problem || !knows_slowdowns(t)) continue;
+        const double w = distance_weight(problem, t.problem, weights);
         if (!(w > 0)) continue;  // another width
-        double s = t.slowdown.back();
-        for (std::size_t k = 0; k < t.fastest.size(); ++k)
-            if (t.fastest[k].key() == key) s = t.slowdown[k];
-        sum += w * s;
-        weights += w;
+        sum += w * slowdown_at(t, key);
+        total += w;
     }
-    return weights > 0 ? sum / weights : std::numeric_limits<double>::infinity();
+    return total > 0 ? sum / total : std::numeric_limits<double>::infinity();
 }
 
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
                                    const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
                                    std::size_t* from_history) {
-    std::vector<const TunedProblem*> order;
+    std::vector<TunedProblem> others;  // the problem's own results, if there, teach nothing: leave-one-out
     for (const TunedProblem& t : tuned)
-        if (!(t.problem == problem)) order.push_back(&t);
+        if (!(t.problem == problem)) others.push_back(t);
+    const AxisWeights weights = axis_weights(others);
+    std::vector<const TunedProblem*> order;
+    for (const TunedProblem& t : others) order.push_back(&t);
     std::stable_sort(order.begin(), order.end(), [&](const TunedProblem* x, const TunedProblem* y) {
-        return problem_distance(problem, x->problem) < problem_distance(problem, y->problem);
+        return problem_distance(problem, x->problem, weights) < problem_distance(problem, y->problem, weights);
     });
     // What each problem hands on, in order: its fastest, those that tied its winner (within kTransferTie) first by
     // the slowdown the other problems lead one to expect here.
@@ -102,12 +157,12 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
     for (std::size_t i = 0; i < order.size(); ++i) {
         const TunedProblem& t = *order[i];
         for (const Config& c : t.fastest) handed[i].push_back(&c);
-        if (t.slowdown.size() != t.fastest.size()) continue;
+        if (!knows_slowdowns(t)) continue;
         // The slowdowns grow: those that tied are the first ones.
         const auto tied = std::size_t(std::ranges::upper_bound(t.slowdown, 1 + kTransferTie) - t.slowdown.begin());
         if (tied < 2) continue;
         std::vector<double> expected(tied);
-        for (std::size_t k = 0; k < tied; ++k) expected[k] = expected_slowdown(problem, tuned, t.fastest[k]);
+        for (std::size_t k = 0; k < tied; ++k) expected[k] = expected_slowdown(problem, others, t.fastest[k], weights);
         std::vector<std::size_t> ks(tied);
         std::iota(ks.begin(), ks.end(), std::size_t{0});
         std::ranges::stable_sort(ks, {}, [&](std::size_t k) { return expected[k]; });

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -51,26 +52,39 @@ struct StoredResult {
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
                                           const std::vector<Problem>& exclude, std::int64_t before_run);
 
+// A weight per shape axis, for problem_distance (axis_weights).
+using AxisWeights = std::map<std::string, double>;
+
 // How alike two problems are, smaller is closer: a dtype of another width is farther than any shape, one of the same
 // width (fp16, bf16) counts 1; then the sum over the axes of |log2 a - log2 b| (an axis only one of them has counts as
-// 1 against it).
-double problem_distance(const Problem& a, const Problem& b);
+// 1 against it), each times the axis's weight where `weights` has one.
+double problem_distance(const Problem& a, const Problem& b, const AxisWeights& weights = {});
+
+// How much each shape axis decides which configuration wins, learned from `tuned`: over the pairs of problems that
+// differ along that axis alone, the mean log slowdown per doubling of one's winner at the other (as expected_slowdown
+// counts it), over the mean of all axes, at least kMinAxisWeight. An axis along which the winners change then counts
+// more than one along which they hardly do (the GEMM's N against its K), so the problems that share the deciding axes
+// come first. Empty where no such pair says anything (every axis then weighs 1).
+inline constexpr double kMinAxisWeight = 0.1;  // an axis along which the winners never changed still orders ties
+AxisWeights axis_weights(const std::vector<TunedProblem>& tuned);
 
 // The fastest configurations of `tuned` (other problems of the same space): every problem's winner, the most similar
-// problem's first, then every problem's second fastest in the same order, and so on; each once, only those
-// `is_candidate` keeps (valid at `problem`), at most `limit`. Where a problem's runners-up tied its winner
-// (kTransferTie), the one with the smallest expected_slowdown at `problem` counts as its winner, the others follow in
-// that order. The problem itself is skipped if it is in `tuned`.
+// problem's first (problem_distance weighted by the axis_weights of `tuned`), then every problem's second fastest in
+// the same order, and so on; each once, only those `is_candidate` keeps (valid at `problem`), at most `limit`. Where a
+// problem's runners-up tied its winner (kTransferTie), the one with the smallest expected_slowdown at `problem` counts
+// as its winner, the others follow in that order. The problem itself is skipped if it is in `tuned`, for the weights
+// too.
 // `from_history`, when given, receives how many of the hints came from stored problems.
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
                                    const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
                                    std::size_t* from_history = nullptr);
 
 // The slowdown `config` is expected to have at `problem`: the mean over the problems of `tuned` that say how close
-// their runners-up came of its slowdown there, each weighted 4^-problem_distance (a problem one axis doubled away
-// counts a quarter); where it is not among a problem's fastest, that problem's slowest handed on (it was at least that
-// slow). Infinity where no problem weighs.
-double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config);
+// their runners-up came of its slowdown there, each weighted 4^-problem_distance with `weights` (a problem one axis
+// doubled away counts a quarter); where it is not among a problem's fastest, that problem's slowest handed on (it was
+// at least that slow). Infinity where no problem weighs.
+double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>& tuned, const Config& config,
+                         const AxisWeights& weights = {});
 
 // Triage of a space of alternative kernels: a kernel the tuning history expects this much slower than the fastest
 // kernel at a problem (from the problems near it) gets kTriageProbe evaluations there, its nearest winners, in case the

@@ -36,6 +36,40 @@ TEST(ProblemDistance, ADtypeOfAnotherWidthIsFartherThanAnyShapeOneOfTheSameWidth
     EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::fp16, 32, 4096)), 2);
 }
 
+// The winners change along H (BLOCK 128 at H = 1024, 512 at 2048, each 1.5x behind at the other) and not along M.
+std::vector<TunedProblem> winners_change_along_h() {
+    const auto at = [](std::int64_t m, std::int64_t h) {
+        const Config a = block(128), b = block(512);
+        return TunedProblem{rows(Dtype::bf16, m, h), {h == 1024 ? a : b, h == 1024 ? b : a}, true, {1.0, 1.5}};
+    };
+    return {at(1, 1024), at(1, 2048), at(256, 1024), at(256, 2048), at(16, 2048)};
+}
+
+TEST(AxisWeights, AnAxisAlongWhichTheWinnersChangeWeighsMore) {
+    const AxisWeights w = axis_weights(winners_change_along_h());
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_DOUBLE_EQ(w.at("H"), 2.0);             // all of the change: twice the mean of the two axes
+    EXPECT_DOUBLE_EQ(w.at("M"), kMinAxisWeight);  // none of it
+    const Problem p = rows(Dtype::bf16, 16, 1024);
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 1, 1024), w), 0.4);   // four doublings of M
+    EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 16, 2048), w), 2.0);  // one of H
+}
+
+TEST(AxisWeights, NoneWithoutTwoProblemsOfOneDtypeThatDifferAlongOneAxisAlone) {
+    const std::vector<TunedProblem> tuned = winners_change_along_h();
+    EXPECT_TRUE(axis_weights({tuned[0], tuned[3]}).empty());  // M and H both differ
+    TunedProblem fp16 = tuned[1];
+    fp16.problem.dtype = Dtype::fp16;
+    EXPECT_TRUE(axis_weights({tuned[0], fp16}).empty());
+}
+
+// Unweighted, M = 16 at H = 2048 is the nearest problem (one doubling against four), but H decides the winner.
+TEST(TransferHints, TheProblemsThatShareTheAxesThatDecideTheWinnerComeFirst) {
+    const Problem p = rows(Dtype::bf16, 16, 1024);
+    const auto all = [](const Config&) { return true; };
+    EXPECT_EQ(keys(transfer_hints(p, winners_change_along_h(), all, 1)), keys({block(128)}));
+}
+
 TEST(TransferHints, NearestProblemsWinnerFirstEachOnceOnlyCandidatesAtMostTheLimit) {
     const Problem p = rows(Dtype::bf16, 16, 4096);
     const std::vector<TunedProblem> tuned = {
