@@ -154,8 +154,8 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
 __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap& map, int k, int row, unsigned bar,
                                                       unsigned short mask) {
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
-        "%3}], [%4], %5;\n" ::"r"(dst),
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+        "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
         "l"(reinterpret_cast<unsigned long long>(&map)), "r"(k), "r"(row), "r"(bar), "h"(mask)
         : "memory");
 }
@@ -259,11 +259,13 @@ constexpr int kRingPanels = 2;
 // The consumers' output staging with several tiles a block (TPB != 1): each consumer's whole output tile (64 MT x BN)
 // where that fits beside the stages, else a ring of two 64 x 64 panels each, written and stored one after the other,
 // so that the large tiles keep a fourth stage (1 x 256: 48 KiB a stage, 64 KiB of whole staging).
+__host__ __device__ constexpr int whole_staging_bytes(int mt, int bn) { return 2 * 64 * mt * bn * 2; }
 __host__ __device__ constexpr bool staging_in_ring(int pipe_bytes, int mt, int bn) {
-    return pipe_bytes + 2 * 64 * mt * bn * 2 + 2048 > kSmemLimit;
+    return pipe_bytes + whole_staging_bytes(mt, bn) + 2048 > kSmemLimit;
 }
 __host__ __device__ constexpr int staging_bytes(int tpb, int pipe_bytes, int mt, int bn) {
-    return tpb == 1 ? 0 : staging_in_ring(pipe_bytes, mt, bn) ? 2 * kRingPanels * kPanelBytes : 2 * 64 * mt * bn * 2;
+    if (tpb == 1) return 0;
+    return staging_in_ring(pipe_bytes, mt, bn) ? 2 * kRingPanels * kPanelBytes : whole_staging_bytes(mt, bn);
 }
 
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
