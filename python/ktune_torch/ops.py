@@ -594,9 +594,14 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return _linear_act_math(x, weight, bias, activation)
 
 
-def _linear_act_math(x, weight, bias, activation):
+def _activation_index(activation):
     if activation not in LINEAR_ACTIVATIONS:
         raise ValueError(f"ktune_torch.linear_act: activation {activation!r} is none of {sorted(LINEAR_ACTIVATIONS)}")
+    return LINEAR_ACTIVATIONS[activation]
+
+
+def _linear_act_math(x, weight, bias, activation):
+    _activation_index(activation)
     z = torch.nn.functional.linear(_f(x), _f(weight), None if bias is None else _f(bias))
     if activation == "gelu":
         z = torch.nn.functional.gelu(z, approximate="tanh")
@@ -611,8 +616,7 @@ _no_bias = {}
 
 @linear_act.register_kernel("cuda")
 def _(x, weight, bias, activation):
-    if activation not in LINEAR_ACTIVATIONS:
-        raise ValueError(f"ktune_torch.linear_act: activation {activation!r} is none of {sorted(LINEAR_ACTIVATIONS)}")
+    act = _activation_index(activation)
     lib = _lib.get("linear_act")
     n, k = weight.shape
     same = weight.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
@@ -627,9 +631,8 @@ def _(x, weight, bias, activation):
         else:
             b = bias.contiguous()
         y = x2.new_empty(x2.shape[0], n)
-        if _lib.launched(lib.ktune_torch_linear_act(_dtype(x2), LINEAR_ACTIVATIONS[activation], _ptr(y), _ptr(x2),
-                                                    _ptr(w), _ptr(b), x2.shape[0], n, k, _stream()),
-                         f"linear_act ({activation})"):
+        if _lib.launched(lib.ktune_torch_linear_act(_dtype(x2), act, _ptr(y), _ptr(x2), _ptr(w), _ptr(b), x2.shape[0],
+                                                    n, k, _stream()), f"linear_act ({activation})"):
             return y.view(*x.shape[:-1], n)
     return _linear_act_math(x, weight, bias, activation)
 
