@@ -60,6 +60,8 @@ if [ "$synthetic" = 1 ]; then
     "gemm_act_none|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
     "gemm_act_gelu|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
     "gemm_act_silu|--shape M=16,N=4096,K=4096 --kernel skinny|WARPS=8,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1"
+    "ffn_gated_swiglu|--shape M=16,I=4096,K=4096 --kernel wgmma|WG=1,MT=1,BN=64,STAGES=3,GROUP_M=1"
+    "ffn_gated_geglu|--shape M=16,I=4096,K=4096 --kernel wgmma|WG=1,MT=1,BN=64,STAGES=3,GROUP_M=1"
   )
   : > "$out/synthetic_tune.log"
   for p in "${picks[@]}"; do
@@ -74,8 +76,8 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 n = db.execute("UPDATE measurements SET status='ok', p50_us=1.0, n=3 WHERE status='compiled'").rowcount
 db.commit()
-if n < 20:
-    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (20)")
+if n < 22:
+    sys.exit(f"build_torch_ops: the synthetic database has {n} compiled configurations, expected one per op (22)")
 PY
 fi
 [ -n "$db" ] && [ -f "$db" ] || { echo "build_torch_ops: pass --db DATABASE (or --synthetic)" >&2; exit 2; }
@@ -84,8 +86,8 @@ fi
 # data (add_rmsnorm/fwd with eps an axis: python/ktune_torch/spaces/).
 spaces=(rmsnorm rmsnorm_bwd add_rmsnorm add_rmsnorm_inplace rope_neox rope_neox_cache glu_swiglu glu_swiglu_bwd
         decode_attention linear_int4 linear_int8 linear_skinny linear_skinny_swiglu linear_skinny_add_rmsnorm
-        prefill_attention prefill_attention_full gemm_act_none gemm_act_gelu gemm_act_silu
-        python/ktune_torch/spaces/add_rmsnorm_eps)
+        prefill_attention prefill_attention_full gemm_act_none gemm_act_gelu gemm_act_silu ffn_gated_swiglu
+        ffn_gated_geglu python/ktune_torch/spaces/add_rmsnorm_eps)
 missing=()
 for s in "${spaces[@]}"; do
   [[ $s == */* ]] || s=search_spaces/$s

@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 NOT_BUILT = 100
 
 # Bits of ktune_torch_ops_built().
@@ -33,6 +33,8 @@ OP_BITS = {
     "gemm_act_none": 17,
     "gemm_act_gelu": 18,
     "gemm_act_silu": 19,
+    "ffn_gated_swiglu": 20,
+    "ffn_gated_geglu": 21,
 }
 
 _c_ll = ctypes.c_longlong
@@ -71,6 +73,7 @@ _SIGNATURES = {
         _c_i,
     ),
     "ktune_torch_linear_act": ([_c_i, _c_i, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
+    "ktune_torch_ffn_gated": ([_c_i, _c_i, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_p], _c_i),
     "ktune_torch_linear_int4_scratch": ([_c_i, _c_ll, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_int8_scratch": ([_c_i, _c_ll, _c_ll, _c_ll], _c_ll),
     "ktune_torch_linear_int4": ([_c_i, _c_p, _c_p, _c_p, _c_p, _c_p, _c_p, _c_ll, _c_ll, _c_ll, _c_ll, _c_p], _c_i),

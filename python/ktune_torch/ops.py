@@ -642,6 +642,55 @@ def _(x, weight, bias, activation):
     return x.new_empty(*x.shape[:-1], weight.shape[0])
 
 
+# ------------------------------------------------------------------------------------------------------ gated FFN
+# ffn_gated's variants by the gate's activation, and the index ktune_torch_ffn_gated takes.
+FFN_ACTIVATIONS = {"silu": 0, "gelu": 1}
+
+
+@torch.library.custom_op("ktune::ffn_gated", mutates_args=())
+def ffn_gated(x: torch.Tensor, weight: torch.Tensor, activation: str) -> torch.Tensor:
+    """y = act(x Wg^T) * (x Wu^T) from one weight [Wg; Wu] [2I, K] (a fused gate_up projection's, no bias) in one
+    kernel (the ffn_gated op: ktune's warp-specialized Hopper GEMMs computing the gate and up tiles side by side; the
+    [M, 2I] product is never written), both summed in fp32 and y rounded once to x's dtype. activation: "silu"
+    (SwiGLU) or "gelu" (GeGLU, the tanh form); K a multiple of 8. Forward only (no autograd)."""
+    return _ffn_gated_math(x, weight, activation)
+
+
+def _ffn_activation_index(activation):
+    if activation not in FFN_ACTIVATIONS:
+        raise ValueError(f"ktune_torch.ffn_gated: activation {activation!r} is none of {sorted(FFN_ACTIVATIONS)}")
+    return FFN_ACTIVATIONS[activation]
+
+
+def _ffn_gated_math(x, weight, activation):
+    _ffn_activation_index(activation)
+    if weight.shape[0] % 2:
+        raise ValueError(f"ktune_torch.ffn_gated: weight has {weight.shape[0]} rows, not [Wg; Wu] (2I rows)")
+    g, u = torch.nn.functional.linear(_f(x), _f(weight)).chunk(2, dim=-1)
+    act = torch.nn.functional.silu(g) if activation == "silu" else torch.nn.functional.gelu(g, approximate="tanh")
+    return (act * u).to(x.dtype)
+
+
+@ffn_gated.register_kernel("cuda")
+def _(x, weight, activation):
+    act = _ffn_activation_index(activation)
+    lib = _lib.get("ffn_gated")
+    two_i, k = weight.shape
+    if lib is not None and weight.dtype == x.dtype and two_i % 2 == 0 and x.shape[-1] == k and k % 8 == 0 \
+            and x.numel() > 0:
+        x2, w = _rows(x), weight.contiguous()
+        y = x2.new_empty(x2.shape[0], two_i // 2)
+        if _lib.launched(lib.ktune_torch_ffn_gated(_dtype(x2), act, _ptr(y), _ptr(x2), _ptr(w), x2.shape[0], two_i // 2,
+                                                   k, _stream()), f"ffn_gated ({activation})"):
+            return y.view(*x.shape[:-1], two_i // 2)
+    return _ffn_gated_math(x, weight, activation)
+
+
+@ffn_gated.register_fake
+def _(x, weight, activation):
+    return x.new_empty(*x.shape[:-1], weight.shape[0] // 2)
+
+
 # ----------------------------------------------------------------------------------------------- weight-only linears
 @torch.library.custom_op("ktune::linear_int4", mutates_args=("scratch",))
 def linear_int4(x: torch.Tensor, w: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, scratch: torch.Tensor,

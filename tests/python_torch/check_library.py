@@ -31,6 +31,9 @@ assert status in (101, 1), status
 status = lib.ktune_torch_linear_act(2, 1, None, None, None, None, 16, 4096, 4096, None)
 assert status in (101, 1), status
 assert lib.ktune_torch_linear_act(2, 7, None, None, None, None, 16, 4096, 4096, None) == _lib.NOT_BUILT  # no act 7
+status = lib.ktune_torch_ffn_gated(2, 0, None, None, None, 16, 4096, 4096, None)
+assert status in (101, 1), status
+assert lib.ktune_torch_ffn_gated(2, 2, None, None, None, 16, 4096, 4096, None) == _lib.NOT_BUILT  # no act 2
 assert b"not exported" in lib.ktune_torch_status_message(_lib.NOT_BUILT)
 # decode_attention's scratch from the exported table: align_up(B*HK, 4) + B*HK*MAX_SPLITS*GROUP*(D+4) (op spec lets)
 b, hq, hk, d = 1, 24, 8, 128

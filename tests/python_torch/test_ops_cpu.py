@@ -18,7 +18,8 @@ torch.manual_seed(0)
 def test_ops_are_registered():
     for name in ("rms_norm", "rms_norm_backward", "add_rms_norm", "rope_neox_", "rope_neox_cache_", "swiglu",
                  "decode_attention", "linear_int4", "linear_int8", "linear_skinny", "swiglu_linear", "swiglu_backward",
-                 "swiglu_backward_halves", "add_rms_norm_linear", "prefill_attention", "linear_act"):
+                 "swiglu_backward_halves", "add_rms_norm_linear", "prefill_attention", "linear_act",
+                 "ffn_gated"):
         assert hasattr(torch.ops.ktune, name), name
 
 
@@ -39,6 +40,7 @@ def test_fake_shapes():
         qp, kp = torch.empty(2, 50, 8, 32, dtype=torch.bfloat16), torch.empty(2, 50, 2, 32, dtype=torch.bfloat16)
         assert ops.prefill_attention(qp, kp, kp, None, True).shape == qp.shape
         assert ops.linear_act(x, torch.empty(24, 64, dtype=torch.bfloat16), None, "gelu").shape == (3, 5, 24)
+        assert ops.ffn_gated(x, torch.empty(48, 64, dtype=torch.bfloat16), "silu").shape == (3, 5, 24)
         assert ops.rope_neox_cache_(q, kc[:, :, 0], kc[:, :, 1], kc, kc, torch.empty(2, dtype=torch.int32),
                                     torch.empty(16, 16), torch.empty(16, 16)) is None
         x2 = torch.empty(4, 128, dtype=torch.bfloat16)
@@ -270,6 +272,26 @@ def test_linear_act_is_the_activation_of_f_linear(activation):
         ops.linear_act(x, w, b, "relu")
 
 
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+def test_ffn_gated_is_the_gated_product_of_two_linears(activation):
+    x, wg, wu = torch.randn(2, 3, 64), torch.randn(24, 64), torch.randn(24, 64)
+    act = {"silu": torch.nn.functional.silu,
+           "gelu": lambda g: torch.nn.functional.gelu(g, approximate="tanh")}[activation]
+    w = torch.cat([wg, wu])  # [Wg; Wu]
+    torch.testing.assert_close(ops.ffn_gated(x, w, activation),
+                               act(torch.nn.functional.linear(x, wg)) * torch.nn.functional.linear(x, wu))
+    # bf16 in and out: gate and up summed in fp32, y rounded once.
+    xb, wb = x.bfloat16(), w.bfloat16()
+    g, u = torch.nn.functional.linear(xb.float(), wb.float()).chunk(2, dim=-1)
+    got = ops.ffn_gated(xb, wb, activation)
+    assert got.dtype == torch.bfloat16
+    assert torch.equal(got, (act(g) * u).bfloat16())
+    with pytest.raises(ValueError, match="relu"):
+        ops.ffn_gated(x, w, "relu")
+    with pytest.raises(ValueError, match="47 rows"):
+        ops.ffn_gated(x, w[:47], activation)
+
+
 def test_decode_attention_matches_sdpa():
     b, hq, hk, length, d = 3, 8, 2, 20, 16
     q = torch.randn(b, hq, d)
@@ -368,6 +390,8 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.ktune.linear_act.default, (torch.randn(3, 32), torch.randn(8, 32), None, "gelu"))
     torch.library.opcheck(torch.ops.ktune.linear_act.default,
                           (torch.randn(2, 3, 32), torch.randn(8, 32), torch.randn(8), "silu"))
+    torch.library.opcheck(torch.ops.ktune.ffn_gated.default, (torch.randn(2, 3, 32), torch.randn(16, 32), "silu"))
+    torch.library.opcheck(torch.ops.ktune.ffn_gated.default, (torch.randn(5, 32), torch.randn(16, 32), "gelu"))
     q, k, v = _qkv_views(3, 4, 2, 16, torch.float32, strided=True)
     torch.library.opcheck(torch.ops.ktune.rope_neox_cache_.default,
                           (q, k, v, torch.randn(3, 2, 9, 16), torch.randn(3, 2, 9, 16),

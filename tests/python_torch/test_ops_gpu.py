@@ -144,6 +144,20 @@ def test_linear_act(activation, m, n, k, bias):
     torch.testing.assert_close(got, ops._linear_act_math(x, w, b, activation), **BF16)
 
 
+@pytest.mark.parametrize("activation", ["silu", "gelu"])
+@pytest.mark.parametrize("m,i,k", [(2048, 14336, 4096), (300, 1032, 4104), (16, 4096, 4096)])
+def test_ffn_gated(activation, m, i, k):
+    # Against its torch math in fp32; 300 x 1032 x 4104: no multiple of a tile (the nearest tuned bucket's kernel).
+    need({"silu": "ffn_gated_swiglu", "gelu": "ffn_gated_geglu"}[activation])
+    x = torch.empty(m, k, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
+    w = torch.empty(2 * i, k, device=dev, dtype=torch.bfloat16).uniform_(-0.05, 0.05)
+    _lib.trace(True)
+    got = ops.ffn_gated(x, w, activation)
+    launched = _lib.trace(False)
+    assert [kernel for _, kernel, _ in launched] != ["torch math"], launched  # the library's kernel ran
+    torch.testing.assert_close(got, ops._ffn_gated_math(x, w, activation), **BF16)
+
+
 @pytest.mark.parametrize("b", [1, 8])
 def test_decode_attention_on_a_static_cache(b):
     need("decode_attention")

@@ -70,6 +70,14 @@
 #include "ktune_tuned_gemm_act_silu.hpp"
 #define KT_HAS_GEMM_ACT_SILU 1
 #endif
+#if __has_include("ktune_tuned_ffn_gated_swiglu.hpp")
+#include "ktune_tuned_ffn_gated_swiglu.hpp"
+#define KT_HAS_FFN_GATED_SWIGLU 1
+#endif
+#if __has_include("ktune_tuned_ffn_gated_geglu.hpp")
+#include "ktune_tuned_ffn_gated_geglu.hpp"
+#define KT_HAS_FFN_GATED_GEGLU 1
+#endif
 #if __has_include("ktune_tuned_linear_int4_fwd.hpp")
 #include "ktune_tuned_linear_int4_fwd.hpp"
 #define KT_HAS_LINEAR_INT4 1
@@ -133,7 +141,7 @@ cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 extern "C" {
 
 // Bumped when a signature below changes; _lib.py refuses a library of another version.
-int ktune_torch_abi_version() { return 6; }
+int ktune_torch_abi_version() { return 7; }
 
 // Programmatic dependent launch of the exported kernels that allow it (on by default, Hopper and later); 0 turns it
 // off for the whole process (every launch then waits for the one before), to measure what it gains.
@@ -148,7 +156,8 @@ void ktune_torch_set_programmatic_launch(int on) {
 // Bit i set when op i was exported into this build: rms_norm 0, rms_norm_bwd 1, add_rms_norm 2,
 // add_rms_norm_inplace 3, rope_neox 4, swiglu 5, decode_attention 6, linear_int4 7, linear_int8 8,
 // add_rms_norm_eps 9, linear_skinny 10, rope_neox_cache 11, swiglu_linear 12, swiglu_bwd 13, add_rms_norm_linear 14,
-// prefill_attention_causal 15, prefill_attention_full 16, gemm_act_none 17, gemm_act_gelu 18, gemm_act_silu 19.
+// prefill_attention_causal 15, prefill_attention_full 16, gemm_act_none 17, gemm_act_gelu 18, gemm_act_silu 19,
+// ffn_gated_swiglu 20, ffn_gated_geglu 21.
 int ktune_torch_ops_built() {
     int m = 0;
 #ifdef KT_HAS_RMSNORM
@@ -210,6 +219,12 @@ int ktune_torch_ops_built() {
 #endif
 #ifdef KT_HAS_GEMM_ACT_SILU
     m |= 1 << 19;
+#endif
+#ifdef KT_HAS_FFN_GATED_SWIGLU
+    m |= 1 << 20;
+#endif
+#ifdef KT_HAS_FFN_GATED_GEGLU
+    m |= 1 << 21;
 #endif
     return m;
 }
@@ -476,6 +491,32 @@ int ktune_torch_linear_act(int dtype, int act, void* y, const void* x, const voi
             break;
     }
     (void)dtype, (void)y, (void)x, (void)w, (void)b, (void)m, (void)n, (void)k, (void)stream;
+    return k_not_built;
+}
+
+// y [M, I] = act(x [M, K] Wg^T) * (x Wu^T) with w [2I, K] = [Wg; Wu] (a fused gate_up projection's weight), all
+// contiguous in the dtype; act 0 silu (SwiGLU), 1 gelu in the tanh form (GeGLU): the ffn_gated op's variants.
+int ktune_torch_ffn_gated(int dtype, int act, void* y, const void* x, const void* w, long long m, long long i,
+                          long long k, void* stream) {
+    switch (act) {
+#ifdef KT_HAS_FFN_GATED_SWIGLU
+        case 0: {
+            KT_PROPS_OR_FAIL
+            return static_cast<int>(
+                kt::ffn_gated_swiglu(*props, dtype_of(dtype), y, x, w, m, i, k, stream_of(stream), &t_last_choice));
+        }
+#endif
+#ifdef KT_HAS_FFN_GATED_GEGLU
+        case 1: {
+            KT_PROPS_OR_FAIL
+            return static_cast<int>(
+                kt::ffn_gated_geglu(*props, dtype_of(dtype), y, x, w, m, i, k, stream_of(stream), &t_last_choice));
+        }
+#endif
+        default:
+            break;
+    }
+    (void)dtype, (void)y, (void)x, (void)w, (void)m, (void)i, (void)k, (void)stream;
     return k_not_built;
 }
 
