@@ -11,9 +11,10 @@ The method, the file format and the options are measure_peers.py's (this script 
 README.md here): cold L2 (the clean flush), a sleep kernel hiding the host's launches, CUDA events around the call,
 p50 of 60 samples, CUPTI kernel sums for short cases. Extra options: --compile-axis (the problems torch.compile is
 measured at; the other impls keep all of theirs), --no-gelu-probe, --table FILE (the Markdown table, also printed;
-default <out>.md), --ktune-torch (also ktune's own tuned GEMM through ktune_torch.ops.linear_act, from the library
-$KTUNE_TORCH_LIB that scripts/build_torch_ops.sh built from a tuned database: impl ktune_torch, timed by this same
-harness; bench/gemm/gemm_same_harness.sh).
+default <out>.md), --ktune-torch (also ktune's own tuned kernels through ktune_torch.ops.linear_act and ffn_gated,
+from the library $KTUNE_TORCH_LIB that scripts/build_torch_ops.sh built from a tuned database: impl ktune_torch, timed
+first by this same harness and checked against the op's fp32 torch math; for the SwiGLU FFN also impl two_step;
+bench/gemm/gemm_same_harness.sh).
 
 Peers:
   gemm_act/none, gelu, silu  y = act(x W^T + b): F.linear(x, W, b) then the activation as its own kernel (eager);
@@ -21,7 +22,9 @@ Peers:
                              epilogue through PyTorch); torch.compile of the eager function, mode max-autotune-no-cudagraphs
                              by default (--compile-mode): Inductor's autotuned GEMM templates with the epilogue fused.
   ffn_gated/swiglu, geglu    one F.linear over w = [Wg; Wu] [2I, K], then act(g) * u on its two halves (eager), and
-                             torch.compile of the same.
+                             torch.compile of the same; with --ktune-torch for swiglu also the issue's two-step path
+                             (two_step): the same F.linear, then ktune's SwiGLU kernel (ktune_torch.ops.swiglu) on the
+                             halves in place.
   prefill_attention/causal, full  F.scaled_dot_product_attention(enable_gqa=True) on [B, L, H, D] tensors (viewed as
                              [B, H, L, D]): PyTorch's choice, and each backend forced (cuDNN, flash, memory-efficient);
                              a backend that refuses a shape is written to <out>.failures.json with its error.
@@ -82,7 +85,8 @@ FAMILIES = {
                                    dtypes=["bf16", "fp16"], impls=SDPA_IMPLS, quick=dict(B=[1], L=[2048], D=[128])),
 }
 IMPLS = {
-    "ktune_torch": "ktune_torch",  # ktune_torch.ops.linear_act: ktune's tuned kernel from the exported headers
+    "ktune_torch": "ktune_torch",  # ktune_torch.ops.linear_act / ffn_gated: ktune's tuned kernel, exported headers
+    "two_step": "cublas_ktune_swiglu",  # F.linear over [Wg; Wu] (cuBLAS), then ktune_torch.ops.swiglu on its halves
     "addmm_gelu": "torch_addmm_activation",  # torch._addmm_activation(use_gelu=True): cuBLASLt's GELU_BIAS epilogue
     "sdpa_efficient": "torch_sdpa_efficient",
 }
@@ -137,18 +141,26 @@ def ffn_geglu(x, w):
 
 GEMM_FUNCTIONS = {"none": gemm_none, "gelu": gemm_gelu, "silu": gemm_silu}
 FFN_FUNCTIONS = {"swiglu": ffn_swiglu, "geglu": ffn_geglu}
+FFN_ACTIVATIONS = {"swiglu": "silu", "geglu": "gelu"}  # ktune_torch.ops.ffn_gated's activation of each variant
 
 
-def ktune_torch_linear_act(variant):
-    """ktune_torch.ops.linear_act for gemm_act's variant; raises where the library lacks it (the op would run its
-    torch math, which is not ktune's kernel)."""
+def _ktune_torch_ops(op_bit):
+    """ktune_torch.ops, its library loaded and holding op_bit; raises where it does not (the op would run its torch
+    math, which is not ktune's kernel)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
     from ktune_torch import _lib, ops
 
     _lib.require()
-    if not _lib.has_op(f"gemm_act_{variant}"):
-        raise RuntimeError(f"gemm_act_{variant} is not in the library (no results in the database it was built from)")
-    return lambda x, w, b: ops.linear_act(x, w, b, variant)
+    if not _lib.has_op(op_bit):
+        raise RuntimeError(f"{op_bit} is not in the library (no results in the database it was built from)")
+    return ops
+
+
+def _checked_against(call, math):
+    """call, whose output the harness checks against math (the op's fp32 torch math) rather than against the impl
+    timed before it: ktune's is timed first, and a wrong result must count against ktune, not against the next."""
+    call.reference = math
+    return call
 
 
 def _case_gemm_act(variant):
@@ -159,7 +171,9 @@ def _case_gemm_act(variant):
         w = uniform((p["N"], p["K"]), -0.05, 0.05, dtype, dev)
         b = uniform((p["N"],), -0.5, 0.5, dtype, dev)
         return {
-            "ktune_torch": lambda: (lambda f: lambda: f(x, w, b))(ktune_torch_linear_act(variant)),
+            "ktune_torch": lambda: (lambda ops: _checked_against(lambda: ops.linear_act(x, w, b, variant),
+                                                                 lambda: ops._linear_act_math(x, w, b, variant)))(
+                _ktune_torch_ops(f"gemm_act_{variant}")),
             "eager": lambda: lambda: fn(x, w, b),
             "addmm_gelu": lambda: lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True),
             "compile": lambda: (lambda f: lambda: f(x, w, b))(mp.compiled(fn)),
@@ -173,8 +187,15 @@ def _case_ffn_gated(variant):
     def case(p, dtype, dev):
         x = uniform((p["M"], p["K"]), -1, 1, dtype, dev)
         w = uniform((2 * p["I"], p["K"]), -0.05, 0.05, dtype, dev)  # [Wg; Wu], as the op's one buffer
+        act = FFN_ACTIVATIONS[variant]
         return {
+            "ktune_torch": lambda: (lambda ops: _checked_against(lambda: ops.ffn_gated(x, w, act),
+                                                                 lambda: ops._ffn_gated_math(x, w, act)))(
+                _ktune_torch_ops(f"ffn_gated_{variant}")),
             "eager": lambda: lambda: fn(x, w),
+            # The issue's best two-step path: one cuBLAS GEMM over [Wg; Wu], then ktune's SwiGLU kernel on its halves.
+            "two_step": lambda: (lambda ops: lambda: ops.swiglu(*F.linear(x, w).chunk(2, dim=-1)))(
+                _ktune_torch_ops("swiglu")),
             "compile": lambda: (lambda f: lambda: f(x, w))(mp.compiled(fn)),
         }
     return case
@@ -324,10 +345,12 @@ def main():
     # compilation (the flags given on the command line come later and win).
     mp.FAMILIES.clear()
     mp.FAMILIES.update(FAMILIES)
-    if own.ktune_torch:  # ktune's first at every GEMM problem
+    if own.ktune_torch:  # ktune's first at every GEMM and FFN problem; the two-step SwiGLU path needs its library too
         for fam in mp.FAMILIES.values():
-            if fam["op"] == "gemm_act":
+            if fam["op"] in ("gemm_act", "ffn_gated"):
                 fam["impls"] = ["ktune_torch"] + fam["impls"]
+            if fam["op"] == "ffn_gated" and fam["variant"] == "swiglu":
+                fam["impls"].insert(2, "two_step")
     mp.CASES.clear()
     mp.CASES.update(CASES)
     mp.IMPLS.update(IMPLS)
