@@ -75,14 +75,16 @@ double problem_distance(const Problem& a, const Problem& b, const AxisWeights& w
     return d;
 }
 
-AxisWeights axis_weights(const std::vector<TunedProblem>& tuned) {
+AxisWeights axis_weights(const std::vector<TunedProblem>& tuned, const Problem* leave_out) {
+    const auto left_out = [&](const TunedProblem& t) { return leave_out && t.problem == *leave_out; };
     std::vector<std::string> winners;  // their keys, computed once: the pairs are quadratic in the problems
-    for (const TunedProblem& t : tuned) winners.push_back(t.fastest.empty() ? std::string() : t.fastest.front().key());
+    for (const TunedProblem& t : tuned)
+        winners.push_back(t.fastest.empty() || left_out(t) ? std::string() : t.fastest.front().key());
     std::map<std::string, std::pair<double, int>> loss;  // per axis: the sum of log slowdown per doubling, the pairs
     for (std::size_t i = 0; i < tuned.size(); ++i) {
         if (winners[i].empty()) continue;
         for (const TunedProblem& b : tuned) {
-            if (!knows_slowdowns(b)) continue;
+            if (!knows_slowdowns(b) || left_out(b)) continue;
             const auto apart = one_axis_apart(tuned[i].problem, b.problem);
             if (!apart) continue;
             auto& [sum, pairs] = loss[apart->first];
@@ -142,12 +144,11 @@ double expected_slowdown(const Problem& problem, const std::vector<TunedProblem>
 std::vector<Config> transfer_hints(const Problem& problem, const std::vector<TunedProblem>& tuned,
                                    const std::function<bool(const Config&)>& is_candidate, std::size_t limit,
                                    std::size_t* from_history) {
-    std::vector<TunedProblem> others;  // the problem's own results, if there, teach nothing: leave-one-out
-    for (const TunedProblem& t : tuned)
-        if (!(t.problem == problem)) others.push_back(t);
-    const AxisWeights weights = axis_weights(others);
+    // The problem's own results, if there, teach nothing: leave-one-out (expected_slowdown skips them too).
+    const AxisWeights weights = axis_weights(tuned, &problem);
     std::vector<const TunedProblem*> order;
-    for (const TunedProblem& t : others) order.push_back(&t);
+    for (const TunedProblem& t : tuned)
+        if (!(t.problem == problem)) order.push_back(&t);
     std::stable_sort(order.begin(), order.end(), [&](const TunedProblem* x, const TunedProblem* y) {
         return problem_distance(problem, x->problem, weights) < problem_distance(problem, y->problem, weights);
     });
@@ -162,7 +163,7 @@ std::vector<Config> transfer_hints(const Problem& problem, const std::vector<Tun
         const auto tied = std::size_t(std::ranges::upper_bound(t.slowdown, 1 + kTransferTie) - t.slowdown.begin());
         if (tied < 2) continue;
         std::vector<double> expected(tied);
-        for (std::size_t k = 0; k < tied; ++k) expected[k] = expected_slowdown(problem, others, t.fastest[k], weights);
+        for (std::size_t k = 0; k < tied; ++k) expected[k] = expected_slowdown(problem, tuned, t.fastest[k], weights);
         std::vector<std::size_t> ks(tied);
         std::iota(ks.begin(), ks.end(), std::size_t{0});
         std::ranges::stable_sort(ks, {}, [&](std::size_t k) { return expected[k]; });

@@ -64,9 +64,10 @@ double problem_distance(const Problem& a, const Problem& b, const AxisWeights& w
 // differ along that axis alone, the mean log slowdown per doubling of one's winner at the other (as expected_slowdown
 // counts it), over the mean of all axes, at least kMinAxisWeight. An axis along which the winners change then counts
 // more than one along which they hardly do (the GEMM's N against its K), so the problems that share the deciding axes
-// come first. Empty where no such pair says anything (every axis then weighs 1).
+// come first. Empty where no such pair says anything (every axis then weighs 1). `leave_out`, where given, is a problem
+// of `tuned` to learn nothing from (the one the hints are for).
 inline constexpr double kMinAxisWeight = 0.1;  // an axis along which the winners never changed still orders ties
-AxisWeights axis_weights(const std::vector<TunedProblem>& tuned);
+AxisWeights axis_weights(const std::vector<TunedProblem>& tuned, const Problem* leave_out = nullptr);
 
 // The fastest configurations of `tuned` (other problems of the same space): every problem's winner, the most similar
 // problem's first (problem_distance weighted by the axis_weights of `tuned`), then every problem's second fastest in

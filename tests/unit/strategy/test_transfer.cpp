@@ -55,6 +55,19 @@ TEST(AxisWeights, AnAxisAlongWhichTheWinnersChangeWeighsMore) {
     EXPECT_DOUBLE_EQ(problem_distance(p, rows(Dtype::bf16, 16, 2048), w), 2.0);  // one of H
 }
 
+TEST(AxisWeights, AProblemLeftOutTeachesNothing) {
+    std::vector<TunedProblem> tuned = winners_change_along_h();
+    const Problem left_out = tuned[1].problem;  // M = 1, H = 2048: its pairs along M and along H
+    const AxisWeights all = axis_weights(tuned);
+    const AxisWeights without = axis_weights(tuned, &left_out);
+    tuned.erase(tuned.begin() + 1);
+    EXPECT_EQ(without, axis_weights(tuned));
+    tuned = {winners_change_along_h()[0], winners_change_along_h()[1]};  // one pair along H
+    EXPECT_EQ(axis_weights(tuned).size(), 1u);
+    EXPECT_TRUE(axis_weights(tuned, &left_out).empty());
+    EXPECT_FALSE(all.empty());
+}
+
 TEST(AxisWeights, NoneWithoutTwoProblemsOfOneDtypeThatDifferAlongOneAxisAlone) {
     const std::vector<TunedProblem> tuned = winners_change_along_h();
     EXPECT_TRUE(axis_weights({tuned[0], tuned[3]}).empty());  // M and H both differ
