@@ -61,6 +61,12 @@
 // N = 16384), so the decode step keeps the pair. The fast
 // path needs a, r, nw (and r_out for the prologue's vector stores) 16-byte aligned; r_out must not alias a or r
 // (other blocks still read them). Zeros past M or K stay zeros (rstd of a row past M is 0).
+//
+// Gated (GATED, the gated FFN's small-M kernel ffn_gated_skinny, kernels/gemm/gemm_act_skinny.cuh): W [2N, K] holds a
+// gate's N rows, then an up's, and y[m, n] = act(gate) * up with gate = x W[n]^T and up = x W[N + n]^T, in fp32,
+// rounded once. A block streams its TILES_N tiles of the gate's rows and the TILES_N matching tiles of the up's side
+// by side (as 2 TILES_N tiles: registers, ring and reduction those of 2 TILES_N), so that both sums of an output meet
+// in the same lane and register; k is not split.
 #include "kernels/common/dependent_launch.cuh"
 #include "kernels/common/ktune_device.cuh"
 #include "kernels/gemm/gemm_types.cuh"
@@ -450,9 +456,10 @@ __device__ __forceinline__ void norm_prologue(float* __restrict__ rstd, float* _
     __syncthreads();
 }
 
-// x: x [M, K], or with SWIGLU gate_up [M, 2K], or with NORM a [M, K] beside norm's r, nw (header comment).
+// x: x [M, K], or with SWIGLU gate_up [M, 2K], or with NORM a [M, K] beside norm's r, nw (header comment). GATED:
+// W [2N, K] holds a gate's rows, then an up's; y = act(gate) * up (header comment).
 template <typename T, int WARPS, int TILES_N, int UNROLL, int SPLIT_K, int M_FRAGS, int STAGES, int ACT,
-          bool SWIGLU = false, bool NORM = false>
+          bool SWIGLU = false, bool NORM = false, bool GATED = false>
 __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                        const T* __restrict__ bias, float* __restrict__ scratch, int M, int N, int K,
                                        int max_split_k, const NormArgs<T>& norm = NormArgs<T>{}) {
@@ -464,16 +471,21 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
                   "linear_skinny: SPLIT_K in [1, 16]");
     static_assert(M_FRAGS == 1 || M_FRAGS == 2 || M_FRAGS == 4 || M_FRAGS == 8,
                   "linear_skinny: M_FRAGS is 1, 2, 4 or 8");
-    static_assert(WARPS * TILES_N * M_FRAGS <= 64, "linear_skinny: WARPS * TILES_N * M_FRAGS <= 64 (reduction)");
+    // Tiles of W a block streams: GATED, its TILES_N tiles of the gate's rows and the up's matching ones.
+    constexpr int TN = GATED ? 2 * TILES_N : TILES_N;
+    static_assert(WARPS * TN * M_FRAGS <= 64, "linear_skinny: WARPS * TILES_N * M_FRAGS <= 64 (reduction; GATED 2x)");
     static_assert(STAGES >= 1 && STAGES <= 8, "linear_skinny: STAGES in [1, 8]");
-    static_assert(ring_kib(WARPS, STAGES, UNROLL, TILES_N) <= MAX_RING_KIB,
-                  "linear_skinny: WARPS * STAGES * UNROLL * TILES_N <= 32 (KiB of ring)");
+    static_assert(ring_kib(WARPS, STAGES, UNROLL, TN) <= MAX_RING_KIB,
+                  "linear_skinny: WARPS * STAGES * UNROLL * TILES_N <= 32 (KiB of ring; GATED 2x)");
     static_assert(ACT >= 0 && ACT <= 2, "linear_skinny: ACT is 0 (none), 1 (gelu tanh) or 2 (silu)");
-    static_assert(!(SWIGLU && NORM), "linear_skinny: x is formed one way, SWIGLU or NORM");
+    static_assert(!(SWIGLU && NORM) && !(GATED && (SWIGLU || NORM)),
+                  "linear_skinny: x is formed one way, SWIGLU or NORM, and GATED reads x as it is");
+    static_assert(!GATED || SPLIT_K == 1, "linear_skinny: GATED sums k in one block (the product needs whole sums)");
     namespace layout = ktune::quant_linear_layout;
     constexpr int THREADS = WARPS * 32;
-    constexpr int VALUES = TILES_N * M_FRAGS * 4;  // accumulators per lane
-    constexpr int RING_BYTES = ring_kib(WARPS, STAGES, UNROLL, TILES_N) * 1024;
+    constexpr int VALUES = TN * M_FRAGS * 4;       // accumulators per lane
+    constexpr int OUT_VALUES = TILES_N * M_FRAGS * 4;  // of them the output's (GATED: the gate's; the up's follow)
+    constexpr int RING_BYTES = ring_kib(WARPS, STAGES, UNROLL, TN) * 1024;
     constexpr int RED_BYTES = WARPS * VALUES * 32 * 4;
     __shared__ __align__(128) unsigned char smem[RING_BYTES > RED_BYTES ? RING_BYTES : RED_BYTES];
     __shared__ int s_last;
@@ -494,7 +506,7 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     const int tile0 = static_cast<int>(blockIdx.x) * TILES_N;
     const int m0 = static_cast<int>(blockIdx.z) * 8 * M_FRAGS;
 
-    Lanes<TILES_N, M_FRAGS> ln;
+    Lanes<TN, M_FRAGS> ln;
     ln.c_end = static_cast<int>(min(cpr, blockIdx.y * per_split + per_split));
     ln.k_limit = K - 8 * t;
     ln.x_up = 2u * static_cast<unsigned>(K);
@@ -503,13 +515,14 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     const unsigned row_bytes = 2u * static_cast<unsigned>(K);           // of W (and of x)
     const unsigned x_row_bytes = SWIGLU ? 2u * row_bytes : row_bytes;  // gate_up's rows hold 2K elements
 #pragma unroll
-    for (int tn = 0; tn < TILES_N; ++tn)
+    for (int tn = 0; tn < TN; ++tn)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int n = (tile0 + tn) * 16 + g + 8 * h;
+            const int n = (tile0 + tn % TILES_N) * 16 + g + 8 * h;
+            const int row = tn < TILES_N ? n : N + n;  // GATED: the up's row of output column n
             ln.w_live[tn][h] = n < N;
             // Rows past N point at row 0 (never loaded). Unsigned 32 x 32 -> 64-bit products: one wide multiply-add.
-            ln.w_row[tn][h] = wb + static_cast<unsigned long long>(n < N ? n : 0) * row_bytes + 16u * t;
+            ln.w_row[tn][h] = wb + static_cast<unsigned long long>(n < N ? row : 0) * row_bytes + 16u * t;
         }
 #pragma unroll
     for (int f = 0; f < M_FRAGS; ++f) {
@@ -518,9 +531,9 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
         ln.x_row[f] = xb + static_cast<unsigned long long>(m < M ? m : 0) * x_row_bytes + 16u * t;
     }
 
-    float acc[TILES_N][M_FRAGS][4];
+    float acc[TN][M_FRAGS][4];
 #pragma unroll
-    for (int tn = 0; tn < TILES_N; ++tn)
+    for (int tn = 0; tn < TN; ++tn)
 #pragma unroll
         for (int f = 0; f < M_FRAGS; ++f)
 #pragma unroll
@@ -529,13 +542,14 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     // Programmatic launch (dependent_launch.cuh): the weights are constant, so the block asks L2 for its warps' first
     // step of each of its rows while the kernel before, which wrote x, finishes (no more: a prefetch of the whole k
     // range goes ahead of the loop's own loads); x, y and scratch only after it has.
-    if (blockIdx.z == 0 && tid < 16 * TILES_N && is_aligned(w, 16) && K % 8 == 0) {
-        const int n = tile0 * 16 + tid;
+    if (blockIdx.z == 0 && tid < 16 * TN && is_aligned(w, 16) && K % 8 == 0) {
+        const int n = tile0 * 16 + tid % (16 * TILES_N);
+        const int row = tid < 16 * TILES_N ? n : N + n;
         const unsigned from = 64u * c_begin;
         const unsigned to = min(min(64u * ln.c_end, row_bytes), from + 64u * WARPS * UNROLL);
         if (n < N && to > from)
-            ktune::dev::prefetch_l2(wb + static_cast<unsigned long long>(n) * row_bytes + from,
-                                    ktune::dev::early_bytes(1ull * N * SPLIT_K, to - from, 128));
+            ktune::dev::prefetch_l2(wb + static_cast<unsigned long long>(row) * row_bytes + from,
+                                    ktune::dev::early_bytes(1ull * N * SPLIT_K * (TN / TILES_N), to - from, 128));
     }
     ktune::dev::wait_prior_grids();
 
@@ -573,7 +587,7 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
     __syncthreads();
     float(*red)[VALUES][32] = reinterpret_cast<float(*)[VALUES][32]>(smem);
 #pragma unroll
-    for (int tn = 0; tn < TILES_N; ++tn)
+    for (int tn = 0; tn < TN; ++tn)
 #pragma unroll
         for (int f = 0; f < M_FRAGS; ++f)
 #pragma unroll
@@ -587,7 +601,7 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
         y[static_cast<long long>(m) * N + n] = from_float<T>(activate<ACT>(sum));
     };
     float* parts = scratch + layout::counter_words(M, N);
-    for (int i = tid; i < VALUES * 32; i += THREADS) {
+    for (int i = tid; i < OUT_VALUES * 32; i += THREADS) {
         const int v = i / 32, l = i % 32;
         const int tn = v / (M_FRAGS * 4), f = (v / 4) % M_FRAGS, r = v % 4;
         const int n = (tile0 + tn) * 16 + (l >> 2) + (r >= 2 ? 8 : 0);
@@ -596,7 +610,12 @@ __device__ __forceinline__ void skinny(T* __restrict__ y, const T* __restrict__ 
 #pragma unroll
         for (int wp = 0; wp < WARPS; ++wp) sum += red[wp][v][l];
         if (n >= N || m >= M) continue;
-        if constexpr (SPLIT_K == 1)
+        if constexpr (GATED) {
+            float up = 0.0f;  // the up's value of the same lane and register, OUT_VALUES on
+#pragma unroll
+            for (int wp = 0; wp < WARPS; ++wp) up += red[wp][v + OUT_VALUES][l];
+            y[static_cast<long long>(m) * N + n] = from_float<T>(activate<ACT>(sum) * up);
+        } else if constexpr (SPLIT_K == 1)
             finish(m, n, sum);
         else
             parts[(static_cast<long long>(blockIdx.y) * M + m) * N + n] = sum;

@@ -358,6 +358,38 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
     }
 }
 
+TEST_F(GpuTest, TheGatedFfnsSkinnyKernelPairsEachGateRowWithItsUpRowPastItsTiles) {
+    // ffn_gated's small-M kernel streams the gate's rows and the up's side by side: I = 4104 ends inside a 16-row tile
+    // (the up's rows of that tile start 4104 rows on, not 4112), K = 4104 inside a 32-k chunk, M = 37 inside the
+    // second block's rows; weights in registers and through the ring, one tile a block or two.
+    struct Case {
+        const char* space;
+        NamedValues shape;
+        std::vector<std::string> configs;
+    };
+    for (const Case& c :
+         {Case{"ffn_gated_swiglu",
+               {{"M", 3}, {"I", 4104}, {"K", 4104}},
+               {"WARPS=4,TILES_N=1,UNROLL=2,M_FRAGS=1,STAGES=1", "WARPS=8,TILES_N=2,UNROLL=1,M_FRAGS=1,STAGES=1",
+                "WARPS=4,TILES_N=1,UNROLL=1,M_FRAGS=1,STAGES=4"}},
+          Case{"ffn_gated_swiglu",
+               {{"M", 37}, {"I", 4104}, {"K", 4104}},
+               {"WARPS=4,TILES_N=1,UNROLL=1,M_FRAGS=4,STAGES=2"}},
+          Case{"ffn_gated_geglu",
+               {{"M", 3}, {"I", 4104}, {"K", 4104}},
+               {"WARPS=8,TILES_N=2,UNROLL=1,M_FRAGS=1,STAGES=1", "WARPS=4,TILES_N=1,UNROLL=1,M_FRAGS=1,STAGES=4"}}}) {
+        TuneOptions o = options(resolve_space_path(m_root, c.space));
+        o.dtypes = {Dtype::bf16};
+        o.shapes = {c.shape};
+        o.alternatives = {"skinny"};
+        o.config_filter_texts = c.configs;
+        const TuneSummary s = run_tuning(o, nullptr).front();
+        ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
+        EXPECT_EQ(s.status_counts.count("ok") ? s.status_counts.at("ok") : 0, int(c.configs.size())) << c.space;
+        EXPECT_EQ(s.status_counts.size(), 1u) << c.space << ": every configuration ok";
+    }
+}
+
 TEST_F(GpuTest, WrongFaultingAndHangingKernelsAreRecordedAndTheRunPicksACorrectOne) {
     TuneOptions o = options(std::string(KTUNE_TEST_DATA) + "/gpu/faulty_rmsnorm.yaml");
     o.timeout_floor_s = 3;
