@@ -25,6 +25,8 @@ Peers:
                              torch.compile of the same; with --ktune-torch for swiglu also the issue's two-step path
                              (two_step): the same F.linear, then ktune's SwiGLU kernel (ktune_torch.ops.swiglu) on the
                              halves in place.
+  with --ktune-torch, both   gemm_alone: F.linear(x, W) alone (no bias, no activation; the FFN's over [Wg; Wu]), the
+                             yardstick of "the activation is free", checked against its own fp32 product.
   prefill_attention/causal, full  F.scaled_dot_product_attention(enable_gqa=True) on [B, L, H, D] tensors (viewed as
                              [B, H, L, D]): PyTorch's choice, and each backend forced (cuDNN, flash, memory-efficient);
                              a backend that refuses a shape is written to <out>.failures.json with its error.
@@ -87,6 +89,8 @@ FAMILIES = {
 IMPLS = {
     "ktune_torch": "ktune_torch",  # ktune_torch.ops.linear_act / ffn_gated: ktune's tuned kernel, exported headers
     "two_step": "cublas_ktune_swiglu",  # F.linear over [Wg; Wu] (cuBLAS), then ktune_torch.ops.swiglu on its halves
+    # x W^T alone (cuBLAS; the FFN: over [Wg; Wu], N = 2I): no bias, no activation; the yardstick, not an alternative.
+    "gemm_alone": "cublas_gemm_alone",
     "addmm_gelu": "torch_addmm_activation",  # torch._addmm_activation(use_gelu=True): cuBLASLt's GELU_BIAS epilogue
     "sdpa_efficient": "torch_sdpa_efficient",
 }
@@ -176,6 +180,8 @@ def _case_gemm_act(variant):
                 _ktune_torch_ops(f"gemm_act_{variant}")),
             "eager": lambda: lambda: fn(x, w, b),
             "addmm_gelu": lambda: lambda: torch._addmm_activation(b, x, w.t(), use_gelu=True),
+            "gemm_alone": lambda: _checked_against(lambda: F.linear(x, w),
+                                                   lambda: F.linear(x.float(), w.float()).to(dtype)),
             "compile": lambda: (lambda f: lambda: f(x, w, b))(mp.compiled(fn)),
         }
     return case
@@ -193,6 +199,8 @@ def _case_ffn_gated(variant):
                                                                  lambda: ops._ffn_gated_math(x, w, act)))(
                 _ktune_torch_ops(f"ffn_gated_{variant}")),
             "eager": lambda: lambda: fn(x, w),
+            "gemm_alone": lambda: _checked_against(lambda: F.linear(x, w),
+                                                   lambda: F.linear(x.float(), w.float()).to(dtype)),
             # The best two-step path: one cuBLAS GEMM over [Wg; Wu], then ktune's SwiGLU kernel on its halves.
             "two_step": lambda: (lambda ops: lambda: ops.swiglu(*F.linear(x, w).chunk(2, dim=-1)))(
                 _ktune_torch_ops("swiglu")),
@@ -348,7 +356,7 @@ def main():
     if own.ktune_torch:  # ktune's first at every GEMM and FFN problem; the two-step SwiGLU path needs its library too
         for fam in mp.FAMILIES.values():
             if fam["op"] in ("gemm_act", "ffn_gated"):
-                fam["impls"] = ["ktune_torch"] + fam["impls"]
+                fam["impls"] = ["ktune_torch"] + fam["impls"] + ["gemm_alone"]
             if fam["op"] == "ffn_gated" and fam["variant"] == "swiglu":
                 fam["impls"].insert(2, "two_step")
     mp.CASES.clear()
