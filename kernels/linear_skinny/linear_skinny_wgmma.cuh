@@ -23,6 +23,10 @@
 // Split-K: as linear_skinny_fwd.cuh (scratch layout of kernels/quant_linear/quant_linear_layout.cuh): each split
 // block writes its fp32 partial [split, M, N], the last to arrive at the block's counter (index blockIdx.x, below the
 // layout's counter_words) sums the splits in order, writes y and resets the counter. Deterministic.
+// Without scratch (gemm_act's `skinny_wgmma`, CLUSTER_K > 1): the k splits are the blocks of a cluster (1, CLUSTER_K,
+// 1); past their loops (a cluster barrier) each block but the first stores its accumulators into the first's stages
+// over distributed shared memory, and after a second barrier the first adds them in rank order and writes y.
+// Deterministic too.
 //
 // Tunables: WG warpgroups per block (1, 2); MT 64-row slabs per warpgroup (1, 2); XN x rows per tile, the wgmma n
 // (8, 16, 32, 64; >= M); SPLIT_K k splits (1..16); STAGES shared-memory stages (>= 3). Any N, K; K % 8 == 0 and
@@ -79,7 +83,16 @@ __device__ __forceinline__ void load_tile_plain(unsigned dst, const T* __restric
 enum class Feed { plain, cp_async, tma };
 using ktune::dev::gemm_ws::TensorMap;
 
-template <Feed FEED, typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES, int ACT>
+// The shared::cluster address of byte `addr` of this block's shared memory in cluster block `rank`'s.
+__device__ __forceinline__ unsigned cluster_address(unsigned addr, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    return remote;
+}
+
+// CLUSTER_K > 1: k split over a cluster of CLUSTER_K blocks (blockIdx.y, the cluster's rank) instead of scratch; the
+// partials meet in the first block's shared memory (header comment).
+template <Feed FEED, typename T, int WG, int MT, int XN, int SPLIT_K, int STAGES, int ACT, int CLUSTER_K = 1>
 __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ bias, float* __restrict__ scratch, int M, int N,
                                              int K, int max_split_k, const TensorMap* x_map = nullptr,
@@ -92,6 +105,8 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     static_assert(SPLIT_K >= 1 && SPLIT_K <= ktune::quant_linear_layout::MAX_SPLIT_K,
                   "linear_skinny wgmma: SPLIT_K in [1, 16]");
     static_assert(STAGES >= 3, "linear_skinny wgmma: tiles are loaded STAGES - 2 ahead");
+    static_assert(CLUSTER_K == 1 || SPLIT_K == 1, "linear_skinny wgmma: k split through scratch or a cluster, not both");
+    constexpr int SPLITS = SPLIT_K * CLUSTER_K;
     constexpr int THREADS = 128 * WG;
     constexpr int BW = 64 * WG * MT;  // W rows per block
     constexpr int A_BYTES = BW * gm::kRowBytes;
@@ -100,20 +115,23 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     static_assert(STAGES * STAGE_BYTES + (FEED == Feed::tma ? 2048 : 1024) <= 232448,
                   "linear_skinny wgmma: more than 227 KiB of shared memory");
     constexpr int ACC = XN / 2;  // fp32 accumulators per thread and slab (m64nXN)
+    // The other cluster blocks' partials land in the first block's stages (free once every block is past its loop).
+    static_assert((CLUSTER_K - 1) * MT * ACC * THREADS * 4 <= STAGES * STAGE_BYTES,
+                  "linear_skinny wgmma: the cluster's partials fit in the stages");
     namespace layout = ktune::quant_linear_layout;
     using ktune::dev::linear_skinny::activate;
 
     extern __shared__ unsigned char smem_raw[];
     __shared__ int s_last;
     // A launch that does not match the configuration writes nothing (uniform over the grid).
-    if (gridDim.x != (static_cast<unsigned>(N) + (BW - 1)) / BW || gridDim.y != SPLIT_K || gridDim.z != 1 ||
+    if (gridDim.x != (static_cast<unsigned>(N) + (BW - 1)) / BW || gridDim.y != SPLITS || gridDim.z != 1 ||
         M > XN || SPLIT_K > max_split_k)
         return;
     const unsigned smem = (gm::smem_addr(smem_raw) + 1023u) & ~1023u;
 
     const long long n0 = static_cast<long long>(blockIdx.x) * BW;
     const int k_tiles = (K + gm::kBK - 1) / gm::kBK;
-    const int per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K;
+    const int per_split = (k_tiles + SPLITS - 1) / SPLITS;
     const int kt_begin = min(k_tiles, static_cast<int>(blockIdx.y) * per_split);
     const int kt_count = min(k_tiles, kt_begin + per_split) - kt_begin;  // 0 for trailing empty splits
 
@@ -170,7 +188,7 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
         const unsigned from = static_cast<unsigned>(kt_begin) * gm::kRowBytes;
         const unsigned to = min(row_bytes, from + static_cast<unsigned>(min(kt_count, STAGES - 2)) * gm::kRowBytes);
         if (to > from) {
-            const unsigned bytes = ktune::dev::early_bytes(1ull * N * SPLIT_K, to - from, 128);
+            const unsigned bytes = ktune::dev::early_bytes(1ull * N * SPLITS, to - from, 128);
             const unsigned char* w_bytes = reinterpret_cast<const unsigned char*>(w);
             for (int r = threadIdx.x; r < BW && n0 + r < N; r += THREADS)
                 ktune::dev::prefetch_l2(w_bytes + (n0 + r) * row_bytes + from, bytes);
@@ -244,6 +262,36 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
     // this one's completion before it reads y.
     ktune::dev::launch_dependents();
 
+    if constexpr (CLUSTER_K > 1) {
+        // Every block of the cluster past its loop (the first block's stages are free); the others' accumulators into
+        // the first's stages, slot r - 1 of rank r, thread-minor (the same thread holds the same outputs in every
+        // block); then the first adds them in rank order (deterministic) and writes y as an unsplit block would.
+        const unsigned rank = ws::cluster_rank();
+        ws::cluster_sync();
+        constexpr int SLOT = MT * ACC * THREADS;  // floats
+        if (rank != 0) {
+            const unsigned remote = cluster_address(smem, 0) + 4u * ((rank - 1) * SLOT + threadIdx.x);
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+                for (int i = 0; i < ACC; ++i)
+                    asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote + 4u * ((t * ACC + i) * THREADS)),
+                                 "f"(acc[t][i])
+                                 : "memory");
+        }
+        ws::cluster_sync();
+        if (rank != 0) return;
+#pragma unroll 1
+        for (int r = 1; r < CLUSTER_K; ++r) {
+            const float* slot = reinterpret_cast<const float*>(smem_raw + (smem - gm::smem_addr(smem_raw))) +
+                                (r - 1) * SLOT + threadIdx.x;
+#pragma unroll
+            for (int t = 0; t < MT; ++t)
+#pragma unroll
+                for (int i = 0; i < ACC; ++i) acc[t][i] += slot[(t * ACC + i) * THREADS];
+        }
+    }
+
     // Accumulator layout (gemm_wgmma.cuh's epilogue): thread l of warp v of the warpgroup holds, per 8-column group j,
     // D rows v * 16 + l / 4 (+ 8) and columns 8 j + 2 (l % 4) (+ 1): acc[4 j + 2 h + e] is row + 8 h, column + e.
     // Rows are W's n, columns x's m: y[m, n].
@@ -262,7 +310,7 @@ __device__ __forceinline__ void skinny_wgmma_path(T* __restrict__ y, const T* __
                     const int m = 8 * j + 2 * (lane % 4) + e;
                     if (n >= N || m >= M) continue;
                     const float v = acc[t][4 * j + 2 * h + e];
-                    if constexpr (SPLIT_K == 1) {
+                    if constexpr (SPLIT_K == 1) {  // (CLUSTER_K > 1: the cluster's first block, the sum above)
                         const float b = bias != nullptr ? to_float(bias[n]) : 0.0f;
                         y[static_cast<long long>(m) * N + n] = from_float<T>(activate<ACT>(v + b));
                     } else {
@@ -346,6 +394,31 @@ __global__ void __launch_bounds__(128 * WG, 1)
     namespace sw = ktune::dev::linear_skinny_wgmma;
     sw::skinny_wgmma_path<sw::Feed::tma, T, WG, MT, XN, SPLIT_K, STAGES, 0>(y, x, w, nullptr, scratch, M, N, K,
                                                                            max_split_k, &x_map, &w_map);
+#elif defined(__CUDA_ARCH__)
+    __trap();  // a device pass without wgmma / TMA: never run
+#endif
+}
+
+// gemm_act's small-M wgmma alternative (`skinny_wgmma` of search_spaces/gemm_act_*.yaml): this kernel fed by TMA, the
+// bias and ACT (1 gelu tanh, 2 silu, 0 none) fused, and k split over a cluster of CLUSTER_K blocks (1, 2, 4) whose
+// partials meet in shared memory, since gemm_act has no scratch: the blocks a K-heavy problem needs at M <= 64 (N /
+// 64 tiles alone leave most SMs idle). The op's arguments, then the tensor maps (x's, then w's). Launch: grid
+// (ceil_div(N, 64 * WG * MT), CLUSTER_K) in clusters (1, CLUSTER_K, 1), block 128 * WG, dynamic shared memory
+// STAGES * (64 * WG * MT + XN) * 128 + 2048 bytes.
+template <typename T, int WG, int MT, int XN, int CLUSTER_K, int STAGES, int ACT>
+__global__ void __cluster_dims__(1, CLUSTER_K, 1) __launch_bounds__(128 * WG, 1)
+    gemm_act_skinny_wgmma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
+                          const T* __restrict__ b, int M, int N, int K,
+                          const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
+                          const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map) {
+    static_assert(STAGES * (64 * WG * MT + XN) * 128 + 2048 <= 232448,
+                  "gemm_act skinny_wgmma: more than 227 KiB of shared memory");
+    static_assert(XN == 8 || XN == 16 || XN == 32 || XN == 64, "gemm_act skinny_wgmma: XN is 8, 16, 32 or 64");
+    static_assert(CLUSTER_K == 1 || CLUSTER_K == 2 || CLUSTER_K == 4, "gemm_act skinny_wgmma: CLUSTER_K is 1, 2 or 4");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    namespace sw = ktune::dev::linear_skinny_wgmma;
+    sw::skinny_wgmma_path<sw::Feed::tma, T, WG, MT, XN, 1, STAGES, ACT, CLUSTER_K>(y, x, w, b, nullptr, M, N, K, 1,
+                                                                                  &x_map, &w_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / TMA: never run
 #endif
