@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(128 * WG, 1)
 }
 
 // gemm_act's small-M wgmma alternative (`skinny_wgmma` of search_spaces/gemm_act_*.yaml): this kernel fed by TMA, the
-// bias and ACT (1 gelu tanh, 2 silu, 0 none) fused, and k split over a cluster of CLUSTER_K blocks (1 to 8) whose
+// bias and ACT (1 gelu tanh, 2 silu, 0 none) fused, and k split over a cluster of CLUSTER_K blocks (1, 2, 4) whose
 // partials meet in shared memory, since gemm_act has no scratch: the blocks a K-heavy problem needs at M <= 64 (N /
 // 64 tiles alone leave most SMs idle). The op's arguments, then the tensor maps (x's, then w's). Launch: grid
 // (ceil_div(N, 64 * WG * MT), CLUSTER_K) in clusters (1, CLUSTER_K, 1), block 128 * WG, dynamic shared memory
@@ -414,8 +414,7 @@ __global__ void __cluster_dims__(1, CLUSTER_K, 1) __launch_bounds__(128 * WG, 1)
     static_assert(STAGES * (64 * WG * MT + XN) * 128 + 2048 <= 232448,
                   "gemm_act skinny_wgmma: more than 227 KiB of shared memory");
     static_assert(XN == 8 || XN == 16 || XN == 32 || XN == 64, "gemm_act skinny_wgmma: XN is 8, 16, 32 or 64");
-    static_assert(CLUSTER_K == 1 || CLUSTER_K == 2 || CLUSTER_K == 4 || CLUSTER_K == 8,
-                  "gemm_act skinny_wgmma: CLUSTER_K is 1, 2, 4 or 8 (the portable cluster sizes)");
+    static_assert(CLUSTER_K == 1 || CLUSTER_K == 2 || CLUSTER_K == 4, "gemm_act skinny_wgmma: CLUSTER_K is 1, 2 or 4");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     namespace sw = ktune::dev::linear_skinny_wgmma;
     sw::skinny_wgmma_path<sw::Feed::tma, T, WG, MT, XN, 1, STAGES, ACT, CLUSTER_K>(y, x, w, b, nullptr, M, N, K, 1,

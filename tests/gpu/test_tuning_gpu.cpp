@@ -303,11 +303,10 @@ TEST_F(GpuTest, KernelsFedByTensorMapsValidateAtShapesThatAreNotMultiplesOfTheir
               {"MT=1,BN=64,STAGES=4,GROUP_M=8,TPB=4,PINGPONG=1", "MT=1,BN=128,STAGES=4,GROUP_M=8,TPB=0,PINGPONG=0"},
               "wgmma_tma_pair"},
          // gemm_act's wgmma skinny kernel, k split over a cluster whose partials meet in the first block's shared
-         // memory: 65 k tiles over 2, 4 and 8 blocks, x's rows past M (3, 37) and W's past N (4100) read as zeros.
+         // memory: 65 k tiles over 2 and 4 blocks, x's rows past M (3, 37) and W's past N (4100) read as zeros.
          Case{"gemm_act_gelu",
               {{"M", 37}, {"N", 4100}, {"K", 4104}},
-              {"WG=1,MT=1,XN=64,CLUSTER_K=2,STAGES=6", "WG=1,MT=1,XN=64,CLUSTER_K=4,STAGES=6",
-               "WG=1,MT=1,XN=64,CLUSTER_K=8,STAGES=8"},
+              {"WG=1,MT=1,XN=64,CLUSTER_K=2,STAGES=6", "WG=1,MT=1,XN=64,CLUSTER_K=4,STAGES=6"},
               "skinny_wgmma"},
          Case{"gemm_act_gelu",
               {{"M", 3}, {"N", 4100}, {"K", 4104}},
