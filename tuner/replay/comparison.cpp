@@ -119,6 +119,30 @@ void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Sear
     }
 }
 
+// Every problem's ok results of `kernel` ("" for a space of one kernel), as the tuning history hands them to a strategy
+// that learns from them (learn_from: each problem then leaves its own out).
+std::vector<ProblemResults> space_results(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
+    std::vector<ProblemResults> out;
+    for (const ReplaySpace& space : spaces) {
+        if (!space.problem) continue;
+        std::size_t begin = 0, size = space.entries.size();
+        if (!space.kernels.empty()) {
+            const auto k = std::ranges::find(space.kernels, kernel, &ReplayKernel::name);
+            if (k == space.kernels.end()) continue;
+            begin = k->begin;
+            size = k->size;
+        } else if (!kernel.empty()) {
+            continue;
+        }
+        ProblemResults r{*space.problem, {}};
+        for (std::size_t e = begin; e < begin + size; ++e)
+            if (space.entries[e].status == Status::ok)
+                r.times.emplace_back(space.entries[e].config, space.entries[e].value);
+        if (!r.times.empty()) out.push_back(std::move(r));
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
@@ -174,10 +198,15 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
     // History: every problem's optima, of each kernel, each problem then seeing all but its own (transfer_hints skips
     // the problem).
     std::map<std::string, std::vector<TunedProblem>> optima;
+    std::map<std::string, std::vector<ProblemResults>> results;  // all of them, for a strategy that learns from them
     std::vector<std::vector<double>> pace(spaces.size());  // of each kernel's share, where triage changed its budget
     if (o.history) {
         optima[""] = space_optima(spaces);
         for (const std::string& kernel : kernel_names) optima[kernel] = space_optima(spaces, kernel);
+        if (o.transfer) {
+            results[""] = space_results(spaces, "");
+            for (const std::string& kernel : kernel_names) results[kernel] = space_results(spaces, kernel);
+        }
         if (o.transfer) triage(spaces, searches, out, pace, o.methodology);
     }
     std::vector<std::string> names = o.strategies;
@@ -204,7 +233,7 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                             *spaces[i].problem, o.history ? optima[s.kernel] : tuned[s.kernel],
                             [&](const Config& c) { return s.keys.contains(c.key()); },
                             transfer_hint_limit(s.keys.size(), s.budget));
-                    kernel_runs.push_back(replay(s.space, name, seed, ro, first));
+                    kernel_runs.push_back(replay(s.space, name, seed, ro, first, results[s.kernel]));
                     if (spaces[i].problem)
                         if (TunedProblem fastest = fastest_found(s.space, kernel_runs.back()); !fastest.fastest.empty())
                             tuned[s.kernel].push_back(std::move(fastest));

@@ -164,7 +164,7 @@ ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRu
 }
 
 ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o,
-                 const std::vector<Config>& first) {
+                 const std::vector<Config>& first, const std::vector<ProblemResults>& others) {
     using Clock = std::chrono::steady_clock;
     ReplayRun run;
     run.strategy = std::string(strategy);
@@ -186,6 +186,7 @@ ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint6
     timed([&] {
         s->begin(space.problem.value_or(Problem{Dtype::fp32, {}}), candidates);
         if (!first.empty()) s->start_with(first);
+        if (!others.empty()) s->learn_from(others);
     });
     std::vector<Config> batch;
     timed([&] { batch = s->propose(); });

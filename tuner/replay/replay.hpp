@@ -12,6 +12,7 @@
 #include "core/types.hpp"
 #include "results/store.hpp"
 #include "tuner/interop/t4.hpp"
+#include "tuner/strategy/strategy.hpp"
 
 namespace ktune {
 
@@ -79,9 +80,10 @@ ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRu
                             const std::vector<double>& pace = {});
 
 // Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
-// `first` goes to the strategy's start_with() (transfer from other problems' winners).
+// `first` goes to the strategy's start_with() (transfer from other problems' winners), `others` to its learn_from()
+// (the other problems' results, where not empty).
 ReplayRun replay(const ReplaySpace& space, std::string_view strategy, std::uint64_t seed, const ReplayOptions& o,
-                 const std::vector<Config>& first = {});
+                 const std::vector<Config>& first = {}, const std::vector<ProblemResults>& others = {});
 
 // A run recorded elsewhere (another tuner on the same space, e.g. Kernel Tuner's strategies in its simulation mode:
 // bench/search/kt_replay.py): the configurations it evaluated, in order, and the strategy's own time before each.

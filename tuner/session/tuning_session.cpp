@@ -650,6 +650,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             if (!history) history = stored_history(stores.front(), space, kernel, device.key);
             pl.history = history_winners(*history, p, problems, history_before);
             for (const TunedProblem& t : pl.history) history_problems.insert(t.problem.key());
+            pl.strategy->learn_from(history_results(*history, p, problems, history_before));
         }
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)

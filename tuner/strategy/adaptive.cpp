@@ -9,6 +9,7 @@ void AdaptiveStrategy::begin(const Problem& problem, std::vector<Config> candida
     // As the random strategy does: the problem mixed into the seed, so problems do not all start alike.
     std::seed_seq seq{m_options.seed, std::hash<std::string>{}(problem.key())};
     m_rng.seed(seq);
+    m_problem = problem;
     m_index.emplace(candidates);
     m_candidates = std::move(candidates);
     m_proposed.assign(m_candidates.size(), false);

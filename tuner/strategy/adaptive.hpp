@@ -34,6 +34,8 @@ protected:
     virtual void start() {}
 
     const SpaceIndex& grid() const { return *m_index; }
+    const Problem& problem() const { return m_problem; }
+    const Config& candidate(std::size_t i) const { return m_candidates[i]; }
     std::mt19937_64& rng() { return m_rng; }
     std::size_t batch_size() const;
     bool proposed(std::size_t i) const { return m_proposed[i]; }
@@ -56,6 +58,7 @@ protected:
 
 private:
     StrategyOptions m_options;
+    Problem m_problem;
     std::optional<SpaceIndex> m_index;
     std::vector<Config> m_candidates;
     std::vector<bool> m_proposed;

@@ -10,8 +10,15 @@
 // the batches are random, or, after hints from similar problems (start_with), around the fastest; past 512 results the
 // model learns from the 256 fastest and 256 others drawn at random, which keeps a batch's cost flat however long the
 // search runs.
+//
+// With the tuning history (learn_from), a second forest learns each other problem's log slowdown (time over its
+// fastest) from the problem's axes and the configuration's values, and predicts it at every candidate here: until the
+// search's own model has enough results, the batches after the hints take that prediction's best and the moves around
+// the hints in turn, and then the search's model learns what this problem adds to it (its time less the prediction). On
+// the GEMM space of docs/search.md this reaches optima that no other problem had among its three fastest.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "tuner/strategy/adaptive.hpp"
 #include "tuner/strategy/random_forest.hpp"
@@ -48,15 +55,93 @@ private:
         return std::vector<double>(p.begin(), p.end());
     }
 
+    // The history model's features of a configuration at a problem: log2 of each of this problem's axes and of the
+    // dtype's width, then each of this space's parameters' values. None where the other problem or configuration
+    // lacks one of them.
+    std::optional<std::vector<double>> prior_features(const Problem& p, const Config& c) const {
+        std::vector<double> out;
+        for (const auto& [axis, v] : problem().shape) {
+            const auto it = std::ranges::find(p.shape, axis, &NamedValues::value_type::first);
+            if (it == p.shape.end()) return std::nullopt;
+            out.push_back(std::log2(double(std::max<std::int64_t>(it->second, 1))));
+        }
+        out.push_back(std::log2(double(dtype_bytes(p.dtype))));
+        for (const auto& [name, v] : candidate(0).values) {
+            const auto it = std::ranges::find(c.values, name, &NamedValues::value_type::first);
+            if (it == c.values.end()) return std::nullopt;
+            out.push_back(double(it->second));
+        }
+        return out;
+    }
+
+    void learn_from(const std::vector<ProblemResults>& others) override {
+        m_prior.clear();
+        if (grid().size() == 0) return;
+        std::vector<std::vector<double>> x;
+        std::vector<double> y;
+        for (const ProblemResults& r : others) {
+            if (r.problem == problem() || r.times.empty()) continue;
+            double fastest = r.times.front().second;
+            for (const auto& [c, t] : r.times) fastest = std::min(fastest, t);
+            if (!(fastest > 0)) continue;
+            for (const auto& [c, t] : r.times)
+                if (auto f = prior_features(r.problem, c)) {
+                    x.push_back(std::move(*f));
+                    y.push_back(std::log(t / fastest));
+                }
+        }
+        if (x.size() < kPriorMinRows) return;
+        RandomForest::Options o;
+        o.max_samples = kPriorSamples;
+        std::mt19937_64 r = rng();  // a copy: the search's own draws stay those of a search without history
+        RandomForest prior;
+        prior.fit(x, y, r, o);
+        for (std::size_t i = 0; i < grid().size(); ++i)
+            m_prior.push_back(prior.predict(*prior_features(problem(), candidate(i))).first);
+    }
+
+    // Unproposed candidates in the history model's order, best first, at most n.
+    std::vector<std::size_t> prior_picks(std::size_t n) const {
+        std::vector<std::pair<double, std::size_t>> scored;
+        for (std::size_t i = 0; i < m_prior.size(); ++i)
+            if (!proposed(i)) scored.emplace_back(m_prior[i], i);
+        std::ranges::sort(scored);
+        std::vector<std::size_t> out;
+        for (std::size_t k = 0; k < std::min(n, scored.size()); ++k) out.push_back(scored[k].second);
+        return out;
+    }
+
+    // The model's mean and spread at candidate i: the history's prediction plus what this problem's results add.
+    std::pair<double, double> predict(std::size_t i) const {
+        auto [mean, spread] = m_model.predict(features(i));
+        if (!m_prior.empty()) mean += m_prior[i];
+        return {mean, spread};
+    }
+
+    // Before the search's own model: the history model's best, one by one in turn with the moves around the hints
+    // (on a space of a few dozen configurations those moves are most of what the budget reaches, and the model's first
+    // picks alone missed some optima among them), or either alone, or nothing (random draws fill the batch).
+    std::vector<std::size_t> early_moves(std::size_t n) {
+        const std::vector<std::size_t> modelled = prior_picks(n);  // none without history
+        const std::vector<std::size_t> local = hinted() ? local_moves(n) : std::vector<std::size_t>{};
+        std::vector<std::size_t> out;
+        for (std::size_t k = 0; k < std::max(modelled.size(), local.size()); ++k)
+            for (const std::vector<std::size_t>* from : {&modelled, &local})
+                if (k < from->size() && out.size() < n && std::ranges::find(out, (*from)[k]) == out.end())
+                    out.push_back((*from)[k]);
+        return out;
+    }
+
     std::vector<std::size_t> choose(std::size_t n) override {
         const std::size_t warmup = std::max({std::size_t(20), 2 * batch_size(), 2 * grid().dims() + 2});
-        if (observed().size() < warmup) return hinted() ? local_moves(n) : std::vector<std::size_t>{};
+        if (observed().size() < warmup) return early_moves(n);
         std::vector<std::vector<double>> x;
         std::vector<double> y;
         const double infeasible = std::log(penalty());
         for (std::size_t i : training_set()) {
             x.push_back(features(i));
             y.push_back(*cost(i) == kInfeasible ? infeasible : std::log(*cost(i)));
+            if (!m_prior.empty()) y.back() -= m_prior[i];
         }
         m_model.fit(x, y, rng());
 
@@ -74,7 +159,7 @@ private:
         std::vector<std::pair<double, std::size_t>> scored;
         scored.reserve(pool.size());
         for (std::size_t i : pool) {
-            const auto [mean, spread] = m_model.predict(features(i));
+            const auto [mean, spread] = predict(i);
             scored.emplace_back(mean - kExploration * spread, i);
         }
         const std::size_t wanted = std::min(n >= 4 ? n - 1 : n, scored.size());
@@ -84,8 +169,7 @@ private:
         const auto local = std::size_t(std::ceil(kPatternShare * double(wanted)));
         for (std::size_t centre : top) {
             std::vector<std::pair<double, std::size_t>> moves;
-            for (std::size_t j : unproposed(grid().neighbours(centre)))
-                moves.emplace_back(m_model.predict(features(j)).first, j);
+            for (std::size_t j : unproposed(grid().neighbours(centre))) moves.emplace_back(predict(j).first, j);
             std::ranges::sort(moves);
             for (const auto& move : moves)
                 if (out.size() < local) out.push_back(move.second);
@@ -111,7 +195,11 @@ private:
     }
 
     static constexpr std::size_t kTrainingHalf = 256;
+    // The history model: at least this many rows, or none; at most kPriorSamples rows drawn for each tree (on the
+    // GEMM space's 35 problems, 13,000 rows, 1024 lost one problem of the three it gains, docs/search.md).
+    static constexpr std::size_t kPriorMinRows = 20, kPriorSamples = 4096;
     RandomForest m_model;
+    std::vector<double> m_prior;  // the history model's log slowdown at each candidate; empty without history
 };
 
 }  // namespace

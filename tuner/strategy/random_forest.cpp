@@ -12,7 +12,7 @@ void RandomForest::fit(const std::vector<std::vector<double>>& x, const std::vec
     if (x.empty()) return;
     std::uniform_int_distribution<std::size_t> row(0, x.size() - 1);
     for (int t = 0; t < o.trees; ++t) {
-        std::vector<std::size_t> sample(x.size());
+        std::vector<std::size_t> sample(o.max_samples ? std::min(o.max_samples, x.size()) : x.size());
         for (auto& r : sample) r = row(rng);  // bootstrap
         Tree tree;
         grow(tree, sample, 0, sample.size(), 0, x, y, rng, o);

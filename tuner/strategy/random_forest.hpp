@@ -1,6 +1,7 @@
 #pragma once
 // A small random-forest regressor (bagged CART trees, a random subset of the features tried at each split), enough
 // for the model-based strategy: tens to a few thousand samples of a handful of ordinal features.
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -15,6 +16,7 @@ public:
         int max_depth = 14;
         int min_leaf = 2;
         double feature_fraction = 0.6;  // of the features tried at each split (at least one)
+        std::size_t max_samples = 0;    // rows drawn for each tree, at most (0: as many as there are)
     };
     // Rows of x are samples, all of the same width; y one target per row.
     void fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, std::mt19937_64& rng,

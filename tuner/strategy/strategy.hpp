@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/measurement.hpp"
@@ -20,6 +21,13 @@ struct StrategyOptions {
     std::optional<int> batch = std::nullopt;  // adaptive strategies: configurations per proposal (default 8)
 };
 
+// Another problem's results with the same kernel (the tuning history), for a strategy that learns across problems:
+// the rank time of each configuration that ran.
+struct ProblemResults {
+    Problem problem;
+    std::vector<std::pair<Config, double>> times;
+};
+
 class SearchStrategy {
 public:
     virtual ~SearchStrategy() = default;
@@ -30,6 +38,10 @@ public:
     // problems: transfer.hpp); called after begin() and before the first propose(). Those that are not candidates
     // are ignored; the others count against the budget. Exhaustive search measures everything and ignores them.
     virtual void start_with(const std::vector<Config>& first) { (void)first; }
+    // Other problems' results of the same kernel (the tuning history, not this problem's own), for a strategy whose
+    // model learns from them before this problem has results (forest); called after begin() and before the first
+    // propose(). The others ignore them.
+    virtual void learn_from(const std::vector<ProblemResults>& others) { (void)others; }
     // The next configurations to measure (empty when the strategy is done with this problem).
     virtual std::vector<Config> propose() = 0;
     // What one proposed configuration gave (skipped ones, already in the store, are reported too).

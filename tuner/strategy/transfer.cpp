@@ -101,8 +101,14 @@ AxisWeights axis_weights(const std::vector<TunedProblem>& tuned, const Problem* 
     return out;
 }
 
-std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
-                                          const std::vector<Problem>& exclude, std::int64_t before_run) {
+namespace {
+
+// The tuning history's results of each problem but `problem` and those of `exclude`, of runs before `before_run`: of
+// the current source where the problem has any, else of any; per problem, ordered by problem key.
+std::vector<std::vector<const StoredResult*>> history_by_problem(const std::vector<StoredResult>& stored,
+                                                                 const Problem& problem,
+                                                                 const std::vector<Problem>& exclude,
+                                                                 std::int64_t before_run) {
     // Per problem key: its results of the current source, and of any other.
     std::map<std::string, std::pair<std::vector<const StoredResult*>, std::vector<const StoredResult*>>> by_problem;
     for (const StoredResult& r : stored) {
@@ -111,9 +117,31 @@ std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& store
         auto& [current, other] = by_problem[r.problem.key()];
         (r.current_source ? current : other).push_back(&r);
     }
+    std::vector<std::vector<const StoredResult*>> out;
+    for (auto& [key, results] : by_problem) out.push_back(results.first.empty() ? results.second : results.first);
+    return out;
+}
+
+}  // namespace
+
+std::vector<ProblemResults> history_results(const std::vector<StoredResult>& stored, const Problem& problem,
+                                            const std::vector<Problem>& exclude, std::int64_t before_run) {
+    std::vector<ProblemResults> out;
+    for (auto rs : history_by_problem(stored, problem, exclude, before_run)) {
+        std::ranges::stable_sort(rs, {}, [](const StoredResult* r) { return r->rank; });
+        ProblemResults p{rs.front()->problem, {}};
+        std::unordered_set<std::string> taken;  // another source may have measured a configuration again
+        for (const StoredResult* r : rs)
+            if (taken.insert(r->config.key()).second) p.times.emplace_back(r->config, std::get<0>(r->rank));
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
+                                          const std::vector<Problem>& exclude, std::int64_t before_run) {
     std::vector<TunedProblem> out;
-    for (auto& [key, results] : by_problem) {
-        std::vector<const StoredResult*>& rs = results.first.empty() ? results.second : results.first;
+    for (auto rs : history_by_problem(stored, problem, exclude, before_run)) {
         std::ranges::stable_sort(rs, {}, [](const StoredResult* r) { return r->rank; });
         TunedProblem t{rs.front()->problem, {}, true};
         std::unordered_set<std::string> taken;  // another source may have measured a configuration again

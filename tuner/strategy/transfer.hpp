@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/types.hpp"
+#include "tuner/strategy/strategy.hpp"
 
 namespace ktune {
 
@@ -51,6 +52,11 @@ struct StoredResult {
 // (a kernel edit keeps its history as hints). Marked stored, ordered by problem key.
 std::vector<TunedProblem> history_winners(const std::vector<StoredResult>& stored, const Problem& problem,
                                           const std::vector<Problem>& exclude, std::int64_t before_run);
+
+// The tuning history's ok results of the same problems as history_winners (each configuration once, its fastest
+// first where another source measured it again): what a strategy that learns across problems (learn_from) is given.
+std::vector<ProblemResults> history_results(const std::vector<StoredResult>& stored, const Problem& problem,
+                                            const std::vector<Problem>& exclude, std::int64_t before_run);
 
 // A weight per shape axis, for problem_distance (axis_weights).
 using AxisWeights = std::map<std::string, double>;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <string>
@@ -197,6 +198,67 @@ TEST(StartWith, AForestSpendsItsFirstBatchAroundTheHints) {
     for (std::size_t i = 4; i < 7; ++i) EXPECT_TRUE(next.contains(batch[i].key())) << batch[i].key();
 }
 
+// A bowl over A, B in 0..9, its bottom at A = 6, B = 4, at every M; at M = 16 and at M = 256 three configurations of
+// that problem's own (A = 0 and A = 9 at the edges) beat it by 10 %, and are as slow as the bowl elsewhere.
+Config ab(std::int64_t a, std::int64_t b) { return Config{{{"A", a}, {"B", b}}}; }
+
+std::vector<Config> bowl_space() {
+    std::vector<Config> out;
+    for (std::int64_t a = 0; a < 10; ++a)
+        for (std::int64_t b = 0; b < 10; ++b) out.push_back(ab(a, b));
+    return out;
+}
+
+double bowl_time(const Problem& p, const Config& c) {
+    const double a = double(c.at("A")) - 6, b = double(c.at("B")) - 4;
+    const bool own =
+        p.at("M") == 16 ? c.at("A") == 0 && c.at("B") <= 2 : p.at("M") == 256 && c.at("A") == 9 && c.at("B") >= 7;
+    return own ? 0.9 : 1 + 0.1 * (a * a + b * b);
+}
+
+// At M = 64 the optimum (the bowl's bottom) is fourth at both other problems, so no hint holds it; a forest that
+// learned from their results proposes it first after the hints, one that did not stays around the fastest hint.
+TEST(LearnFrom, AForestProposesTheOptimumThatNoHintHoldsFirstAfterTheHints) {
+    const Problem p = rows(Dtype::bf16, 64, 4096);
+    std::vector<TunedProblem> tuned;
+    std::vector<ProblemResults> results;
+    for (std::int64_t m : {16, 256}) {
+        const Problem q = rows(Dtype::bf16, m, 4096);
+        ProblemResults r{q, {}};
+        for (const Config& c : bowl_space()) r.times.emplace_back(c, bowl_time(q, c));
+        std::ranges::stable_sort(r.times, {}, [](const auto& t) { return t.second; });
+        TunedProblem t{q, {}, true};
+        for (std::size_t k = 0; k < kTransferDepth; ++k) {
+            t.fastest.push_back(r.times[k].first);
+            t.slowdown.push_back(r.times[k].second / r.times[0].second);
+        }
+        tuned.push_back(t);
+        results.push_back(r);
+    }
+    const std::vector<Config> hints = transfer_hints(
+        p, tuned, [](const Config&) { return true; }, 16);
+    ASSERT_EQ(hints.size(), 6u);
+    for (const Config& h : hints) ASSERT_NE(h.key(), ab(6, 4).key());
+    for (const bool learn : {true, false}) {
+        SCOPED_TRACE(learn);
+        auto s = make_strategy("forest", StrategyOptions{.seed = 7});
+        s->begin(p, bowl_space());
+        s->start_with(hints);
+        if (learn) s->learn_from(results);
+        for (const Config& c : s->propose()) {
+            Measurement m;
+            m.stats.p50 = bowl_time(p, c);
+            s->observe(c, m);
+        }
+        const std::vector<Config> next = s->propose();
+        ASSERT_FALSE(next.empty());
+        if (learn)
+            EXPECT_EQ(next.front().key(), ab(6, 4).key());
+        else
+            EXPECT_TRUE(std::ranges::none_of(next, [](const Config& c) { return c.key() == ab(6, 4).key(); }));
+    }
+}
+
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
     auto s = make_strategy("forest", StrategyOptions{});
     s->begin(rows(Dtype::bf16, 16, 4096), space());
@@ -247,6 +309,31 @@ TEST(HistoryWinners, EachOtherProblemsFastestStoredBeforeTheRunNeverThisRunsProb
               "bf16:M=32,H=4096 BLOCK=64,VEC=4 BLOCK=128,VEC=4 BLOCK=256,VEC=4");
     // Nothing before the first run.
     EXPECT_TRUE(history_winners(history, p, {p}, 1).empty());
+}
+
+// The same problems as history_winners, with every result: what a forest learns from (learn_from).
+TEST(HistoryResults, EveryResultOfTheProblemsThatHandOnWinnersEachConfigurationOnceItsFastest) {
+    const Problem p = Problem{Dtype::bf16, {{"M", 16}}}, q = Problem{Dtype::bf16, {{"M", 32}}};
+    const Problem r = Problem{Dtype::bf16, {{"M", 64}}}, in_run = Problem{Dtype::bf16, {{"M", 128}}};
+    const std::vector<StoredResult> history = {
+        stored(p, 64, 1.0, 1),          // the problem itself
+        stored(q, 64, 3.0, 1),          //
+        stored(q, 128, 2.0, 2),         //
+        stored(q, 256, 1.0, 5),         // run 5 or later: not yet
+        stored(r, 64, 4.0, 1, false),   // another source, measured twice: its fastest
+        stored(r, 64, 5.0, 2, false),   //
+        stored(in_run, 64, 1.0, 1),     // a problem of this run
+        stored(q, 512, 0.5, 1, false),  // another source where q has results of this one
+    };
+    const std::vector<ProblemResults> results = history_results(history, p, {p, in_run}, 5);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0].problem, q);
+    ASSERT_EQ(results[0].times.size(), 2u);
+    EXPECT_EQ(results[0].times[0], std::make_pair(block(128), 2.0));
+    EXPECT_EQ(results[0].times[1], std::make_pair(block(64), 3.0));
+    EXPECT_EQ(results[1].problem, r);
+    ASSERT_EQ(results[1].times.size(), 1u);
+    EXPECT_EQ(results[1].times[0].second, 4.0);
 }
 
 TEST(HistoryWinners, AnotherSourcesWinnerStandsInWhereTheKernelsOwnHasNone) {
