@@ -415,6 +415,9 @@ __global__ void __cluster_dims__(1, CLUSTER_K, 1) __launch_bounds__(128 * WG, 1)
                   "gemm_act skinny_wgmma: more than 227 KiB of shared memory");
     static_assert(XN == 8 || XN == 16 || XN == 32 || XN == 64, "gemm_act skinny_wgmma: XN is 8, 16, 32 or 64");
     static_assert(CLUSTER_K == 1 || CLUSTER_K == 2 || CLUSTER_K == 4, "gemm_act skinny_wgmma: CLUSTER_K is 1, 2 or 4");
+    // Repeated outside the sm_90a pass (the path asserts it too), so that every target refuses what the space refuses.
+    static_assert((CLUSTER_K - 1) * 256 * WG * MT * XN <= STAGES * (64 * WG * MT + XN) * 128,
+                  "gemm_act skinny_wgmma: the cluster's partials fit in the stages");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     namespace sw = ktune::dev::linear_skinny_wgmma;
     sw::skinny_wgmma_path<sw::Feed::tma, T, WG, MT, XN, 1, STAGES, ACT, CLUSTER_K>(y, x, w, b, nullptr, M, N, K, 1,
