@@ -119,21 +119,25 @@ void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Sear
     }
 }
 
+// The entries of `kernel` ("" for a space of one kernel) at a space's problem as (first, count); none without a
+// problem, or where none of the kernel's configurations is valid there.
+std::optional<std::pair<std::size_t, std::size_t>> kernel_entries(const ReplaySpace& space, const std::string& kernel) {
+    if (!space.problem) return std::nullopt;
+    if (space.kernels.empty())
+        return kernel.empty() ? std::optional(std::pair{std::size_t(0), space.entries.size()}) : std::nullopt;
+    const auto k = std::ranges::find(space.kernels, kernel, &ReplayKernel::name);
+    if (k == space.kernels.end()) return std::nullopt;
+    return std::pair{k->begin, k->size};
+}
+
 // Every problem's ok results of `kernel` ("" for a space of one kernel), as the tuning history hands them to a strategy
 // that learns from them (learn_from: each problem then leaves its own out).
 std::vector<ProblemResults> space_results(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
     std::vector<ProblemResults> out;
     for (const ReplaySpace& space : spaces) {
-        if (!space.problem) continue;
-        std::size_t begin = 0, size = space.entries.size();
-        if (!space.kernels.empty()) {
-            const auto k = std::ranges::find(space.kernels, kernel, &ReplayKernel::name);
-            if (k == space.kernels.end()) continue;
-            begin = k->begin;
-            size = k->size;
-        } else if (!kernel.empty()) {
-            continue;
-        }
+        const auto range = kernel_entries(space, kernel);
+        if (!range) continue;
+        const auto [begin, size] = *range;
         ProblemResults r{*space.problem, {}};
         for (std::size_t e = begin; e < begin + size; ++e)
             if (space.entries[e].status == Status::ok)
@@ -148,16 +152,9 @@ std::vector<ProblemResults> space_results(const std::vector<ReplaySpace>& spaces
 std::vector<TunedProblem> space_optima(const std::vector<ReplaySpace>& spaces, const std::string& kernel) {
     std::vector<TunedProblem> out;
     for (const ReplaySpace& space : spaces) {
-        if (!space.problem) continue;
-        std::size_t begin = 0, size = space.entries.size();
-        if (!space.kernels.empty()) {
-            const auto k = std::ranges::find(space.kernels, kernel, &ReplayKernel::name);
-            if (k == space.kernels.end()) continue;  // none of this kernel's configurations at the problem
-            begin = k->begin;
-            size = k->size;
-        } else if (!kernel.empty()) {
-            continue;
-        }
+        const auto range = kernel_entries(space, kernel);
+        if (!range) continue;
+        const auto [begin, size] = *range;
         std::vector<std::size_t> all(size);
         std::iota(all.begin(), all.end(), begin);
         if (TunedProblem fastest = fastest_of(space, all, true); !fastest.fastest.empty())
