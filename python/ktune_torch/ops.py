@@ -594,10 +594,11 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return _linear_act_math(x, weight, bias, activation)
 
 
-def _activation_index(activation):
-    if activation not in LINEAR_ACTIVATIONS:
-        raise ValueError(f"ktune_torch.linear_act: activation {activation!r} is none of {sorted(LINEAR_ACTIVATIONS)}")
-    return LINEAR_ACTIVATIONS[activation]
+def _activation_index(activation, table=LINEAR_ACTIVATIONS, op="linear_act"):
+    """The index the library takes for `activation` among op's (`table`); ValueError naming the choices otherwise."""
+    if activation not in table:
+        raise ValueError(f"ktune_torch.{op}: activation {activation!r} is none of {sorted(table)}")
+    return table[activation]
 
 
 def _linear_act_math(x, weight, bias, activation):
@@ -656,14 +657,8 @@ def ffn_gated(x: torch.Tensor, weight: torch.Tensor, activation: str) -> torch.T
     return _ffn_gated_math(x, weight, activation)
 
 
-def _ffn_activation_index(activation):
-    if activation not in FFN_ACTIVATIONS:
-        raise ValueError(f"ktune_torch.ffn_gated: activation {activation!r} is none of {sorted(FFN_ACTIVATIONS)}")
-    return FFN_ACTIVATIONS[activation]
-
-
 def _ffn_gated_math(x, weight, activation):
-    _ffn_activation_index(activation)
+    _activation_index(activation, FFN_ACTIVATIONS, "ffn_gated")
     if weight.shape[0] % 2:
         raise ValueError(f"ktune_torch.ffn_gated: weight has {weight.shape[0]} rows, not [Wg; Wu] (2I rows)")
     g, u = torch.nn.functional.linear(_f(x), _f(weight)).chunk(2, dim=-1)
@@ -673,7 +668,7 @@ def _ffn_gated_math(x, weight, activation):
 
 @ffn_gated.register_kernel("cuda")
 def _(x, weight, activation):
-    act = _ffn_activation_index(activation)
+    act = _activation_index(activation, FFN_ACTIVATIONS, "ffn_gated")
     lib = _lib.get("ffn_gated")
     two_i, k = weight.shape
     if lib is not None and weight.dtype == x.dtype and two_i % 2 == 0 and x.shape[-1] == k and k % 8 == 0 \
