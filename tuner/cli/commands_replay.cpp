@@ -231,7 +231,8 @@ int cmd_replay(const GlobalOptions& g) {
                                  ? "history: each problem starting from the optima of all the other problems "
                                    "in the database (never its own), as a new problem tuned with a database"
                                  : "in-run transfer: each problem starting from the winners its strategy found "
-                                   "at the problems before it, in the tuning's order";
+                                   "at the problems before it, in the tuning's order (forest also learns from "
+                                   "everything it evaluated there)";
     if (!g_replay.json) fmt::print("replay mode: {}\n", mode);
     const std::vector<Comparison> comparisons = compare_strategies(replayed, o);
     std::map<std::string, int> meets;  // per strategy: spaces where it came within 2 % in 10 % in 90 % of the runs

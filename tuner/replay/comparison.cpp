@@ -73,6 +73,18 @@ TunedProblem fastest_found(const ReplaySpace& space, const ReplayRun& run) {
     return fastest_of(space, entries, false);
 }
 
+// The ok results a run evaluated, fastest first (a tie in the order evaluated, as `ktune tune` reads a finished
+// problem's rows): what a later problem of the run learns from, never the space's other, unevaluated entries.
+ProblemResults evaluated_results(const ReplaySpace& space, const ReplayRun& run) {
+    std::vector<std::size_t> entries;
+    for (const Evaluation& e : run.evaluations)
+        if (space.entries[e.entry].status == Status::ok) entries.push_back(e.entry);
+    std::ranges::stable_sort(entries, {}, [&](std::size_t i) { return space.entries[i].value; });
+    ProblemResults out{space.problem.value_or(Problem{}), {}};
+    for (std::size_t i : entries) out.times.emplace_back(space.entries[i].config, space.entries[i].value);
+    return out;
+}
+
 // Every kernel's fastest time at every problem of the spaces.
 std::vector<KernelBest> kernel_bests(const std::vector<ReplaySpace>& spaces) {
     std::vector<KernelBest> out;
@@ -217,6 +229,9 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
         for (int r = 0; r < o.runs; ++r) {
             const std::uint64_t seed = o.seed + std::uint64_t(r);
             std::map<std::string, std::vector<TunedProblem>> tuned;  // this run's winners so far, per kernel
+            // And every result this run evaluated so far, per kernel, ordered by problem key (as the tuning history),
+            // for a strategy that learns from them: without the history, what a tuning into an empty database has.
+            std::map<std::string, std::vector<ProblemResults>> evaluated;
             for (std::size_t i = 0; i < spaces.size(); ++i) {
                 std::vector<ReplayRun> kernel_runs;
                 for (const Searched& s : searches[i]) {
@@ -230,10 +245,19 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                             *spaces[i].problem, o.history ? optima[s.kernel] : tuned[s.kernel],
                             [&](const Config& c) { return s.keys.contains(c.key()); },
                             transfer_hint_limit(s.keys.size(), s.budget));
-                    kernel_runs.push_back(replay(s.space, name, seed, ro, first, results[s.kernel]));
-                    if (spaces[i].problem)
-                        if (TunedProblem fastest = fastest_found(s.space, kernel_runs.back()); !fastest.fastest.empty())
-                            tuned[s.kernel].push_back(std::move(fastest));
+                    const std::vector<ProblemResults>& others = o.history ? results[s.kernel] : evaluated[s.kernel];
+                    if (o.on_learn) o.on_learn(s.space, seed, others);
+                    kernel_runs.push_back(replay(s.space, name, seed, ro, first, others));
+                    if (!spaces[i].problem) continue;
+                    if (TunedProblem fastest = fastest_found(s.space, kernel_runs.back()); !fastest.fastest.empty())
+                        tuned[s.kernel].push_back(std::move(fastest));
+                    if (!o.transfer || o.history || !o.learn_in_run) continue;
+                    if (ProblemResults r = evaluated_results(s.space, kernel_runs.back()); !r.times.empty()) {
+                        std::vector<ProblemResults>& to = evaluated[s.kernel];
+                        const auto at = std::ranges::upper_bound(
+                            to, r.problem.key(), {}, [](const ProblemResults& p) { return p.problem.key(); });
+                        to.insert(at, std::move(r));
+                    }
                 }
                 runs[i].push_back(spaces[i].kernels.empty() ? std::move(kernel_runs.front())
                                                             : merge_kernel_runs(spaces[i], kernel_runs, pace[i]));

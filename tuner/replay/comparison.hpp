@@ -2,6 +2,7 @@
 // Strategies compared on one brute-forced space: each replayed over many seeds, scored by the methodology
 // (methodology.hpp) beside random search's analytic expectation, with the curves for the charts.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,13 @@ struct ComparisonOptions {
     // Instead: each problem starts from the optima of all the other problems replayed (never its own), as `ktune tune`
     // starts a new problem from a database that holds the others (leave-one-out). Needs `transfer`.
     bool history = false;
+    // In-run, a problem's strategy also learns from every ok result the same strategy and seed evaluated at the
+    // problems before it (learn_from: forest's history model), as `ktune tune` hands a search the results of the run's
+    // finished problems. Only what was evaluated, never a space's other entries.
+    bool learn_in_run = true;
+    // Where set, called before each search (a problem's, or one kernel's of a space of alternatives) with its space,
+    // its seed and what its strategy is given to learn from: what each model saw.
+    std::function<void(const ReplaySpace&, std::uint64_t, const std::vector<ProblemResults>&)> on_learn = nullptr;
     MethodologyOptions methodology = {};
 };
 

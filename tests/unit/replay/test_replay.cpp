@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -113,6 +115,56 @@ std::vector<ReplaySpace> two_problems() {
         out.push_back(s);
     }
     return out;
+}
+
+// In-run, the second problem's strategy learns from what the same strategy and seed evaluated at the first (its ok
+// results, fastest first), never from the first's unevaluated or failed entries; with the history, from all of the
+// first's ok entries; without transfer, or with in-run learning off, from nothing.
+TEST(ReplayTransfer, ALaterProblemsModelLearnsWhatTheEarlierOneEvaluatedNeverTheRestOfItsSpace) {
+    std::vector<ReplaySpace> spaces = two_problems();
+    spaces[0].entries[4].status = Status::invalid_result;  // B=5 failed at M=16
+    ComparisonOptions o;
+    o.strategies = {"forest"};
+    o.runs = 2;
+    o.budget = 10;
+    o.count_strategy_time = false;
+    std::map<std::pair<std::string, std::uint64_t>, std::vector<ProblemResults>> learned;
+    o.on_learn = [&](const ReplaySpace& s, std::uint64_t seed, const std::vector<ProblemResults>& others) {
+        learned[{s.name, seed}] = others;
+    };
+    compare_strategies(spaces, o);
+    ASSERT_EQ(learned.size(), 4u);
+    for (std::uint64_t seed : {1, 2}) {
+        SCOPED_TRACE(seed);
+        EXPECT_TRUE(learned.at({"p16", seed}).empty());
+        const std::vector<ProblemResults>& seen = learned.at({"p32", seed});
+        ASSERT_EQ(seen.size(), 1u);
+        EXPECT_EQ(seen[0].problem, *spaces[0].problem);
+        // The first problem's run, replayed alone (it had no hints and nothing to learn from): its ok evaluations.
+        std::vector<std::pair<std::string, double>> evaluated;
+        for (const Evaluation& e : replay(spaces[0], "forest", seed, options(10, false)).evaluations)
+            if (!std::isnan(e.value)) evaluated.emplace_back(spaces[0].entries[e.entry].config.key(), e.value);
+        std::ranges::stable_sort(evaluated, {}, [](const auto& e) { return e.second; });
+        std::vector<std::pair<std::string, double>> times;
+        for (const auto& [c, t] : seen[0].times) times.emplace_back(c.key(), t);
+        EXPECT_EQ(times, evaluated);
+        EXPECT_LT(times.size(), spaces[0].entries.size() - 1);
+    }
+    o.history = true;
+    learned.clear();
+    compare_strategies(spaces, o);
+    ASSERT_EQ(learned.at({"p32", 1}).size(), 2u);  // both problems: the strategy leaves its own out
+    EXPECT_EQ(learned.at({"p32", 1})[0].times.size(), spaces[0].entries.size() - 1);  // every ok entry
+    o.history = false;
+    o.learn_in_run = false;
+    learned.clear();
+    compare_strategies(spaces, o);
+    EXPECT_TRUE(learned.at({"p32", 1}).empty());
+    o.learn_in_run = true;
+    o.transfer = false;
+    learned.clear();
+    compare_strategies(spaces, o);
+    EXPECT_TRUE(learned.at({"p32", 1}).empty());
 }
 
 TEST(ReplayTransfer, ALaterProblemStartsFromTheWinnerOfAnEarlierOne) {
