@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_set>
 
 #include "core/error.hpp"
 
@@ -96,6 +97,25 @@ std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space,
             out.push_back(space.parse_config(r.config_key, store.path()));
             if (slowdown) slowdown->push_back(r.measurement.rank_us() / rows.front().measurement.rank_us());
         } catch (const Error&) {  // not a configuration of this space: no hint
+        }
+    }
+    return out;
+}
+
+ProblemResults stored_results(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                              const std::string& device_key, const Problem& problem) {
+    ResultFilter f = problem_results(kernel, device_key, problem);
+    f.status = Status::ok;
+    std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
+    std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
+    std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
+    ProblemResults out{problem, {}};
+    std::unordered_set<std::string> taken;  // a leader confirmed is a row of its own
+    for (const ResultRecord& r : rows) {
+        if (!taken.insert(r.config_key).second) continue;
+        try {
+            out.times.emplace_back(space.parse_config(r.config_key, store.path()), r.measurement.rank_us());
+        } catch (const Error&) {  // not a configuration of this space
         }
     }
     return out;

@@ -30,6 +30,12 @@ std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space,
                                    const std::string& device_key, const Problem& problem,
                                    std::vector<double>* slowdown = nullptr);
 
+// The problem's ok, timed results of the kernel (its source) on the device, each configuration once at its fastest,
+// fastest first (as stored_fastest orders them): what a finished problem hands on to the searches of the run after it
+// that learn across problems (learn_from), as history_results hands on the earlier runs' problems.
+ProblemResults stored_results(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                              const std::string& device_key, const Problem& problem);
+
 // The store's rows of the kernel (its op, variant and source) at one problem on the device, of any status.
 ResultFilter problem_results(const KernelInfo& kernel, const std::string& device_key, const Problem& problem);
 

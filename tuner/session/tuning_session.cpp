@@ -586,12 +586,15 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
         bool transfer = false;              // the first batch waits for the winners of the problems tuned before it
         std::vector<TunedProblem> history;  // transfer: the winners of other problems stored by earlier runs
+        std::int64_t history_before = 0;    // transfer: the history as it stood when the problem was first measured
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
     // The winners a search starts from: the stored fastest of each problem of this run finished before it (after its
     // confirmation), so that a resumed run proposes what the first did and measures nothing again.
     std::vector<TunedProblem> tuned;
+    // And their results, ordered by problem key (as the history's), for a search that learns across problems.
+    std::vector<ProblemResults> tuned_results;
     // And the tuning history: other problems' winners from earlier runs (not this run's problems, which hand theirs on
     // as they finish), read once, if a problem is searched.
     std::optional<std::vector<StoredResult>> history;
@@ -603,7 +606,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
-        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}};
+        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}, 0};
         if (o.transfer && pl.plan.budget && pl.plan.name != "exhaustive" && o.alternatives_tuned.size() > 1) {
             if (!kernel_bests) kernel_bests = stored_kernel_bests(stores.front(), kernel, device.key);
             std::vector<TriagedKernel> kernels;
@@ -649,8 +652,8 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         if (pl.transfer) {
             if (!history) history = stored_history(stores.front(), space, kernel, device.key);
             pl.history = history_winners(*history, p, problems, history_before);
+            pl.history_before = history_before;
             for (const TunedProblem& t : pl.history) history_problems.insert(t.problem.key());
-            pl.strategy->learn_from(history_results(*history, p, problems, history_before));
         }
         std::vector<Config> batch = pl.transfer ? std::vector<Config>{} : pl.strategy->propose();
         for (const Config& c : batch)
@@ -785,8 +788,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 std::vector<Config> fastest =
                     stored_fastest(stores[lane], space, kernel, device.key, pl.problem, &slowdown);
                 if (fastest.empty()) return;
+                ProblemResults results = stored_results(stores[lane], space, kernel, device.key, pl.problem);
                 std::lock_guard lock(mutex);
                 tuned.push_back({pl.problem, std::move(fastest), false, std::move(slowdown)});
+                const auto at = std::ranges::upper_bound(tuned_results, pl.problem.key(), {},
+                                                         [](const ProblemResults& r) { return r.problem.key(); });
+                tuned_results.insert(at, std::move(results));
             };
             if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.
@@ -819,9 +826,15 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         std::vector<Config> batch = pl.parts.front();
         if (pl.transfer) {
             std::vector<TunedProblem> before;
+            // What the search learns from: the earlier runs' results of the other problems, then this run's finished
+            // problems' (the history leaves this run's problems out, so none comes twice).
+            std::vector<ProblemResults> learned =
+                history ? history_results(*history, pl.problem, problems, pl.history_before)
+                        : std::vector<ProblemResults>{};
             {
                 std::lock_guard lock(mutex);
                 before = tuned;
+                learned.insert(learned.end(), tuned_results.begin(), tuned_results.end());
             }
             before.insert(before.end(), pl.history.begin(), pl.history.end());
             const auto is_candidate = [&](const Config& c) {
@@ -837,6 +850,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 pl.outcome.stored_hints = std::int64_t(stored_hints);
             }
             pl.strategy->start_with(hints);
+            pl.strategy->learn_from(learned);
             batch = pl.strategy->propose();
             for (const Config& c : batch)
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);

@@ -21,8 +21,8 @@ struct StrategyOptions {
     std::optional<int> batch = std::nullopt;  // adaptive strategies: configurations per proposal (default 8)
 };
 
-// Another problem's results with the same kernel (the tuning history), for a strategy that learns across problems:
-// the rank time of each configuration that ran.
+// Another problem's results with the same kernel (the tuning history, or a problem the run finished before this one),
+// for a strategy that learns across problems: the rank time of each configuration that ran.
 struct ProblemResults {
     Problem problem;
     std::vector<std::pair<Config, double>> times;
@@ -38,9 +38,9 @@ public:
     // problems: transfer.hpp); called after begin() and before the first propose(). Those that are not candidates
     // are ignored; the others count against the budget. Exhaustive search measures everything and ignores them.
     virtual void start_with(const std::vector<Config>& first) { (void)first; }
-    // Other problems' results of the same kernel (the tuning history, not this problem's own), for a strategy whose
-    // model learns from them before this problem has results (forest); called after begin() and before the first
-    // propose(). The others ignore them.
+    // Other problems' results of the same kernel (the tuning history and the run's problems finished before this one,
+    // never this problem's own), for a strategy whose model learns from them before this problem has results
+    // (forest); called after begin() and before the first propose(). The others ignore them.
     virtual void learn_from(const std::vector<ProblemResults>& others) { (void)others; }
     // The next configurations to measure (empty when the strategy is done with this problem).
     virtual std::vector<Config> propose() = 0;
