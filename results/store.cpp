@@ -163,6 +163,15 @@ std::string select_records(int version) {
         version >= 5 ? "k.alternative" : "''");
 }
 
+// A problem from the columns p.key, p.dtype, p.shape_json starting at column i.
+Problem read_problem(const Stmt& s, int i, const std::string& path) {
+    const std::string problem_key = s.text(i);
+    const std::string dtype = s.text(i + 1);
+    const auto parsed_dtype = parse_dtype(dtype);
+    if (!parsed_dtype) fail(path, fmt::format("problem {} has an unknown dtype '{}'", problem_key, dtype));
+    return Problem{*parsed_dtype, parse_shape_json(s.text(i + 2), path, "problems")};
+}
+
 ResultRecord read_record(const Stmt& s, const std::string& path) {
     ResultRecord r;
     int i = 0;
@@ -171,12 +180,8 @@ ResultRecord read_record(const Stmt& s, const std::string& path) {
     r.kernel.source_path = s.text(i++);
     r.kernel.source_hash = s.text(i++);
     r.config_key = s.text(i++);
-    const std::string problem_key = s.text(i++);
-    const std::string dtype = s.text(i++);
-    const auto parsed_dtype = parse_dtype(dtype);
-    if (!parsed_dtype) fail(path, fmt::format("problem {} has an unknown dtype '{}'", problem_key, dtype));
-    r.problem.dtype = *parsed_dtype;
-    r.problem.shape = parse_shape_json(s.text(i++), path, "problems");
+    r.problem = read_problem(s, i, path);
+    i += 3;
     r.device_key = s.text(i++);
     r.run_id = s.is_null(i) ? 0 : s.int64(i);
     ++i;
@@ -255,6 +260,32 @@ void bind_filter(Stmt& s, const ResultFilter& f) {
 bool problem_less(const Problem& a, const Problem& b) {
     if (a.dtype != b.dtype) return a.dtype < b.dtype;
     return a.shape < b.shape;  // pairs compare name then value; the names agree within one op's problems
+}
+
+// The kernel source best() ranks for each alternative on a device, and the L2 method it was measured with.
+struct RankedSource {
+    std::string hash, alternative, l2_state;
+};
+
+std::vector<RankedSource> ranked_sources(Db& db, int version, const std::string& op, const std::string& variant,
+                                         const std::string& device_key) {
+    // Per alternative, the kernel source measured most recently on this device: after an edit, the new source's
+    // results stand alone instead of mixing with those of the old one. Sources measured with the default method
+    // (a clean cold L2) come first: a --hot or --flush dirty tuning adds its own results but does not replace
+    // these. (A read-only open of a schema 2 database has no l2_state column: none of its sources is "cold".)
+    Stmt s(db,
+           // CROSS JOIN keeps kernels as the outer loop: few kernel rows, then the (kernel, device) index.
+           fmt::format("SELECT k.source_hash, {}, {} FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
+                       "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 GROUP BY k.id ORDER BY {}"
+                       "max(m.measured_at) DESC, max(m.id) DESC",
+                       version >= 5 ? "k.alternative" : "''", version >= 3 ? "k.l2_state" : "''",
+                       version >= 3 ? "k.l2_state = 'cold' DESC, " : ""));
+    s.bind(1, op).bind(2, variant).bind(3, device_key);
+    std::vector<RankedSource> out;
+    std::set<std::string> alternatives;
+    while (s.step())
+        if (alternatives.insert(s.text(1)).second) out.push_back({s.text(0), s.text(1), s.text(2)});
+    return out;
 }
 
 // ---- devices and runs
@@ -721,21 +752,8 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
     Db& db = m_impl->db;
     std::vector<std::string> hashes = source_hashes;
     if (hashes.empty()) {
-        // Per alternative, the kernel source measured most recently on this device: after an edit, the new source's
-        // results stand alone instead of mixing with those of the old one. Sources measured with the default method
-        // (a clean cold L2) come first: a --hot or --flush dirty tuning adds its own results but does not replace
-        // these. (A read-only open of a schema 2 database has no l2_state column: none of its sources is "cold".)
-        Stmt s(db,
-               // CROSS JOIN keeps kernels as the outer loop: few kernel rows, then the (kernel, device) index.
-               fmt::format("SELECT k.source_hash, {} FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id "
-                           "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 GROUP BY k.id ORDER BY {}"
-                           "max(m.measured_at) DESC, max(m.id) DESC",
-                           m_impl->version >= 5 ? "k.alternative" : "''",
-                           m_impl->version >= 3 ? "k.l2_state = 'cold' DESC, " : ""));
-        s.bind(1, op).bind(2, variant).bind(3, device_key);
-        std::set<std::string> alternatives;
-        while (s.step())
-            if (alternatives.insert(s.text(1)).second) hashes.push_back(s.text(0));
+        for (const RankedSource& r : ranked_sources(db, m_impl->version, op, variant, device_key))
+            hashes.push_back(r.hash);
         if (hashes.empty()) return {};
     }
     // The order of best_rank (core/measurement.hpp), then the earlier row. Rows ranked by kernel time (decode
@@ -762,6 +780,37 @@ std::vector<ResultRecord> Store::best(const std::string& op, const std::string& 
     while (s.step()) out.push_back(read_record(s, path()));
     std::sort(out.begin(), out.end(),
               [](const ResultRecord& a, const ResultRecord& b) { return problem_less(a.problem, b.problem); });
+    return out;
+}
+
+std::vector<StaleResults> Store::stale_results(const std::string& op, const std::string& variant,
+                                               const std::string& device_key) const {
+    const std::vector<RankedSource> ranked = ranked_sources(m_impl->db, m_impl->version, op, variant, device_key);
+    if (ranked.empty()) return {};
+    // The ranked sources' own rows are left out in SQL: on a database tuned once, nothing is counted.
+    std::string hash_placeholders;
+    for (std::size_t i = 0; i < ranked.size(); ++i) hash_placeholders += fmt::format("{}?{}", i ? ", " : "", 5 + i);
+    Stmt s(m_impl->db,
+           fmt::format("SELECT k.source_hash, {}, {}, p.key, p.dtype, p.shape_json, count(*) FROM kernels k "
+                       "CROSS JOIN measurements m ON m.kernel_id = k.id JOIN problems p ON p.id = m.problem_id "
+                       "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 AND m.status = ?4 AND m.p50_us > 0 "
+                       "AND k.source_hash NOT IN ({}) GROUP BY k.id, m.problem_id",
+                       m_impl->version >= 5 ? "k.alternative" : "''", m_impl->version >= 3 ? "k.l2_state" : "''",
+                       hash_placeholders));
+    s.bind(1, op).bind(2, variant).bind(3, device_key).bind(4, status_name(Status::ok));
+    for (std::size_t i = 0; i < ranked.size(); ++i) s.bind(static_cast<int>(5 + i), ranked[i].hash);
+    std::vector<StaleResults> out;
+    while (s.step()) {
+        const auto same = std::find_if(ranked.begin(), ranked.end(),
+                                       [&](const RankedSource& r) { return r.alternative == s.text(1); });
+        if (same == ranked.end() || same->l2_state != s.text(2)) continue;  // another method: left out, not stale
+        out.push_back(StaleResults{s.text(1), s.text(0), same->hash, read_problem(s, 3, path()), s.int64(6)});
+    }
+    std::sort(out.begin(), out.end(), [](const StaleResults& a, const StaleResults& b) {
+        if (a.alternative != b.alternative) return a.alternative < b.alternative;
+        if (a.problem != b.problem) return problem_less(a.problem, b.problem);
+        return a.source_hash < b.source_hash;
+    });
     return out;
 }
 

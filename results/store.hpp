@@ -63,6 +63,16 @@ struct TunedOp {
     std::string op, variant, device_key;
 };
 
+// Ok, timed results of one problem that best() (without source hashes) passes over because they are of an older
+// source of their alternative: one measured earlier, with the same L2 method, than the source best() ranks.
+struct StaleResults {
+    std::string alternative;  // "" for a space of one kernel
+    std::string source_hash;  // the older source
+    std::string ranked_hash;  // the alternative's source best() ranks instead
+    Problem problem;
+    std::int64_t results = 0;
+};
+
 struct ResultFilter {
     std::optional<std::string> op, variant, device_key, source_hash;
     std::optional<std::string> problem_key;  // Problem::key()
@@ -108,6 +118,11 @@ public:
     // kernel). Ordered by dtype then shape values numerically; each row's kernel says which alternative won.
     std::vector<ResultRecord> best(const std::string& op, const std::string& variant, const std::string& device_key,
                                    const std::vector<std::string>& source_hashes = {}) const;
+    // What best() without source hashes passes over as of older sources (StaleResults), ordered by alternative,
+    // problem (as best()) and source hash. Results of another L2 method (a --hot tuning beside a cold one) are not
+    // stale: best() leaves them out by method, not by age.
+    std::vector<StaleResults> stale_results(const std::string& op, const std::string& variant,
+                                            const std::string& device_key) const;
 
     // Every (op, variant, device key) with at least one ok, timed result (of any kernel source), ordered by op,
     // variant, device key.

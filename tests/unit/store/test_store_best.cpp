@@ -259,5 +259,44 @@ TEST_F(StoreBest, RanksOnlyTheSourcesGivenWhenAskedFor) {
     EXPECT_EQ(best[0].kernel.alternative, "rows");
 }
 
+TEST_F(StoreBest, CountsTheOkResultsOfAnOlderSourcePerProblemAsStale) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 1}}), q = problem({{"M", 16}});
+    store.record(alternative_record("flat", "flat-1", "B=1", p, 1.0, "2025-01-01T00:00:00Z"));
+    store.record(alternative_record("flat", "flat-1", "B=2", p, 1.5, "2025-01-01T00:00:00Z"));
+    store.record(alternative_record("flat", "flat-1", "B=1", q, 1.0, "2025-01-01T00:00:00Z"));
+    ResultRecord failed = alternative_record("flat", "flat-1", "B=4", p, 1.0, "2025-01-01T00:00:00Z");
+    failed.measurement.status = Status::invalid_result;  // not a valid result: not counted
+    store.record(failed);
+    store.record(alternative_record("flat", "flat-2", "B=1", p, 3.0, "2025-01-02T00:00:00Z"));
+    store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
+
+    const auto stale = store.stale_results("rmsnorm", "fwd", "dev-A");
+    ASSERT_EQ(stale.size(), 2u);
+    EXPECT_EQ(stale[0].alternative, "flat");
+    EXPECT_EQ(stale[0].source_hash, "flat-1");
+    EXPECT_EQ(stale[0].ranked_hash, "flat-2");
+    EXPECT_EQ(stale[0].problem, p);
+    EXPECT_EQ(stale[0].results, 2);
+    EXPECT_EQ(stale[1].problem, q);  // where the newest source has no result at all
+    EXPECT_EQ(stale[1].results, 1);
+}
+
+TEST_F(StoreBest, CountsNothingAsStaleForTheRankedSourcesOrAnotherL2Method) {
+    Store store = Store::open(db_path());
+    const Problem p = problem({{"M", 16}});
+    ResultRecord cold = make_record("B=1", p, 5.0, Status::ok, "dev-A", "cold-hash");
+    cold.kernel.l2_state = "cold";
+    cold.measured_at = "2025-01-01T00:00:00Z";
+    ResultRecord hot = make_record("B=1", p, 1.0, Status::ok, "dev-A", "hot-hash");
+    hot.kernel.l2_state = "hot";
+    hot.measured_at = "2025-02-01T00:00:00Z";
+    store.record(cold);
+    store.record(hot);
+    store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
+    EXPECT_TRUE(store.stale_results("rmsnorm", "fwd", "dev-A").empty());
+    EXPECT_TRUE(store.stale_results("rmsnorm", "fwd", "dev-B").empty());
+}
+
 }  // namespace
 }  // namespace ktune::test
