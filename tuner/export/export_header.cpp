@@ -216,6 +216,56 @@ std::size_t alternative_of(const ResultRecord& r, const std::vector<const Search
                 where);
 }
 
+// A source hash as messages show it: enough to tell two apart.
+std::string short_hash(const std::string& hash) { return hash.substr(0, 8); }
+
+// One warning per alternative and device whose valid results were passed over because a newer source of it was
+// measured since: the header never ranks them, so the alternative may lose problems it won before its edit. The first
+// few problems are named with their counts, so a long tuning does not flood the output.
+// `device` is how they name the device ("" for none); `stale` is in Store::stale_results' order.
+std::vector<std::string> stale_warnings(const std::string& what, const std::string& device,
+                                        const std::vector<StaleResults>& stale) {
+    constexpr std::size_t k_listed = 3;
+    std::vector<std::string> out;
+    for (auto group = stale.begin(); group != stale.end();) {
+        const auto end = std::find_if(group, stale.end(),
+                                      [&](const StaleResults& s) { return s.alternative != group->alternative; });
+        std::vector<std::pair<Problem, std::int64_t>> problems;  // in the store's problem order
+        std::vector<std::string> sources;
+        std::int64_t total = 0;
+        for (auto it = group; it != end; ++it) {
+            if (problems.empty() || problems.back().first != it->problem) problems.emplace_back(it->problem, 0);
+            problems.back().second += it->results;
+            total += it->results;
+            if (std::find(sources.begin(), sources.end(), it->source_hash) == sources.end())
+                sources.push_back(it->source_hash);
+        }
+        std::string where = problems.size() == 1 ? " " + problems.front().first.key() : "";
+        if (!device.empty()) where += " on " + device;
+        std::string at;
+        if (problems.size() > 1) {
+            std::vector<std::string> listed;
+            for (std::size_t i = 0; i < problems.size() && i < k_listed; ++i)
+                listed.push_back(fmt::format("{}: {}", problems[i].first.key(), problems[i].second));
+            if (problems.size() > k_listed) listed.push_back(fmt::format("{} more", problems.size() - k_listed));
+            at = fmt::format(" at {} problems ({})", problems.size(), fmt::join(listed, "; "));
+        }
+        std::vector<std::string> shown;
+        for (std::size_t i = 0; i < sources.size() && i < k_listed; ++i) shown.push_back(short_hash(sources[i]));
+        if (sources.size() > k_listed) shown.push_back("...");
+        const std::string kernel = group->alternative.empty() ? "the kernel" : group->alternative;
+        const std::string older =
+            sources.size() == 1 ? "an older source" : fmt::format("{} older sources", sources.size());
+        out.push_back(
+            fmt::format("{}{}: passed over {} result{} of {}{} from {} ({}; newest {}): re-tune {} to rank "
+                        "it there again",
+                        what, where, total, total == 1 ? "" : "s", kernel, at, older, fmt::join(shown, ", "),
+                        short_hash(group->ranked_hash), kernel));
+        group = end;
+    }
+    return out;
+}
+
 Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels, const ExportOptions& o) {
     const SearchSpace& space = *kernels.front();
     Model m;
@@ -255,6 +305,12 @@ Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels
 
     std::map<std::pair<Dtype, std::string>, std::size_t> config_index;
     const bool declared = find_op_binding(space.op(), space.variant()) == nullptr;  // the binding is derived
+    struct StaleOnDevice {
+        std::string key, name;
+        std::vector<StaleResults> results;
+    };
+    std::vector<StaleOnDevice> stale;
+    std::vector<std::string> described;  // the names of the selected devices with a description
     for (const std::string& key : tuned) {
         if (!device_selected(key, o.devices)) continue;
         std::optional<DeviceInfo> info = store.device(key);
@@ -284,12 +340,30 @@ Model collect(const Store& store, const std::vector<const SearchSpace*>& kernels
             d.source_hash = r.kernel.source_hash;
             d.entries.push_back(std::move(e));
         }
+        // Passed over by design (best() ranks each alternative's newest source), but said, so that an edited
+        // kernel's earlier wins do not vanish from the header unnoticed.
+        std::vector<StaleResults> stale_here = store.stale_results(space.op(), space.variant(), key);
+        if (!stale_here.empty()) stale.push_back({key, d.info.name, std::move(stale_here)});
+        described.push_back(d.info.name);
         if (!d.entries.empty()) m.devices.push_back(std::move(d));
+    }
+    std::int64_t stale_total = 0;
+    for (const StaleOnDevice& s : stale) {
+        // A device is named only when several are exported, by its key when another has the same name.
+        std::string device;
+        if (described.size() > 1) device = std::count(described.begin(), described.end(), s.name) == 1 ? s.name : s.key;
+        for (const StaleResults& r : s.results) stale_total += r.results;
+        for (std::string& w : stale_warnings(space.op() + "/" + space.variant(), device, s.results))
+            m.warnings.push_back(std::move(w));
     }
     if (m.devices.empty())
         throw Error(ErrorCategory::bad_input,
-                    fmt::format("no tuned results for {}/{} in {}{}", space.op(), space.variant(), store.path(),
-                                o.devices.empty() ? "" : " on the selected devices"),
+                    fmt::format("no tuned results for {}/{} in {}{}{}", space.op(), space.variant(), store.path(),
+                                o.devices.empty() ? "" : " on the selected devices",
+                                stale_total == 0 ? ""
+                                                 : fmt::format(" ({} results of older kernel sources passed over: "
+                                                               "re-tune)",
+                                                               stale_total)),
                     "--op");
 
     // Configurations in (dtype, parameter values) order, so the header does not depend on the store's row order.

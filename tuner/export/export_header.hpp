@@ -47,7 +47,9 @@ struct ExportResult {
     std::vector<std::string> device_keys;  // the tuned devices in the header, in table order
     std::size_t entries = 0;               // tuned problems over all devices
     std::size_t configs = 0;               // distinct kernel instances compiled into the header
-    std::vector<std::string> warnings;     // devices left out and why
+    // Devices left out and why; per alternative (and device), the valid results passed over because they are of an
+    // older kernel source than the one ranked (Store::stale_results): which problems, how many.
+    std::vector<std::string> warnings;
 };
 
 struct RenderedHeader {
