@@ -272,7 +272,8 @@ void register_result_commands(CLI::App& app) {
         "export-header",
         "Write a C++ header with the best configuration per device and problem and a dispatcher that "
         "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
-        "default; an untuned shape takes the nearest tuned one)");
+        "default; an untuned shape takes the nearest tuned one). Only the newest measured source of each kernel is "
+        "ranked: a warning counts the results of older sources passed over, per kernel and problem");
     exp->add_option("--op", g_export.op,
                     "Search space to export: a name (rmsnorm), op/variant (rmsnorm/fwd_gemma) or a YAML file")
         ->required();
