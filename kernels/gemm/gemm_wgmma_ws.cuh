@@ -231,21 +231,6 @@ __device__ __forceinline__ unsigned pack2<__half>(float a, float b) {
     return *reinterpret_cast<unsigned*>(&v);
 }
 
-template <typename T>
-__device__ __forceinline__ void unpack2(unsigned word, float& a, float& b);
-template <>
-__device__ __forceinline__ void unpack2<__nv_bfloat16>(unsigned word, float& a, float& b) {
-    const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
-    a = v.x;
-    b = v.y;
-}
-template <>
-__device__ __forceinline__ void unpack2<__half>(unsigned word, float& a, float& b) {
-    const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&word));
-    a = v.x;
-    b = v.y;
-}
-
 // The producer warpgroup's share of one tile: ROWS rows x 64 K-elements from global row row0 (rows >= row_end and
 // K past the end zero-filled), column k0, into the swizzled tile at dst. Thread tid copies chunk tid % 8 of rows
 // tid / 8 + 16 i: its swizzled chunk (the row's low 3 bits are fixed) and source step stay the same for every i, so
@@ -271,7 +256,6 @@ __device__ __forceinline__ void load_tile(unsigned dst, const T* __restrict__ sr
 constexpr int kSmemLimit = 232448;             // 227 KiB of shared memory a block
 constexpr int kPanelBytes = 64 * kRowBytes;     // 64 rows of 64 outputs: one box of the y map (TMA stores)
 constexpr int kRingPanels = 2;
-constexpr int kDeferSteps = 2;  // DEFER: steps a panel (of 8 16-byte columns), one per k tile
 // The consumers' output staging with several tiles a block (TPB != 1): each consumer's whole output tile (64 MT x BN)
 // where that fits beside the stages, else a ring of two 64 x 64 panels each, written and stored one after the other,
 // so that the large tiles keep a fourth stage (1 x 256: 48 KiB a stage, 64 KiB of whole staging).
@@ -286,8 +270,7 @@ __host__ __device__ constexpr int staging_bytes(int tpb, int pipe_bytes, int mt,
 
 // The configuration's static limits, checked by every compile pass (the body is compiled only where wgmma exists, and
 // a configuration the YAML forbids must fail to compile wherever it is compiled).
-template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false, int CLUSTER = 1,
-          bool DEFER = false>
+template <bool GATED, int MT, int BN, int STAGES, int TPB = 1, bool PINGPONG = false, int CLUSTER = 1>
 __host__ __device__ constexpr bool gemm_ws_config_ok() {
     constexpr int BM = 64 * (PINGPONG ? 1 : 2) * MT;
     constexpr int B_ROWS = GATED ? 2 * BN : BN;
@@ -305,8 +288,6 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
     static_assert(CLUSTER == 1 || TPB != 1, "a cluster's blocks take their tiles in step: several tiles a block");
     static_assert((GATED ? BN : BN / CLUSTER) % 8 == 0, "a block's part of the B tile: whole swizzle atoms");
     static_assert(BM * OUT_ROW_BYTES <= PIPE_BYTES, "the epilogue's staging fits in the pipeline's shared memory");
-    static_assert(!DEFER || (!GATED && !PINGPONG && TPB != 1),
-                  "defer: the ungated cooperative consumers, several tiles a block");
     return true;
 }
 
@@ -331,14 +312,8 @@ __host__ __device__ constexpr bool gemm_ws_config_ok() {
 // their barriers (a cluster barrier), and the producer stays until every release has arrived, so that none reaches
 // a block that has exited. Where M has an odd number of tiles, rank 1's last tile lies past M: its loads read zeros
 // and its stores write nothing.
-// DEFER (ungated, cooperative, TPB != 1): a tile's epilogue runs during the next tile's first MMAs instead of between
-// them. The consumers hold the tile's z + b rounded to T in registers (half the accumulators' count) and, after
-// issuing each of the next tile's first 2 MT BN / 64 k tiles, activate and stage half a 64 x 64 panel of it, storing
-// each panel once staged (its slot: as the ring's, one per panel where the whole tile fits); the block's last tile is
-// flushed after its MMAs. The activation (MUFU) and the staging then overlap the tensor cores' work, at the cost of
-// rounding z + b to T before the activation, as an unfused path does (within the op's tolerances).
 template <typename T, Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, bool TMA, int TPB,
-          bool PINGPONG = false, int CLUSTER = 1, bool DEFER = false>
+          bool PINGPONG = false, int CLUSTER = 1>
 __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                              const T* __restrict__ b, int M, int N, int K, const TensorMap* x_map,
                                              const TensorMap* w_map, const TensorMap* y_map) {
@@ -497,79 +472,6 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     int fill = 0;        // the stage fills consumed so far, over this block's tiles
     int out_panels = 0;  // the panels this consumer has handed to stores (RING: which slot is next)
     constexpr int TURN = PINGPONG ? CONSUMERS : 1;  // this consumer's step over the block's tiles
-
-    // DEFER: the last tile's z + b in T, pairs (j, h) of slab t at held[t][2 j + h] (output_pair's order), its origin,
-    // and whether one is held; flushed in STEPS halves of 64 x 64 panels into SLOTS staging slots.
-    constexpr int PANELS = MT * BN / 64;
-    constexpr int STEPS = DEFER ? kDeferSteps * PANELS : 0;
-    constexpr int SLOTS = RING ? kRingPanels : PANELS;
-    unsigned held[MT][DEFER ? ACC / 2 : 1];
-    long long held_m0 = 0, held_n0 = 0;
-    bool holding = false;
-    // Step u of the held tile's epilogue: columns 32 (u % 2).. of panel u / 2 (slab t, columns 64 p..), activated
-    // and staged as stage_panels (below) stages; the first half waits for its slot's last store to have read it,
-    // the second hands the panel to a TMA store.
-    const auto flush_step = [&](int u) {
-        const int n = u / kDeferSteps, t = n / (BN / 64), p = n % (BN / 64), part = u % kDeferSteps;
-        const unsigned panel = staging + (cw * SLOTS + out_panels % SLOTS) * kPanelBytes;
-        if (part == 0) {
-            if (tid == 0) bulk_wait_read<SLOTS - 1>();
-            named_sync(2 + cw, 128);
-        }
-#pragma unroll
-        for (int q = part * (8 / kDeferSteps); q < (part + 1) * (8 / kDeferSteps); ++q) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = warp * 16 + lane / 4 + 8 * h;
-                unsigned word = held[t][DEFER ? 2 * (8 * p + q) + h : 0];
-                if constexpr (ACT != Act::none) {
-                    float v0, v1;
-                    unpack2<T>(word, v0, v1);
-                    word = pack2<T>(activate<ACT>(v0), activate<ACT>(v1));
-                }
-                const unsigned at = panel + r * kRowBytes + ((q ^ (r % 8)) << 4) + 4 * (lane % 4);
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
-            }
-        }
-        if (part == kDeferSteps - 1) {
-            fence_proxy_async();  // the generic proxy's writes, before TMA reads them
-            named_sync(2 + cw, 128);
-            if (tid == 0) {
-                tma_store_2d(*y_map, int(held_n0) + p * 64, int(held_m0) + (cw * MT + t) * 64, panel);
-                bulk_commit();
-            }
-            ++out_panels;
-        }
-    };
-    // One k tile of the MMAs; `step` (DEFER, >= 0): that step of the held tile's epilogue while they run.
-    const auto mma_k_tile = [&](int kt, int step) {
-        const int s = fill % STAGES;
-        mbar_wait(full_bar(s), (fill / STAGES) & 1);
-        if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
-        // The descriptors' low words (smem_desc_lo) at this stage's A rows (this consumer's) and B rows.
-        const unsigned a_lo = desc_lo0 + (s * STAGE_BYTES + (PINGPONG ? 0 : cw * MT * 64 * kRowBytes)) / 16;
-        const unsigned b_lo = desc_lo0 + (s * STAGE_BYTES + A_BYTES) / 16;
-#pragma unroll
-        for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < kBK / 16; ++ks) {
-            const unsigned long long db = desc_of(b_lo + ks * 32 / 16);
-#pragma unroll
-            for (int t = 0; t < MT; ++t) {
-                const unsigned long long da = desc_of(a_lo + (t * 64 * kRowBytes + ks * 32) / 16);
-                Wgmma<T, GATED ? 2 * BN : BN>::mma(acc[t], da, db);
-            }
-        }
-        wgmma_commit();
-        if (DEFER && step >= 0 && holding) flush_step(step);
-        wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
-#pragma unroll
-        for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
-        if (kt > 0 && lane == 0) release((fill - 1) % STAGES);
-        ++fill;
-    };
-
     for (int nth = PINGPONG ? cw : 0, tile = first_tile + nth * tile_step; tile < tiles;
          nth += TURN, tile += TURN * tile_step) {
         tile_origin(tile, m0, n0);
@@ -583,15 +485,30 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
 #pragma unroll
             for (int i = 0; i < ACC_ALL; ++i) acc[t][i] = 0.0f;
 
-        // DEFER: the first STEPS k tiles unrolled, so that each step indexes held[] with constants.
+        for (int kt = 0; kt < k_tiles; ++kt, ++fill) {
+            const int s = fill % STAGES;
+            mbar_wait(full_bar(s), (fill / STAGES) & 1);
+            if constexpr (!TMA) fence_proxy_async();  // TMA writes through the async proxy already
+            // The descriptors' low words (smem_desc_lo) at this stage's A rows (this consumer's) and B rows.
+            const unsigned a_lo = desc_lo0 + (s * STAGE_BYTES + (PINGPONG ? 0 : cw * MT * 64 * kRowBytes)) / 16;
+            const unsigned b_lo = desc_lo0 + (s * STAGE_BYTES + A_BYTES) / 16;
 #pragma unroll
-        for (int kt = 0; kt < STEPS; ++kt)
-            if (kt < k_tiles) mma_k_tile(kt, kt);
-        for (int kt = STEPS; kt < k_tiles; ++kt) mma_k_tile(kt, -1);
-        if constexpr (DEFER) {
+            for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+            wgmma_fence();
 #pragma unroll
-            for (int u = 0; u < STEPS; ++u)
-                if (u >= k_tiles && holding) flush_step(u);  // fewer k tiles than steps
+            for (int ks = 0; ks < kBK / 16; ++ks) {
+                const unsigned long long db = desc_of(b_lo + ks * 32 / 16);
+#pragma unroll
+                for (int t = 0; t < MT; ++t) {
+                    const unsigned long long da = desc_of(a_lo + (t * 64 * kRowBytes + ks * 32) / 16);
+                    Wgmma<T, GATED ? 2 * BN : BN>::mma(acc[t], da, db);
+                }
+            }
+            wgmma_commit();
+            wgmma_wait<1>();  // tile kt - 1's group has completed: its stage may be refilled
+#pragma unroll
+            for (int t = 0; t < MT; ++t) fence_operands(acc[t]);
+            if (kt > 0 && lane == 0) release((fill - 1) % STAGES);
         }
         if (PINGPONG && lane == 0) mbar_arrive(order_bar(cw));  // the other consumer may start its next tile
         wgmma_wait<0>();
@@ -601,25 +518,6 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
         if constexpr (TPB != 1) {
             // The last stage back to the producer, already filling the next tile.
             if (lane == 0) release((fill - 1) % STAGES);
-            if constexpr (DEFER) {
-                // The bias here, not in the steps: these loads issue together, where the steps' would each wait
-                // behind the staging stores (costing up to 16 % at M=2048 N=K=4096, s29b).
-#pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    float bias0, bias1;
-                    bias_pair(j, bias0, bias1);
-#pragma unroll
-                    for (int t = 0; t < MT; ++t)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h)
-                            held[t][2 * j + h] =
-                                pack2<T>(acc[t][4 * j + 2 * h] + bias0, acc[t][4 * j + 2 * h + 1] + bias1);
-                }
-                held_m0 = m0;
-                held_n0 = n0;
-                holding = true;
-                continue;
-            }
             // The panels (t, p) of slabs t0 <= t < t1, columns 64 p.., slab t's at base + (t - t0) t_stride: 64 rows of
             // 128 bytes, 16-byte chunk q of row r at q ^ (r % 8), the layout the y map's 128-byte swizzle reads
             // (bank-conflict free here). The bias is loaded once per column pair for all the slabs.
@@ -744,11 +642,6 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
             }
         }
     }  // this block's tiles
-    if constexpr (DEFER) {
-#pragma unroll
-        for (int u = 0; u < STEPS; ++u)
-            if (holding) flush_step(u);
-    }
     // The staging tile stays until the last stores have read it, and the block until they completed.
     if constexpr (TPB != 1) {
         if (tid == 0) bulk_wait_all<false>();
@@ -787,43 +680,38 @@ __global__ void __launch_bounds__(384, 1)
 // as a template argument: a kernel declaring __cluster_dims__(1, 1, 1) ran up to 15 % slower than one declaring none
 // (H200, the pingpong configurations; docs/performance.md).
 template <typename T, ktune::dev::gemm::Act ACT, bool GATED, int MT, int BN, int STAGES, int GROUP_M, int TPB,
-          int PINGPONG, int CLUSTER, int DEFER = 0>
+          int PINGPONG, int CLUSTER>
 __device__ __forceinline__ void gemm_tma_entry(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                                                const T* __restrict__ b, int M, int N, int K,
                                                const ktune::dev::gemm_ws::TensorMap& x_map,
                                                const ktune::dev::gemm_ws::TensorMap& w_map,
                                                const ktune::dev::gemm_ws::TensorMap& y_map) {
-    static_assert(
-        ktune::dev::gemm_ws::gemm_ws_config_ok<GATED, MT, BN, STAGES, TPB, PINGPONG != 0, CLUSTER, DEFER != 0>());
+    static_assert(ktune::dev::gemm_ws::gemm_ws_config_ok<GATED, MT, BN, STAGES, TPB, PINGPONG != 0, CLUSTER>());
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, GATED, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0, CLUSTER,
-                                      DEFER != 0>(y, x, w, b, M, N, K, &x_map, &w_map, &y_map);
+    ktune::dev::gemm_ws::gemm_ws_body<T, ACT, GATED, MT, BN, STAGES, GROUP_M, true, TPB, PINGPONG != 0, CLUSTER>(
+        y, x, w, b, M, N, K, &x_map, &w_map, &y_map);
 #elif defined(__CUDA_ARCH__)
     __trap();  // a device pass without wgmma / setmaxnreg / TMA: never run
 #endif
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG,
-          int DEFER>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     gemm_act_wgmma_tma(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                        int M, int N, int K, const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                        const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 1, DEFER>(y, x, w, b, M, N, K, x_map, w_map,
-                                                                                   y_map);
+    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 1>(y, x, w, b, M, N, K, x_map, w_map, y_map);
 }
 
-template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG,
-          int DEFER>
+template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
     gemm_act_wgmma_tma_pair(T* __restrict__ y, const T* __restrict__ x, const T* __restrict__ w,
                             const T* __restrict__ b, int M, int N, int K,
                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap x_map,
                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap w_map,
                             const __grid_constant__ ktune::dev::gemm_ws::TensorMap y_map) {
-    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 2, DEFER>(y, x, w, b, M, N, K, x_map, w_map,
-                                                                                   y_map);
+    gemm_tma_entry<T, ACT, false, MT, BN, STAGES, GROUP_M, TPB, PINGPONG, 2>(y, x, w, b, M, N, K, x_map, w_map, y_map);
 }
 
 template <typename T, ktune::dev::gemm::Act ACT, int MT, int BN, int STAGES, int GROUP_M, int TPB, int PINGPONG>
