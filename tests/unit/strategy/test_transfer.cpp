@@ -259,6 +259,40 @@ TEST(LearnFrom, AForestProposesTheOptimumThatNoHintHoldsFirstAfterTheHints) {
     }
 }
 
+// Without hints, a forest that learned from other problems takes the history model's picks in turn with random draws
+// in its first batch, not the model's picks alone: where the problem is of another regime the model's first picks can
+// all be far off (the GEMM's first M = 64 problem after larger ones, docs/search.md). At M = 256 and 2048 the fastest
+// configuration is the corner A = B = 9, so the model's first picks are the six within two steps of it (A + B >= 16).
+TEST(LearnFrom, AForestWithoutHintsTakesTheModelsPicksInTurnWithRandomDraws) {
+    const auto corner_time = [](const Config& c) {
+        const double a = 9 - double(c.at("A")), b = 9 - double(c.at("B"));
+        return 1 + 0.1 * (a * a + b * b);
+    };
+    const auto near_corner = [](const Config& c) { return c.at("A") + c.at("B") >= 16; };
+    std::vector<ProblemResults> results;
+    for (std::int64_t m : {256, 2048}) {
+        ProblemResults r{rows(Dtype::bf16, m, 4096), {}};
+        for (const Config& c : bowl_space()) r.times.emplace_back(c, corner_time(c));
+        results.push_back(r);
+    }
+    StrategyOptions o;
+    o.seed = 7;
+    auto s = make_strategy("forest", o);
+    s->begin(rows(Dtype::bf16, 64, 4096), bowl_space());
+    s->learn_from(results);
+    const std::vector<Config> batch = s->propose();
+    ASSERT_EQ(batch.size(), 8u);
+    std::size_t drawn_elsewhere = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (i % 2 == 0) {
+            EXPECT_TRUE(near_corner(batch[i])) << batch[i].key();  // the model's picks
+        } else if (!near_corner(batch[i])) {
+            ++drawn_elsewhere;  // random draws
+        }
+    }
+    EXPECT_GE(drawn_elsewhere, 3u);  // the model's eight first picks would leave at most two of them elsewhere
+}
+
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
     auto s = make_strategy("forest", StrategyOptions{});
     s->begin(rows(Dtype::bf16, 16, 4096), space());
