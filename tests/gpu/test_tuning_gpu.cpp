@@ -147,6 +147,23 @@ TEST_F(GpuTest, ASearchStartsFromAnEarlierRunsWinnerAndAResumedOneMeasuresNothin
     EXPECT_EQ(resumed.problems[0].stored_hints, 3);
 }
 
+// forest's model learns from the results of the run's problems finished before a search starts (in-run), and the
+// outcome says from how many: in an empty database the run's first problem from none, the second from the first's.
+TEST_F(GpuTest, AForestSearchLearnsFromTheRunsFinishedProblemAndSaysSo) {
+    TuneOptions o = options(resolve_space_path(m_root, "rmsnorm"));
+    o.dtypes = {Dtype::bf16};
+    o.strategy = "forest";
+    o.budget = 24;  // past the model's 20 rows
+    o.problem_filters = {{{"M", 256}, {"H", 4096}}, {{"M", 16}, {"H", 4096}}};
+    const TuneSummary s = run_tuning(o, nullptr).front();
+    ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
+    ASSERT_EQ(s.problems.size(), 2u);
+    EXPECT_EQ(s.problems[0].learned_problems, 0) << s.problems[0].problem.key();
+    EXPECT_EQ(s.problems[1].learned_problems, 1) << s.problems[1].problem.key();
+    EXPECT_GE(s.problems[1].learned_results, 20);
+    EXPECT_LE(s.problems[1].learned_results, s.problems[0].measured);
+}
+
 TEST_F(GpuTest, ASearchOfAlternativesGivesAKernelTheHistoryFindsFarBehindAProbeAndTheOtherItsBudget) {
     TuneOptions o = options(resolve_space_path(m_root, "softmax"));
     o.dtypes = {Dtype::fp16};  // far from the problem below (weight 4^-9): its kernels' ratio does not count there

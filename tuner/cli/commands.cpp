@@ -499,6 +499,7 @@ json tune_summary_json(const TuneSummary& s) {
                    {"resumed", po.skipped},
                    {"failed", po.failed}};
         if (po.hints) pj["hints"] = {{"stored", po.stored_hints}, {"this_run", po.hints - po.stored_hints}};
+        if (po.learned_problems) pj["learned"] = {{"problems", po.learned_problems}, {"results", po.learned_results}};
         for (const ProblemOutcome::Triage& t : po.triage)
             pj["triage"].push_back({{"kernel", t.kernel},
                                     {"expected_slowdown", t.expected_slowdown},
@@ -549,6 +550,17 @@ void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
             "transfer: {} searches started from {} hints, {} from stored problems (earlier runs) and {} from this "
             "run's\n",
             searched, hints, stored_hints, hints - stored_hints);
+    std::int64_t modelled = 0, learned_problems = 0, learned_results = 0;
+    for (const auto& po : s.problems) {
+        modelled += po.learned_problems > 0;
+        learned_problems += po.learned_problems;
+        learned_results += po.learned_results;
+    }
+    if (modelled > 0)
+        fmt::print(
+            "model: {} searches learned from other problems' results before measuring (on average {} problems "
+            "and {} results each)\n",
+            modelled, learned_problems / modelled, learned_results / modelled);
     for (const std::string& d : s.dropped_gpus) fmt::print("dropped {}\n", d);
 }
 

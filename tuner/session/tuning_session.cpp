@@ -850,7 +850,12 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 pl.outcome.stored_hints = std::int64_t(stored_hints);
             }
             pl.strategy->start_with(hints);
-            pl.strategy->learn_from(learned);
+            const SearchStrategy::Learned from = pl.strategy->learn_from(learned);
+            {
+                std::lock_guard lock(mutex);
+                pl.outcome.learned_problems = from.problems;
+                pl.outcome.learned_results = from.results;
+            }
             batch = pl.strategy->propose();
             for (const Config& c : batch)
                 if (!pl.stored.contains(c.key())) measurers[lane]->prefetch(c, pl.problem.dtype);

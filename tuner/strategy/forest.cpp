@@ -74,23 +74,26 @@ private:
         return out;
     }
 
-    void learn_from(const std::vector<ProblemResults>& others) override {
+    Learned learn_from(const std::vector<ProblemResults>& others) override {
         m_prior.clear();
-        if (grid().size() == 0) return;
+        if (grid().size() == 0) return {};
         std::vector<std::vector<double>> x;
         std::vector<double> y;
+        std::int64_t problems = 0;
         for (const ProblemResults& r : others) {
             if (r.problem == problem() || r.times.empty()) continue;
             double fastest = r.times.front().second;
             for (const auto& [c, t] : r.times) fastest = std::min(fastest, t);
             if (!(fastest > 0)) continue;
+            const std::size_t rows_before = x.size();
             for (const auto& [c, t] : r.times)
                 if (auto f = prior_features(r.problem, c)) {
                     x.push_back(std::move(*f));
                     y.push_back(std::log(t / fastest));
                 }
+            problems += x.size() > rows_before;
         }
-        if (x.size() < kPriorMinRows) return;
+        if (x.size() < kPriorMinRows) return {};
         RandomForest::Options o;
         o.max_samples = kPriorSamples;
         std::mt19937_64 r = rng();  // a copy: the search's own draws stay those of a search without history
@@ -98,6 +101,7 @@ private:
         prior.fit(x, y, r, o);
         for (std::size_t i = 0; i < grid().size(); ++i)
             m_prior.push_back(prior.predict(*prior_features(problem(), candidate(i))).first);
+        return {problems, std::int64_t(x.size())};
     }
 
     // Unproposed candidates in the history model's order, best first, at most n.

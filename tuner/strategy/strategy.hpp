@@ -40,8 +40,15 @@ public:
     virtual void start_with(const std::vector<Config>& first) { (void)first; }
     // Other problems' results of the same kernel (the tuning history and the run's problems finished before this one,
     // never this problem's own), for a strategy whose model learns from them before this problem has results
-    // (forest); called after begin() and before the first propose(). The others ignore them.
-    virtual void learn_from(const std::vector<ProblemResults>& others) { (void)others; }
+    // (forest); called after begin() and before the first propose(). The others ignore them. Returns what the model
+    // learned from (nothing for those, or where too few results left it without a model), for the tuning's report.
+    struct Learned {
+        std::int64_t problems = 0, results = 0;
+    };
+    virtual Learned learn_from(const std::vector<ProblemResults>& others) {
+        (void)others;
+        return {};
+    }
     // The next configurations to measure (empty when the strategy is done with this problem).
     virtual std::vector<Config> propose() = 0;
     // What one proposed configuration gave (skipped ones, already in the store, are reported too).

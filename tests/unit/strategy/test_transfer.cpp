@@ -293,6 +293,33 @@ TEST(LearnFrom, AForestWithoutHintsTakesTheModelsPicksInTurnWithRandomDraws) {
     EXPECT_GE(drawn_elsewhere, 3u);  // the model's eight first picks would leave at most two of them elsewhere
 }
 
+// What a strategy's model learned from, for the tuning's report: forest counts the other problems and their results
+// (never the problem's own), a strategy without a model nothing, and forest too where too few results leave it none.
+TEST(LearnFrom, AForestSaysHowManyProblemsAndResultsItLearnedFromAndTheOthersNothing) {
+    const Problem p = rows(Dtype::bf16, 64, 4096);
+    std::vector<ProblemResults> results;
+    for (std::int64_t m : {16, 256, 64}) {  // the last is the problem itself
+        const Problem q = rows(Dtype::bf16, m, 4096);
+        ProblemResults r{q, {}};
+        for (const Config& c : bowl_space()) r.times.emplace_back(c, bowl_time(q, c));
+        results.push_back(r);
+    }
+    auto forest = make_strategy("forest", StrategyOptions{.seed = 7});
+    forest->begin(p, bowl_space());
+    const SearchStrategy::Learned learned = forest->learn_from(results);
+    EXPECT_EQ(learned.problems, 2);
+    EXPECT_EQ(learned.results, std::int64_t(2 * bowl_space().size()));
+
+    ProblemResults few{rows(Dtype::bf16, 16, 4096), {}};
+    few.times.emplace_back(bowl_space().front(), 1.0);
+    forest->begin(p, bowl_space());
+    EXPECT_EQ(forest->learn_from({few}).problems, 0);
+
+    auto pattern = make_strategy("pattern", StrategyOptions{.seed = 7});
+    pattern->begin(p, bowl_space());
+    EXPECT_EQ(pattern->learn_from(results).results, 0);
+}
+
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
     auto s = make_strategy("forest", StrategyOptions{});
     s->begin(rows(Dtype::bf16, 16, 4096), space());
