@@ -539,23 +539,21 @@ void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
                    : "",
                resumed, db_path, s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
                s.time_limit_hit ? "; stopped at the --time limit" : "");
-    std::int64_t searched = 0, hints = 0, stored_hints = 0;
+    // What the searches started from: transfer's hints and the model's other problems.
+    std::int64_t searched = 0, hints = 0, stored_hints = 0, modelled = 0, learned_problems = 0, learned_results = 0;
     for (const auto& po : s.problems) {
         searched += po.hints > 0;
         hints += po.hints;
         stored_hints += po.stored_hints;
+        modelled += po.learned_problems > 0;
+        learned_problems += po.learned_problems;
+        learned_results += po.learned_results;
     }
     if (hints > 0)
         fmt::print(
             "transfer: {} searches started from {} hints, {} from stored problems (earlier runs) and {} from this "
             "run's\n",
             searched, hints, stored_hints, hints - stored_hints);
-    std::int64_t modelled = 0, learned_problems = 0, learned_results = 0;
-    for (const auto& po : s.problems) {
-        modelled += po.learned_problems > 0;
-        learned_problems += po.learned_problems;
-        learned_results += po.learned_results;
-    }
     if (modelled > 0)
         fmt::print(
             "model: {} searches learned from other problems' results before measuring (on average {} problems "
