@@ -787,23 +787,37 @@ std::vector<StaleResults> Store::stale_results(const std::string& op, const std:
                                                const std::string& device_key) const {
     const std::vector<RankedSource> ranked = ranked_sources(m_impl->db, m_impl->version, op, variant, device_key);
     if (ranked.empty()) return {};
-    // The ranked sources' own rows are left out in SQL: on a database tuned once, nothing is counted.
     std::string hash_placeholders;
     for (std::size_t i = 0; i < ranked.size(); ++i) hash_placeholders += fmt::format("{}?{}", i ? ", " : "", 5 + i);
-    Stmt s(m_impl->db,
-           fmt::format("SELECT k.source_hash, {}, {}, p.key, p.dtype, p.shape_json, count(*) FROM kernels k "
-                       "CROSS JOIN measurements m ON m.kernel_id = k.id JOIN problems p ON p.id = m.problem_id "
-                       "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 AND m.status = ?4 AND m.p50_us > 0 "
-                       "AND k.source_hash NOT IN ({}) GROUP BY k.id, m.problem_id",
-                       m_impl->version >= 5 ? "k.alternative" : "''", m_impl->version >= 3 ? "k.l2_state" : "''",
-                       hash_placeholders));
-    s.bind(1, op).bind(2, variant).bind(3, device_key).bind(4, status_name(Status::ok));
-    for (std::size_t i = 0; i < ranked.size(); ++i) s.bind(static_cast<int>(5 + i), ranked[i].hash);
+    const auto bind_all = [&](Stmt& s) {
+        s.bind(1, op).bind(2, variant).bind(3, device_key).bind(4, status_name(Status::ok));
+        for (std::size_t i = 0; i < ranked.size(); ++i) s.bind(static_cast<int>(5 + i), ranked[i].hash);
+    };
+    const std::string where =
+        "WHERE k.op = ?1 AND k.variant = ?2 AND m.device_key = ?3 AND m.status = ?4 AND m.p50_us > 0 AND k.source_hash";
+    // The problems each ranked source measured: there its older results are superseded, not lost, and not said.
+    std::set<std::pair<std::string, std::int64_t>> measured;
+    {
+        Stmt s(m_impl->db, fmt::format("SELECT DISTINCT k.source_hash, m.problem_id FROM kernels k CROSS JOIN "
+                                       "measurements m ON m.kernel_id = k.id {} IN ({})",
+                                       where, hash_placeholders));
+        bind_all(s);
+        while (s.step()) measured.emplace(s.text(0), s.int64(1));
+    }
+    // The older sources' rows (the ranked sources' own are left out in SQL: on a database tuned once, nothing is
+    // counted).
+    Stmt s(m_impl->db, fmt::format("SELECT k.source_hash, {}, {}, p.key, p.dtype, p.shape_json, count(*), m.problem_id "
+                                   "FROM kernels k CROSS JOIN measurements m ON m.kernel_id = k.id JOIN problems p ON "
+                                   "p.id = m.problem_id {} NOT IN ({}) GROUP BY k.id, m.problem_id",
+                                   m_impl->version >= 5 ? "k.alternative" : "''",
+                                   m_impl->version >= 3 ? "k.l2_state" : "''", where, hash_placeholders));
+    bind_all(s);
     std::vector<StaleResults> out;
     while (s.step()) {
         const auto same = std::find_if(ranked.begin(), ranked.end(),
                                        [&](const RankedSource& r) { return r.alternative == s.text(1); });
         if (same == ranked.end() || same->l2_state != s.text(2)) continue;  // another method: left out, not stale
+        if (measured.contains({same->hash, s.int64(7)})) continue;          // superseded by the ranked source
         out.push_back(StaleResults{s.text(1), s.text(0), same->hash, read_problem(s, 3, path()), s.int64(6)});
     }
     std::sort(out.begin(), out.end(), [](const StaleResults& a, const StaleResults& b) {

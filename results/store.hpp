@@ -118,7 +118,8 @@ public:
     // kernel). Ordered by dtype then shape values numerically; each row's kernel says which alternative won.
     std::vector<ResultRecord> best(const std::string& op, const std::string& variant, const std::string& device_key,
                                    const std::vector<std::string>& source_hashes = {}) const;
-    // What best() without source hashes passes over as of older sources (StaleResults), ordered by alternative,
+    // What best() without source hashes passes over as of older sources (StaleResults) at the problems where the
+    // alternative's ranked source has no ok result (elsewhere they are superseded, not lost), ordered by alternative,
     // problem (as best()) and source hash. Results of another L2 method (a --hot tuning beside a cold one) are not
     // stale: best() leaves them out by method, not by age.
     std::vector<StaleResults> stale_results(const std::string& op, const std::string& variant,

@@ -273,7 +273,8 @@ void register_result_commands(CLI::App& app) {
         "Write a C++ header with the best configuration per device and problem and a dispatcher that "
         "launches the ahead-of-time instantiated kernel (exact device, same chip, same architecture, "
         "default; an untuned shape takes the nearest tuned one). Only the newest measured source of each kernel is "
-        "ranked: a warning counts the results of older sources passed over, per kernel and problem");
+        "ranked: a warning counts the results of older sources passed over where the newest has not measured the "
+        "problem, per kernel");
     exp->add_option("--op", g_export.op,
                     "Search space to export: a name (rmsnorm), op/variant (rmsnorm/fwd_gemma) or a YAML file")
         ->required();

@@ -9,14 +9,16 @@ namespace {
 
 using ExportStaleSources = ExportTest;
 
+// fill_user_store's newest flat source measured this problem (3.0 us), not the other.
 const Problem k_edited_problem{Dtype::fp16, {{"R", 64}, {"C", 4096}}};
+const Problem k_unmeasured_problem{Dtype::fp32, {{"R", 64}, {"C", 4096}}};
 
-// Results of the flat kernel's source from before an edit, beside the user op's tuning: at R=64, C=4096 faster than
-// anything the newest sources measured there (the newest flat source's 3.0 us wins that bucket).
-void add_older_flat_source(Store& store, const std::vector<SearchSpace>& kernels) {
+// Results of the flat kernel's source from before an edit, beside the user op's tuning: faster than anything the
+// newest sources measured at `problem`.
+void add_older_flat_source(Store& store, const std::vector<SearchSpace>& kernels, const Problem& problem) {
     const SearchSpace& flat = kernels.at(0);
     for (const std::int64_t block : {64, 128, 256}) {
-        ResultRecord r = kernel_result(h100_sxm(), flat, k_edited_problem, Config{{{"VEC", 2}, {"BLOCK", block}}}, 1.0);
+        ResultRecord r = kernel_result(h100_sxm(), flat, problem, Config{{{"VEC", 2}, {"BLOCK", block}}}, 1.0);
         r.kernel.source_hash = "0ld5ource-flat";
         r.measured_at = "2026-11-01T00:00:00Z";  // before fill_user_store's results
         store.record(r);
@@ -34,19 +36,30 @@ TEST_F(ExportStaleSources, NamesTheAlternativeTheProblemAndHowManyResultsOfAnOld
     const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(user_space_path());
     Store store = Store::open(db_path());
     fill_user_store(store, kernels);
-    add_older_flat_source(store, kernels);
+    add_older_flat_source(store, kernels, k_unmeasured_problem);
     const RenderedHeader h = render_header(store, pointers(kernels), user_options());
     ASSERT_EQ(h.result.warnings.size(), 1u);
     EXPECT_EQ(h.result.warnings[0],
-              "bias_gelu/fwd fp16:R=64,C=4096: passed over 3 results of flat from an older source (0ld5ourc; newest "
+              "bias_gelu/fwd fp32:R=64,C=4096: passed over 3 results of flat from an older source (0ld5ourc; newest "
               "hash-fla): re-tune flat to rank it there again");
+}
+
+// Where the newest source measured the problem too, the older results are superseded, not lost: nothing is said, so a
+// re-tuning clears the warning.
+TEST_F(ExportStaleSources, SaysNothingWhereTheNewestSourceMeasuredTheProblem) {
+    const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(user_space_path());
+    Store store = Store::open(db_path());
+    fill_user_store(store, kernels);
+    add_older_flat_source(store, kernels, k_edited_problem);
+    EXPECT_TRUE(render_header(store, pointers(kernels), user_options()).result.warnings.empty());
 }
 
 TEST_F(ExportStaleSources, ExportsTheSameHeaderAsWithoutTheOlderSource) {
     const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(user_space_path());
     Store with_stale = Store::open(db_path());
     fill_user_store(with_stale, kernels);
-    add_older_flat_source(with_stale, kernels);
+    add_older_flat_source(with_stale, kernels, k_edited_problem);
+    add_older_flat_source(with_stale, kernels, k_unmeasured_problem);
     std::filesystem::create_directories(dir() / "fresh");
     Store fresh = Store::open((dir() / "fresh" / "results.db").string());  // the same name: the header shows it
     fill_user_store(fresh, kernels);
@@ -94,14 +107,14 @@ TEST_F(ExportStaleSources, NamesTheDeviceWhenSeveralAreExported) {
     const std::vector<SearchSpace> kernels = SearchSpace::load_alternatives(user_space_path());
     Store store = Store::open(db_path());
     fill_user_store(store, kernels);
-    add_older_flat_source(store, kernels);
+    add_older_flat_source(store, kernels, k_unmeasured_problem);
     const DeviceInfo pcie = h100_pcie();
     store.upsert_device(pcie);
     ResultRecord r = kernel_result(pcie, kernels.at(0), k_edited_problem, Config{{{"VEC", 2}, {"BLOCK", 128}}}, 2.0);
     store.record(r);
     const RenderedHeader h = render_header(store, pointers(kernels), user_options());
     ASSERT_EQ(h.result.warnings.size(), 1u);
-    EXPECT_NE(h.result.warnings[0].find("fp16:R=64,C=4096 on NVIDIA H100 80GB HBM3: passed over 3 results of flat"),
+    EXPECT_NE(h.result.warnings[0].find("fp32:R=64,C=4096 on NVIDIA H100 80GB HBM3: passed over 3 results of flat"),
               std::string::npos)
         << h.result.warnings[0];
 }

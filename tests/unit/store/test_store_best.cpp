@@ -259,7 +259,8 @@ TEST_F(StoreBest, RanksOnlyTheSourcesGivenWhenAskedFor) {
     EXPECT_EQ(best[0].kernel.alternative, "rows");
 }
 
-TEST_F(StoreBest, CountsTheOkResultsOfAnOlderSourcePerProblemAsStale) {
+// Only where the newest source of the alternative has no ok result: elsewhere the older results are superseded.
+TEST_F(StoreBest, CountsTheOkResultsOfAnOlderSourceAtTheProblemsItsNewestSourceLacksAsStale) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 1}}), q = problem({{"M", 16}});
     store.record(alternative_record("flat", "flat-1", "B=1", p, 1.0, "2025-01-01T00:00:00Z"));
@@ -272,14 +273,15 @@ TEST_F(StoreBest, CountsTheOkResultsOfAnOlderSourcePerProblemAsStale) {
     store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
 
     const auto stale = store.stale_results("rmsnorm", "fwd", "dev-A");
-    ASSERT_EQ(stale.size(), 2u);
+    ASSERT_EQ(stale.size(), 1u);  // not at p, where flat-2 measured B=1
     EXPECT_EQ(stale[0].alternative, "flat");
     EXPECT_EQ(stale[0].source_hash, "flat-1");
     EXPECT_EQ(stale[0].ranked_hash, "flat-2");
-    EXPECT_EQ(stale[0].problem, p);
-    EXPECT_EQ(stale[0].results, 2);
-    EXPECT_EQ(stale[1].problem, q);  // where the newest source has no result at all
-    EXPECT_EQ(stale[1].results, 1);
+    EXPECT_EQ(stale[0].problem, q);
+    EXPECT_EQ(stale[0].results, 1);
+
+    store.record(alternative_record("flat", "flat-2", "B=1", q, 3.0, "2025-01-03T00:00:00Z"));  // re-tuned at q
+    EXPECT_TRUE(store.stale_results("rmsnorm", "fwd", "dev-A").empty());
 }
 
 TEST_F(StoreBest, CountsNothingAsStaleForTheRankedSourcesOrAnotherL2Method) {
