@@ -158,8 +158,9 @@ TEST_F(GpuTest, AForestSearchLearnsFromTheRunsFinishedProblemAndSaysSo) {
     const TuneSummary s = run_tuning(o, nullptr).front();
     ASSERT_FALSE(s.compile_only) << s.no_gpu_reason;
     ASSERT_EQ(s.problems.size(), 2u);
-    EXPECT_EQ(s.problems[0].learned_problems, 0) << s.problems[0].problem.key();
-    EXPECT_EQ(s.problems[1].learned_problems, 1) << s.problems[1].problem.key();
+    EXPECT_EQ(s.problems[0].learned_searches, 0) << s.problems[0].problem.key();
+    EXPECT_EQ(s.problems[1].learned_searches, 1) << s.problems[1].problem.key();
+    EXPECT_EQ(s.problems[1].learned_problems, 1);
     EXPECT_GE(s.problems[1].learned_results, 20);
     EXPECT_LE(s.problems[1].learned_results, s.problems[0].measured);
 }

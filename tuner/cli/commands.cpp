@@ -499,7 +499,9 @@ json tune_summary_json(const TuneSummary& s) {
                    {"resumed", po.skipped},
                    {"failed", po.failed}};
         if (po.hints) pj["hints"] = {{"stored", po.stored_hints}, {"this_run", po.hints - po.stored_hints}};
-        if (po.learned_problems) pj["learned"] = {{"problems", po.learned_problems}, {"results", po.learned_results}};
+        if (po.learned_searches)
+            pj["learned"] = {
+                {"searches", po.learned_searches}, {"problems", po.learned_problems}, {"results", po.learned_results}};
         for (const ProblemOutcome::Triage& t : po.triage)
             pj["triage"].push_back({{"kernel", t.kernel},
                                     {"expected_slowdown", t.expected_slowdown},
@@ -540,12 +542,14 @@ void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
                resumed, db_path, s.worker_restarts ? fmt::format("; worker restarted {} times", s.worker_restarts) : "",
                s.time_limit_hit ? "; stopped at the --time limit" : "");
     // What the searches started from: transfer's hints and the model's other problems.
-    std::int64_t searched = 0, hints = 0, stored_hints = 0, modelled = 0, learned_problems = 0, learned_results = 0;
+    std::int64_t searched = 0, hints = 0, stored_hints = 0, modelled = 0, searches = 0, learned_problems = 0,
+                 learned_results = 0;
     for (const auto& po : s.problems) {
         searched += po.hints > 0;
         hints += po.hints;
         stored_hints += po.stored_hints;
-        modelled += po.learned_problems > 0;
+        modelled += po.learned_searches > 0;
+        searches += po.learned_searches;
         learned_problems += po.learned_problems;
         learned_results += po.learned_results;
     }
@@ -554,11 +558,12 @@ void print_tune_summary(const TuneSummary& s, const std::string& db_path) {
             "transfer: {} searches started from {} hints, {} from stored problems (earlier runs) and {} from this "
             "run's\n",
             searched, hints, stored_hints, hints - stored_hints);
-    if (modelled > 0)
+    if (searches > 0)
         fmt::print(
-            "model: {} searches learned from other problems' results before measuring (on average {} problems "
-            "and {} results each)\n",
-            modelled, learned_problems / modelled, learned_results / modelled);
+            "model: at {} of {} problems the search ranked the space by other problems' results before measuring "
+            "(forest; on average {:.1f} problems and {:.0f} results a search)\n",
+            modelled, s.problems.size(), double(learned_problems) / double(searches),
+            double(learned_results) / double(searches));
     for (const std::string& d : s.dropped_gpus) fmt::print("dropped {}\n", d);
 }
 

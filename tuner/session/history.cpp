@@ -4,7 +4,6 @@
 #include <map>
 #include <optional>
 #include <tuple>
-#include <unordered_set>
 
 #include "core/error.hpp"
 
@@ -81,27 +80,6 @@ std::vector<KernelBest> stored_kernel_bests(const Store& store, const KernelInfo
     return out;
 }
 
-std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                   const std::string& device_key, const Problem& problem,
-                                   std::vector<double>* slowdown) {
-    ResultFilter f = problem_results(kernel, device_key, problem);
-    f.status = Status::ok;
-    std::vector<ResultRecord> rows = store.results(f);  // in row order: a tie goes to the earlier row
-    std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
-    std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
-    std::vector<Config> out;
-    if (slowdown) slowdown->clear();
-    for (const ResultRecord& r : rows) {
-        if (out.size() == kTransferDepth) break;
-        try {
-            out.push_back(space.parse_config(r.config_key, store.path()));
-            if (slowdown) slowdown->push_back(r.measurement.rank_us() / rows.front().measurement.rank_us());
-        } catch (const Error&) {  // not a configuration of this space: no hint
-        }
-    }
-    return out;
-}
-
 ProblemResults stored_results(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                               const std::string& device_key, const Problem& problem) {
     ResultFilter f = problem_results(kernel, device_key, problem);
@@ -110,15 +88,30 @@ ProblemResults stored_results(const Store& store, const SearchSpace& space, cons
     std::erase_if(rows, [](const ResultRecord& r) { return !(r.measurement.rank_us() > 0); });
     std::ranges::stable_sort(rows, {}, [](const ResultRecord& r) { return best_rank(r.measurement); });
     ProblemResults out{problem, {}};
-    std::unordered_set<std::string> taken;  // a leader confirmed is a row of its own
     for (const ResultRecord& r : rows) {
-        if (!taken.insert(r.config_key).second) continue;
         try {
             out.times.emplace_back(space.parse_config(r.config_key, store.path()), r.measurement.rank_us());
-        } catch (const Error&) {  // not a configuration of this space
+        } catch (const Error&) {  // not a configuration of this space: neither a hint nor learned from
         }
     }
     return out;
+}
+
+std::vector<Config> fastest_of(const ProblemResults& results, std::vector<double>* slowdown) {
+    std::vector<Config> out;
+    if (slowdown) slowdown->clear();
+    for (const auto& [config, time] : results.times) {
+        if (out.size() == kTransferDepth) break;
+        out.push_back(config);
+        if (slowdown) slowdown->push_back(time / results.times.front().second);
+    }
+    return out;
+}
+
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem,
+                                   std::vector<double>* slowdown) {
+    return fastest_of(stored_results(store, space, kernel, device_key, problem), slowdown);
 }
 
 bool is_selected_config(const SearchSpace& space, const Config& c, const Problem& p,

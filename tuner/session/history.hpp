@@ -23,18 +23,21 @@ std::vector<StoredResult> stored_history(const Store& store, const SearchSpace& 
 std::vector<KernelBest> stored_kernel_bests(const Store& store, const KernelInfo& kernel,
                                             const std::string& device_key);
 
-// The problem's fastest ok, timed results of the kernel (its source) on the device, fastest first (best_rank's
-// order, then the earlier row, as Store::best), at most kTransferDepth: what a finished problem hands on to the
-// searches of the run after it. `slowdown`, when given, receives each one's time over the fastest's.
-std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
-                                   const std::string& device_key, const Problem& problem,
-                                   std::vector<double>* slowdown = nullptr);
-
-// The problem's ok, timed results of the kernel (its source) on the device, each configuration once at its fastest,
-// fastest first (as stored_fastest orders them): what a finished problem hands on to the searches of the run after it
+// The problem's ok, timed results of the kernel (its source) on the device that are configurations of the space (the
+// store keeps one row per configuration, a confirmation replacing the first measurement), fastest first (best_rank's
+// order, then the earlier row, as Store::best): what a finished problem hands on to the searches of the run after it
 // that learn across problems (learn_from), as history_results hands on the earlier runs' problems.
 ProblemResults stored_results(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
                               const std::string& device_key, const Problem& problem);
+
+// The first kTransferDepth of `results` (stored_results'): what a finished problem hands on to the searches of the
+// run after it as hints. `slowdown`, when given, receives each one's time over the fastest's.
+std::vector<Config> fastest_of(const ProblemResults& results, std::vector<double>* slowdown = nullptr);
+
+// fastest_of(stored_results(...)).
+std::vector<Config> stored_fastest(const Store& store, const SearchSpace& space, const KernelInfo& kernel,
+                                   const std::string& device_key, const Problem& problem,
+                                   std::vector<double>* slowdown = nullptr);
 
 // The store's rows of the kernel (its op, variant and source) at one problem on the device, of any status.
 ResultFilter problem_results(const KernelInfo& kernel, const std::string& device_key, const Problem& problem);

@@ -784,11 +784,10 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             // Its best, once confirmed, is where a later problem's search starts.
             auto hand_on_best = [&] {
                 if (!o.transfer) return;
-                std::vector<double> slowdown;
-                std::vector<Config> fastest =
-                    stored_fastest(stores[lane], space, kernel, device.key, pl.problem, &slowdown);
-                if (fastest.empty()) return;
                 ProblemResults results = stored_results(stores[lane], space, kernel, device.key, pl.problem);
+                std::vector<double> slowdown;
+                std::vector<Config> fastest = fastest_of(results, &slowdown);
+                if (fastest.empty()) return;
                 std::lock_guard lock(mutex);
                 tuned.push_back({pl.problem, std::move(fastest), false, std::move(slowdown)});
                 const auto at = std::ranges::upper_bound(tuned_results, pl.problem.key(), {},
@@ -853,6 +852,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
             const SearchStrategy::Learned from = pl.strategy->learn_from(learned);
             {
                 std::lock_guard lock(mutex);
+                pl.outcome.learned_searches = from.problems > 0;
                 pl.outcome.learned_problems = from.problems;
                 pl.outcome.learned_results = from.results;
             }
@@ -978,6 +978,11 @@ void merge_summary(TuneSummary& into, TuneSummary&& s) {
         same->measured += p.measured;
         same->skipped += p.skipped;
         same->failed += p.failed;
+        same->hints += p.hints;
+        same->stored_hints += p.stored_hints;
+        same->learned_searches += p.learned_searches;
+        same->learned_problems += p.learned_problems;
+        same->learned_results += p.learned_results;
         same->triage.insert(same->triage.end(), p.triage.begin(), p.triage.end());
         if (p.best && (!same->best || best_rank(p.best->measurement) < best_rank(same->best->measurement)))
             same->best = std::move(p.best);

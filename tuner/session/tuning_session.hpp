@@ -86,9 +86,9 @@ struct ProblemOutcome {
     // A search's first configurations: the winners of similar problems (transfer), of which stored_hints came from
     // the database's earlier runs and the others from this run's problems.
     std::int64_t hints = 0, stored_hints = 0;
-    // What the search's model learned from before its first measurement (forest: the other problems' results, stored
-    // and this run's), or nothing.
-    std::int64_t learned_problems = 0, learned_results = 0;
+    // The searches whose model learned from other problems' results before their first measurement (forest: stored and
+    // this run's; one a kernel of a space of alternatives), and the problems and results they learned from in all.
+    std::int64_t learned_searches = 0, learned_problems = 0, learned_results = 0;
     // Each alternative kernel whose budget triage changed here: the slowdown the history expects of it against the
     // fastest kernel, its budget, and the budget its search would have had without triage.
     struct Triage {
