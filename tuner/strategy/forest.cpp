@@ -96,7 +96,7 @@ private:
         if (x.size() < kPriorMinRows) return {};
         RandomForest::Options o;
         o.max_samples = kPriorSamples;
-        std::mt19937_64 r = rng();  // a copy: the search's own draws stay those of a search without history
+        std::mt19937_64 r = rng();  // a copy: fitting the history model takes no draws from the search's generator
         RandomForest prior;
         prior.fit(x, y, r, o);
         for (std::size_t i = 0; i < grid().size(); ++i)
