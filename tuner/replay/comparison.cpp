@@ -252,12 +252,8 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                     if (TunedProblem fastest = fastest_found(s.space, kernel_runs.back()); !fastest.fastest.empty())
                         tuned[s.kernel].push_back(std::move(fastest));
                     if (!o.transfer || o.history || !o.learn_in_run) continue;
-                    if (ProblemResults r = evaluated_results(s.space, kernel_runs.back()); !r.times.empty()) {
-                        std::vector<ProblemResults>& to = evaluated[s.kernel];
-                        const auto at = std::ranges::upper_bound(
-                            to, r.problem.key(), {}, [](const ProblemResults& p) { return p.problem.key(); });
-                        to.insert(at, std::move(r));
-                    }
+                    if (ProblemResults r = evaluated_results(s.space, kernel_runs.back()); !r.times.empty())
+                        insert_in_key_order(evaluated[s.kernel], std::move(r));
                 }
                 runs[i].push_back(spaces[i].kernels.empty() ? std::move(kernel_runs.front())
                                                             : merge_kernel_runs(spaces[i], kernel_runs, pace[i]));

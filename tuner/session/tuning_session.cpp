@@ -790,9 +790,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
                 if (fastest.empty()) return;
                 std::lock_guard lock(mutex);
                 tuned.push_back({pl.problem, std::move(fastest), false, std::move(slowdown)});
-                const auto at = std::ranges::upper_bound(tuned_results, pl.problem.key(), {},
-                                                         [](const ProblemResults& r) { return r.problem.key(); });
-                tuned_results.insert(at, std::move(results));
+                insert_in_key_order(tuned_results, std::move(results));
             };
             if (measured == 0 || time_limit_hit) return hand_on_best();
             // Whatever the strategy, the leaders are measured again.

@@ -104,4 +104,10 @@ std::unique_ptr<SearchStrategy> make_strategy(std::string_view name, const Strat
                 "--strategy");
 }
 
+void insert_in_key_order(std::vector<ProblemResults>& to, ProblemResults r) {
+    const auto at =
+        std::ranges::upper_bound(to, r.problem.key(), {}, [](const ProblemResults& p) { return p.problem.key(); });
+    to.insert(at, std::move(r));
+}
+
 }  // namespace ktune

@@ -28,6 +28,10 @@ struct ProblemResults {
     std::vector<std::pair<Config, double>> times;
 };
 
+// Inserts `r` into `to`, kept in problem-key order (as the tuning history's): the order in which `ktune tune` and
+// replay alike hand a run's finished problems to learn_from.
+void insert_in_key_order(std::vector<ProblemResults>& to, ProblemResults r);
+
 class SearchStrategy {
 public:
     virtual ~SearchStrategy() = default;
