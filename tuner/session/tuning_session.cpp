@@ -824,14 +824,16 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
         if (pl.transfer) {
             std::vector<TunedProblem> before;
             // What the search learns from: the earlier runs' results of the other problems, then this run's finished
-            // problems' (the history leaves this run's problems out, so none comes twice).
+            // problems' (the history leaves this run's problems out, so none comes twice); gathered only for a
+            // strategy that uses them.
+            const bool learns = pl.strategy->learns_from_others();
             std::vector<ProblemResults> learned =
-                history ? history_results(*history, pl.problem, problems, pl.history_before)
-                        : std::vector<ProblemResults>{};
+                history && learns ? history_results(*history, pl.problem, problems, pl.history_before)
+                                  : std::vector<ProblemResults>{};
             {
                 std::lock_guard lock(mutex);
                 before = tuned;
-                learned.insert(learned.end(), tuned_results.begin(), tuned_results.end());
+                if (learns) learned.insert(learned.end(), tuned_results.begin(), tuned_results.end());
             }
             before.insert(before.end(), pl.history.begin(), pl.history.end());
             const auto is_candidate = [&](const Config& c) {

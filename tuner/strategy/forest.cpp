@@ -74,6 +74,8 @@ private:
         return out;
     }
 
+    bool learns_from_others() const override { return true; }
+
     Learned learn_from(const std::vector<ProblemResults>& others) override {
         m_prior.clear();
         if (grid().size() == 0) return {};

@@ -53,6 +53,8 @@ public:
         (void)others;
         return {};
     }
+    // Whether learn_from uses what it is given: the others' results need not be gathered for it otherwise.
+    virtual bool learns_from_others() const { return false; }
     // The next configurations to measure (empty when the strategy is done with this problem).
     virtual std::vector<Config> propose() = 0;
     // What one proposed configuration gave (skipped ones, already in the store, are reported too).

@@ -318,6 +318,8 @@ TEST(LearnFrom, AForestSaysHowManyProblemsAndResultsItLearnedFromAndTheOthersNot
     auto pattern = make_strategy("pattern", StrategyOptions{.seed = 7});
     pattern->begin(p, bowl_space());
     EXPECT_EQ(pattern->learn_from(results).results, 0);
+    EXPECT_TRUE(forest->learns_from_others());  // the session gathers the others' results only for it
+    EXPECT_FALSE(pattern->learns_from_others());
 }
 
 TEST(StartWith, AnAdaptiveStrategysHintsAreABatchOfTheirOwn) {
