@@ -181,15 +181,19 @@ TEST_F(StoreBest, WithoutASourceHashUsesOnlyTheMostRecentlyMeasuredKernelSource)
     EXPECT_EQ(best[0].measurement.stats.p50, 5.0);
 }
 
+// B=1 at p on dev-A measured with an L2 method ("cold", "hot"), its source named after it.
+ResultRecord l2_record(const std::string& l2_state, const Problem& p, double p50, const std::string& measured_at) {
+    ResultRecord r = make_record("B=1", p, p50, Status::ok, "dev-A", l2_state + "-hash");
+    r.kernel.l2_state = l2_state;
+    r.measured_at = measured_at;
+    return r;
+}
+
 TEST_F(StoreBest, WithoutASourceHashPrefersTheCleanColdMethodOverALaterHotOrDirtyTuning) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});
-    ResultRecord cold = make_record("B=1", p, 5.0, Status::ok, "dev-A", "cold-hash");
-    cold.kernel.l2_state = "cold";
-    cold.measured_at = "2025-01-01T00:00:00Z";
-    ResultRecord hot = make_record("B=1", p, 1.0, Status::ok, "dev-A", "hot-hash");
-    hot.kernel.l2_state = "hot";
-    hot.measured_at = "2025-02-01T00:00:00Z";
+    const ResultRecord cold = l2_record("cold", p, 5.0, "2025-01-01T00:00:00Z");
+    const ResultRecord hot = l2_record("hot", p, 1.0, "2025-02-01T00:00:00Z");
     ResultRecord legacy = make_record("B=1", p, 2.0, Status::ok, "dev-A", "legacy-hash");  // schema < 3: no state
     legacy.measured_at = "2025-03-01T00:00:00Z";
     store.record(cold);
@@ -287,12 +291,8 @@ TEST_F(StoreBest, CountsTheOkResultsOfAnOlderSourceAtTheProblemsItsNewestSourceL
 TEST_F(StoreBest, CountsNothingAsStaleForTheRankedSourcesOrAnotherL2Method) {
     Store store = Store::open(db_path());
     const Problem p = problem({{"M", 16}});
-    ResultRecord cold = make_record("B=1", p, 5.0, Status::ok, "dev-A", "cold-hash");
-    cold.kernel.l2_state = "cold";
-    cold.measured_at = "2025-01-01T00:00:00Z";
-    ResultRecord hot = make_record("B=1", p, 1.0, Status::ok, "dev-A", "hot-hash");
-    hot.kernel.l2_state = "hot";
-    hot.measured_at = "2025-02-01T00:00:00Z";
+    const ResultRecord cold = l2_record("cold", p, 5.0, "2025-01-01T00:00:00Z");
+    const ResultRecord hot = l2_record("hot", p, 1.0, "2025-02-01T00:00:00Z");
     store.record(cold);
     store.record(hot);
     store.record(alternative_record("rows", "rows-1", "R=4", p, 2.5, "2025-01-01T12:00:00Z"));
