@@ -101,9 +101,11 @@ std::vector<KernelBest> kernel_bests(const std::vector<ReplaySpace>& spaces) {
 }
 
 // With the history, each problem's kernels triaged (transfer.hpp) by the other problems' kernel optima, as `ktune tune`
-// triages them by the database's: the budgets of its searches, their total, and each kernel's pace in the merged run.
+// triages them by the database's: the budgets of its searches, their total, each kernel's pace in the merged run, and
+// the slowdown expected of each kernel (which orders the kernels' first proposals in the merged run).
 void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Searched>>& searches,
-            std::vector<Comparison>& out, std::vector<std::vector<double>>& pace, const MethodologyOptions& m) {
+            std::vector<Comparison>& out, std::vector<std::vector<double>>& pace,
+            std::vector<std::vector<double>>& expected, const MethodologyOptions& m) {
     const std::vector<KernelBest> history = kernel_bests(spaces);
     for (std::size_t i = 0; i < spaces.size(); ++i) {
         if (spaces[i].kernels.size() < 2 || !spaces[i].problem) continue;
@@ -117,9 +119,12 @@ void triage(const std::vector<ReplaySpace>& spaces, std::vector<std::vector<Sear
         std::vector<KernelBest> others;
         for (const KernelBest& b : history)
             if (!(b.problem == *spaces[i].problem)) others.push_back(b);
-        for (std::size_t k = 0; k < kernels.size(); ++k)
-            triaged.push_back(
-                triage_budget(*spaces[i].problem, kernels, k, others, std::numeric_limits<std::int64_t>::max()).budget);
+        for (std::size_t k = 0; k < kernels.size(); ++k) {
+            const Triage t =
+                triage_budget(*spaces[i].problem, kernels, k, others, std::numeric_limits<std::int64_t>::max());
+            triaged.push_back(t.budget);
+            expected[i].push_back(t.expected_slowdown);
+        }
         if (triaged == budgets) continue;
         out[i].budget = 0;
         for (std::size_t k = 0; k < triaged.size(); ++k) {
@@ -209,6 +214,7 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
     std::map<std::string, std::vector<TunedProblem>> optima;
     std::map<std::string, std::vector<ProblemResults>> results;  // all of them, for a strategy that learns from them
     std::vector<std::vector<double>> pace(spaces.size());  // of each kernel's share, where triage changed its budget
+    std::vector<std::vector<double>> expected(spaces.size());  // each kernel's slowdown the history expects
     if (o.history) {
         optima[""] = space_optima(spaces);
         for (const std::string& kernel : kernel_names) optima[kernel] = space_optima(spaces, kernel);
@@ -216,7 +222,7 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
             results[""] = space_results(spaces, "");
             for (const std::string& kernel : kernel_names) results[kernel] = space_results(spaces, kernel);
         }
-        if (o.transfer) triage(spaces, searches, out, pace, o.methodology);
+        if (o.transfer) triage(spaces, searches, out, pace, expected, o.methodology);
     }
     std::vector<std::string> names = o.strategies;
     if (names.empty() && o.traced.empty()) {
@@ -255,8 +261,9 @@ std::vector<Comparison> compare_strategies(const std::vector<ReplaySpace>& space
                     if (ProblemResults r = evaluated_results(s.space, kernel_runs.back()); !r.times.empty())
                         insert_in_key_order(evaluated[s.kernel], std::move(r));
                 }
-                runs[i].push_back(spaces[i].kernels.empty() ? std::move(kernel_runs.front())
-                                                            : merge_kernel_runs(spaces[i], kernel_runs, pace[i]));
+                runs[i].push_back(spaces[i].kernels.empty()
+                                      ? std::move(kernel_runs.front())
+                                      : merge_kernel_runs(spaces[i], kernel_runs, pace[i], expected[i]));
             }
         }
         for (std::size_t i = 0; i < spaces.size(); ++i)

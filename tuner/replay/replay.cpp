@@ -129,8 +129,9 @@ ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k) {
 }
 
 ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs,
-                            const std::vector<double>& pace) {
-    if (runs.size() != space.kernels.size() || (!pace.empty() && pace.size() != runs.size()))
+                            const std::vector<double>& pace, const std::vector<double>& expected) {
+    if (runs.size() != space.kernels.size() || (!pace.empty() && pace.size() != runs.size()) ||
+        (!expected.empty() && expected.size() != runs.size()))
         throw Error(ErrorCategory::internal,
                     fmt::format("{} runs for the {} kernels of {}", runs.size(), space.kernels.size(), space.name));
     ReplayRun out;
@@ -141,13 +142,15 @@ ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRu
     std::vector<std::size_t> next(runs.size(), 0);
     double elapsed = 0;
     for (;;) {
-        // The kernel whose next evaluation covers the smallest share of its own space: (j + 1) / N, compared exactly
-        // (with a pace, (j + 1) / (pace N)).
+        // The kernel whose next evaluation starts at the smallest share of its own space: j / N for its j-th (from
+        // 0), compared exactly (with a pace, j / (pace N)); a tie to the kernel expected faster, then the earlier.
         std::optional<std::size_t> pick;
         const auto before = [&](std::size_t a, std::size_t b) {
-            if (pace.empty()) return (next[a] + 1) * space.kernels[b].size < (next[b] + 1) * space.kernels[a].size;
-            return double(next[a] + 1) * pace[b] * double(space.kernels[b].size) <
-                   double(next[b] + 1) * pace[a] * double(space.kernels[a].size);
+            const double pa = pace.empty() ? 1.0 : pace[a], pb = pace.empty() ? 1.0 : pace[b];
+            const double lhs = double(next[a]) * pb * double(space.kernels[b].size);
+            const double rhs = double(next[b]) * pa * double(space.kernels[a].size);
+            if (lhs != rhs) return lhs < rhs;
+            return !expected.empty() && expected[a] < expected[b];
         };
         for (std::size_t k = 0; k < runs.size(); ++k) {
             if (next[k] == runs[k].evaluations.size()) continue;

@@ -71,13 +71,15 @@ struct ReplayOptions {
 ReplaySpace kernel_space(const ReplaySpace& space, std::size_t k);
 
 // The runs of a problem's alternative kernels (runs[k] over kernel_space(space, k)) as one run over the space: their
-// evaluations interleaved as each covers its own space, the j-th of a kernel of N configurations at j / N (a tie in
-// the kernels' order), so that after any share of the whole space each kernel has evaluated about that share of its
-// own, as a tuning whose budget is that share of each kernel's space would. Each evaluation costs what it cost in its
-// own run (the strategy's own time included). `pace[k]`, where given, scales kernel k's share: a kernel whose budget
-// triage (transfer.hpp) multiplied by f evaluates f times that share.
+// evaluations interleaved as each covers its own space, the j-th (from 0) of a kernel of N configurations at j / N, so
+// that after any share s of the whole space each kernel has evaluated ceil(s N) of its own, as a tuning that gives
+// each kernel that share of its space, and at least one configuration, would. So every kernel's first proposal (its
+// nearest winner, with transfer) comes before any kernel's second; `expected[k]`, where given, orders a tie: the
+// kernel the history expects fastest (triage's expected slowdown, transfer.hpp) first, then the kernels' order. Each
+// evaluation costs what it cost in its own run (the strategy's own time included). `pace[k]`, where given, scales
+// kernel k's share: a kernel whose budget triage multiplied by f evaluates f times that share.
 ReplayRun merge_kernel_runs(const ReplaySpace& space, const std::vector<ReplayRun>& runs,
-                            const std::vector<double>& pace = {});
+                            const std::vector<double>& pace = {}, const std::vector<double>& expected = {});
 
 // Throws Error(internal) if the strategy proposes a configuration outside the space or one it proposed before.
 // `first` goes to the strategy's start_with() (transfer from other problems' winners), `others` to its learn_from()

@@ -100,9 +100,11 @@ TEST(ReplayAlternatives, TheOptimumInTheKernelWithFewerResultsIsFoundFromItsOwnH
         EXPECT_EQ(c[1].budget, history ? 10 + kTriageProbe : 40);
         for (const Efficiency& e : c[1].strategies) {
             EXPECT_DOUBLE_EQ(e.mean_evaluations, double(c[1].budget)) << e.strategy;
-            // 10 % of the 40 configurations: 4 evaluations, big's first three and small's first (a tenth of each),
-            // which is T=7, the winner of small at the other problem (history) or the problem before (in-run).
+            // Each kernel's first proposal comes first: small's is T=7, the winner of small at the other problem
+            // (history) or the problem before (in-run). With the history small, expected the faster, goes first (the
+            // optimum at the first evaluation of 40); in-run, without an expectation, the kernels' order (the second).
             EXPECT_DOUBLE_EQ(e.share_within_small[0], 1.0) << e.strategy << (history ? " history" : " in-run");
+            EXPECT_DOUBLE_EQ(e.fraction_within[0], history ? 1.0 / 40 : 2.0 / 40) << e.strategy;
         }
     }
     o.transfer = false;
@@ -139,15 +141,31 @@ TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
     const ReplayRun m = merge_kernel_runs(space, {a, b});
     EXPECT_EQ(m.strategy, "forest");
     EXPECT_EQ(m.seed, 3u);
-    // a's at 1/4, 2/4, 3/4, 1; b's at 1/2, 1: a tie goes to the earlier kernel. b's entries after a's 4.
-    const std::vector<std::size_t> entries{3, 1, 5, 0, 2, 4};
-    const std::vector<double> times{1, 2, 12, 13, 14, 34};  // each evaluation's own cost, in the merged order
+    // a's at 0, 1/4, 2/4, 3/4; b's at 0, 1/2: every kernel's first before any second, a tie to the earlier kernel.
+    // b's entries after a's 4.
+    const std::vector<std::size_t> entries{3, 5, 1, 0, 4, 2};
+    const std::vector<double> times{1, 11, 12, 13, 33, 34};  // each evaluation's own cost, in the merged order
     ASSERT_EQ(m.evaluations.size(), entries.size());
     for (std::size_t i = 0; i < entries.size(); ++i) {
         EXPECT_EQ(m.evaluations[i].entry, entries[i]) << i;
         EXPECT_DOUBLE_EQ(m.evaluations[i].time_s, times[i]) << i;
     }
-    EXPECT_DOUBLE_EQ(m.evaluations[2].value, 5.0);
+    EXPECT_DOUBLE_EQ(m.evaluations[1].value, 5.0);
+}
+
+TEST(ReplayAlternatives, MergedRunsStartWithTheKernelTheHistoryExpectsFastest) {
+    ReplaySpace space;
+    space.name = "p";
+    space.entries.resize(6);
+    space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
+    ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}, {0, 3.0, 3}, {2, 4.0, 4}}};
+    ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
+    // b expected 1.0, a 1.2 (slower): the ties at 0 and at 1/2 go to b.
+    const ReplayRun m = merge_kernel_runs(space, {a, b}, {}, {1.2, 1.0});
+    const std::vector<std::size_t> entries{5, 3, 1, 4, 0, 2};
+    ASSERT_EQ(m.evaluations.size(), entries.size());
+    for (std::size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(m.evaluations[i].entry, entries[i]) << i;
+    EXPECT_THROW(merge_kernel_runs(space, {a, b}, {}, {1.0}), Error);
 }
 
 TEST(ReplayAlternatives, WithTheHistoryAKernelFarBehindIsTriagedToAProbeAndTheLeaderTakesTheRest) {
@@ -177,7 +195,7 @@ TEST(ReplayAlternatives, APaceScalesEachKernelsShareInTheMergedRun) {
     space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
     ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}}};
     ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
-    // a triaged to half its share, b at its own: a's at 1/2 and 1 of its halved space, b's at 1/2 and 1.
+    // a triaged to half its share, b at its own: a's at 0 and 1/2 of its halved space, b's at 0 and 1/2.
     const ReplayRun m = merge_kernel_runs(space, {a, b}, {0.5, 1.0});
     const std::vector<std::size_t> entries{3, 5, 1, 4};
     ASSERT_EQ(m.evaluations.size(), entries.size());
