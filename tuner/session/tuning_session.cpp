@@ -578,15 +578,15 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     struct Planned {
         Problem problem;
         StrategyPlan plan;
-        std::unique_ptr<SearchStrategy> strategy;
-        bool split = false;                      // exhaustive: its configurations measured in parts, on any GPU
-        std::vector<std::vector<Config>> parts;  // split: the parts; else the strategy's first batch
-        std::int64_t expected = 0;               // configurations it will propose: the budget, or every valid one
-        ProblemOutcome outcome;
-        std::map<std::string, Measurement> stored;  // resume: what the store holds, told to the strategy again
-        bool transfer = false;              // the first batch waits for the winners of the problems tuned before it
-        std::vector<TunedProblem> history;  // transfer: the winners of other problems stored by earlier runs
-        std::int64_t history_before = 0;    // transfer: the history as it stood when the problem was first measured
+        std::unique_ptr<SearchStrategy> strategy{};
+        bool split = false;                        // exhaustive: its configurations measured in parts, on any GPU
+        std::vector<std::vector<Config>> parts{};  // split: the parts; else the strategy's first batch
+        std::int64_t expected = 0;                 // configurations it will propose: the budget, or every valid one
+        ProblemOutcome outcome{};
+        std::map<std::string, Measurement> stored{};  // resume: what the store holds, told to the strategy again
+        bool transfer = false;                // the first batch waits for the winners of the problems tuned before it
+        std::vector<TunedProblem> history{};  // transfer: the winners of other problems stored by earlier runs
+        std::int64_t history_before = 0;      // transfer: the history as it stood when the problem was first measured
     };
     std::vector<Planned> planned;
     std::int64_t total = 0;
@@ -606,7 +606,7 @@ TuneSummary tune_device(const SearchSpace& space, const OpDescription& op, const
     for (std::size_t pi = 0; pi < problems.size(); ++pi) {
         const Problem& p = problems[pi];
         std::vector<Config> valid = selected_configs(space, p, o);
-        Planned pl{p, plan_strategy(o.strategy, o.budget, valid.size()), {}, false, {}, 0, {}, {}, false, {}, 0};
+        Planned pl{.problem = p, .plan = plan_strategy(o.strategy, o.budget, valid.size())};
         if (o.transfer && pl.plan.budget && pl.plan.name != "exhaustive" && o.alternatives_tuned.size() > 1) {
             if (!kernel_bests) kernel_bests = stored_kernel_bests(stores.front(), kernel, device.key);
             std::vector<TriagedKernel> kernels;
