@@ -131,14 +131,25 @@ TEST(ReplayAlternatives, EachKernelGetsTheBudgetOfItsOwnSpace) {
     EXPECT_EQ(c.budget, 10);
 }
 
-TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
+// A problem's space of two kernels, a (4 configurations) and b (2), and a run of each over its own: a's every
+// configuration at 1 s each, b's two at 10 and 20 s.
+struct TwoKernelRuns {
     ReplaySpace space;
-    space.name = "p";
-    space.entries.resize(6);
-    space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
-    ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}, {0, 3.0, 3}, {2, 4.0, 4}}};
-    ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
-    const ReplayRun m = merge_kernel_runs(space, {a, b});
+    ReplayRun a, b;
+};
+TwoKernelRuns two_kernel_runs() {
+    TwoKernelRuns r;
+    r.space.name = "p";
+    r.space.entries.resize(6);
+    r.space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
+    r.a = {"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}, {0, 3.0, 3}, {2, 4.0, 4}}};
+    r.b = {"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
+    return r;
+}
+
+TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
+    const TwoKernelRuns r = two_kernel_runs();
+    const ReplayRun m = merge_kernel_runs(r.space, {r.a, r.b});
     EXPECT_EQ(m.strategy, "forest");
     EXPECT_EQ(m.seed, 3u);
     // a's at 0, 1/4, 2/4, 3/4; b's at 0, 1/2: every kernel's first before any second, a tie to the earlier kernel.
@@ -154,18 +165,13 @@ TEST(ReplayAlternatives, MergedRunsInterleaveByTheShareOfEachKernelsSpace) {
 }
 
 TEST(ReplayAlternatives, MergedRunsStartWithTheKernelTheHistoryExpectsFastest) {
-    ReplaySpace space;
-    space.name = "p";
-    space.entries.resize(6);
-    space.kernels = {{"a", 0, 4}, {"b", 4, 2}};
-    ReplayRun a{"forest", 3, {{3, 1.0, 1}, {1, 2.0, 2}, {0, 3.0, 3}, {2, 4.0, 4}}};
-    ReplayRun b{"forest", 3, {{1, 5.0, 10}, {0, 6.0, 30}}};
+    const TwoKernelRuns r = two_kernel_runs();
     // b expected 1.0, a 1.2 (slower): the ties at 0 and at 1/2 go to b.
-    const ReplayRun m = merge_kernel_runs(space, {a, b}, {}, {1.2, 1.0});
+    const ReplayRun m = merge_kernel_runs(r.space, {r.a, r.b}, {}, {1.2, 1.0});
     const std::vector<std::size_t> entries{5, 3, 1, 4, 0, 2};
     ASSERT_EQ(m.evaluations.size(), entries.size());
     for (std::size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(m.evaluations[i].entry, entries[i]) << i;
-    EXPECT_THROW(merge_kernel_runs(space, {a, b}, {}, {1.0}), Error);
+    EXPECT_THROW(merge_kernel_runs(r.space, {r.a, r.b}, {}, {1.0}), Error);
 }
 
 TEST(ReplayAlternatives, WithTheHistoryAKernelFarBehindIsTriagedToAProbeAndTheLeaderTakesTheRest) {
