@@ -12,7 +12,7 @@ them against the optimum of them all; docs/search.md, Replay). Prints a Markdown
 table (problems meeting it, per op, strategy and mode) and, with --misses, the problems each strategy missed.
 
 Usage: bench/search/transfer_table.py --db exhaustive.db [--ktune build/ktune] [--ops softmax,...] [--runs 20]
-       [--seed 1] [--misses] [--json-dir DIR]
+       [--seed 1] [--misses] [--json-dir DIR] [--device-key KEY ...]
 Needs: a built ktune and Python 3 (standard library only).
 """
 import argparse
@@ -26,9 +26,9 @@ MODES = [("none", ["--no-transfer"]), ("run", []), ("run10", ["--budget", "10%"]
 MODE_NAMES = {"none": "no transfer", "run": "in-run", "run10": "in-run at a 10 % budget", "history": "history"}
 
 
-def replay(ktune, db, op, runs, seed, flags):
+def replay(ktune, db, op, runs, seed, device_keys, flags):
     cmd = [ktune, "--db", db, "replay", "--op", op, "--runs", str(runs), "--seed", str(seed), "--json",
-           "--no-strategy-time"] + flags
+           "--no-strategy-time"] + [x for key in device_keys for x in ("--device-key", key)] + flags
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -47,13 +47,15 @@ def main():
                     help="the first run's seed, the others' counting up from it (another set of runs: the seeds' noise)")
     ap.add_argument("--misses", action="store_true", help="list the problems each strategy missed")
     ap.add_argument("--json-dir", help="also keep each replay's JSON here")
+    ap.add_argument("--device-key", action="append", default=[],
+                    help="the device to replay (default: the only one); repeatable, as `ktune replay --device-key`")
     a = ap.parse_args()
     ops = a.ops.split(",")
     counts = {}  # (op, mode, strategy) -> problems meeting the criterion
     sizes, strategies, misses = {}, [], {}
     for op in ops:
         for mode, flags in MODES:
-            data = replay(a.ktune, a.db, op, a.runs, a.seed, flags)
+            data = replay(a.ktune, a.db, op, a.runs, a.seed, a.device_key, flags)
             if a.json_dir:
                 os.makedirs(a.json_dir, exist_ok=True)
                 with open(os.path.join(a.json_dir, f"{op}-{mode}.json"), "w") as f:

@@ -662,7 +662,9 @@ int cmd_best(const GlobalOptions& g) {
     std::vector<DeviceInfo> devices;
     if (!g_best.device_key.empty()) {
         auto d = store.device(g_best.device_key);
-        if (!d) throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
+        if (!d)
+            throw Error(ErrorCategory::bad_input, fmt::format("no such device in the database: {}", g_best.device_key),
+                        "--device-key");
         devices.push_back(*d);
     } else if (g_best.all_devices) {
         devices = store.devices();

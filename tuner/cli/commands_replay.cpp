@@ -26,8 +26,8 @@ namespace {
 
 struct ReplayArgs {
     std::vector<std::string> t4_files, traces;
-    std::string op, device_key, problem, svg;
-    std::vector<std::string> strategies;
+    std::string op, problem, svg;
+    std::vector<std::string> device_keys, strategies;
     int runs = 20;
     std::uint64_t seed = 1;
     std::string budget;
@@ -46,7 +46,8 @@ struct ExportArgs {
 std::string device_key_of(const Store& store, const std::string& asked) {
     if (!asked.empty()) {
         if (!store.device(asked))
-            throw Error(ErrorCategory::bad_input, "no such device in the database", "--device-key");
+            throw Error(ErrorCategory::bad_input, fmt::format("no such device in the database: {}", asked),
+                        "--device-key");
         return asked;
     }
     const auto devices = store.devices();
@@ -71,7 +72,10 @@ std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
     const Store store = Store::open(p.db, Store::Mode::read_only);
     const std::optional<std::string> problem =
         g_replay.problem.empty() ? std::nullopt : std::optional<std::string>(g_replay.problem);
-    spaces = replay_spaces_from_store(store, g_replay.op, device_key_of(store, g_replay.device_key), problem);
+    std::vector<std::string> device_keys = g_replay.device_keys;
+    if (device_keys.empty()) device_keys.push_back(device_key_of(store, ""));
+    for (const std::string& key : device_keys) device_key_of(store, key);  // each one the database holds
+    spaces = replay_spaces_from_store(store, g_replay.op, device_keys, problem);
     if (spaces.empty())
         throw Error(ErrorCategory::bad_input, fmt::format("no results of {} in {}", g_replay.op, p.db), "--op");
     return spaces;
@@ -344,8 +348,10 @@ void register_replay_commands(CLI::App& app) {
         "search, and the fraction of the space it evaluates to come within 1, 2 and 5 % of the optimum");
     replay->add_option("files", g_replay.t4_files, "T4 result files (.json or .json.gz)");
     replay->add_option("--op", g_replay.op, "Without files: replay this op's results in the database");
-    replay->add_option("--device-key", g_replay.device_key,
-                       "The device whose results to replay (default: the only one)");
+    replay->add_option("--device-key", g_replay.device_keys,
+                       "The device whose results to replay (default: the only one); repeatable: several read as one, "
+                       "each problem from the device holding the most of its results (one GPU model on several hosts "
+                       "whose calibrations differ, e.g. a tuning sharded over them and merged by `ktune db merge`)");
     replay->add_option("--problem", g_replay.problem, "Only this problem (a key such as bf16:M=4096,H=8192)");
     replay->add_option("--strategy", g_replay.strategies,
                        "Strategies to replay (repeatable; default: every one but exhaustive)");

@@ -57,16 +57,46 @@ ReplayEntry entry_of(const ResultRecord& r) {
     return e;
 }
 
+// The op's results on the devices named. With several (one GPU model on several hosts, whose calibrations the store
+// keeps apart), each problem's come from the device holding the most of them (ties: the first named), all in the
+// order they were measured.
+std::vector<ResultRecord> results_on(const Store& store, const std::string& op,
+                                     const std::vector<std::string>& device_keys,
+                                     const std::optional<std::string>& problem_key) {
+    std::vector<std::vector<ResultRecord>> per_device;
+    for (const std::string& key : device_keys) {
+        ResultFilter f;
+        f.op = op;
+        f.device_key = key;
+        f.problem_key = problem_key;
+        per_device.push_back(store.results(f));
+    }
+    if (per_device.size() == 1) return std::move(per_device.front());
+    std::map<std::string, std::vector<std::size_t>> count;  // per problem, its results on each device
+    for (std::size_t d = 0; d < per_device.size(); ++d) {
+        for (const ResultRecord& r : per_device[d]) {
+            std::vector<std::size_t>& c = count[r.problem.key()];
+            c.resize(per_device.size());
+            ++c[d];
+        }
+    }
+    std::vector<ResultRecord> out;
+    for (std::size_t d = 0; d < per_device.size(); ++d) {
+        for (ResultRecord& r : per_device[d]) {
+            const std::vector<std::size_t>& c = count.at(r.problem.key());
+            if (std::size_t(std::ranges::max_element(c) - c.begin()) == d) out.push_back(std::move(r));
+        }
+    }
+    std::ranges::stable_sort(out, {}, &ResultRecord::measured_at);
+    return out;
+}
+
 }  // namespace
 
 std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
-                                                  const std::string& device_key,
+                                                  const std::vector<std::string>& device_keys,
                                                   const std::optional<std::string>& problem_key) {
-    ResultFilter f;
-    f.op = op;
-    f.device_key = device_key;
-    f.problem_key = problem_key;
-    const std::vector<ResultRecord> records = store.results(f);
+    const std::vector<ResultRecord> records = results_on(store, op, device_keys, problem_key);
     const auto source_key = [](const ResultRecord& r) { return r.kernel.variant + "|" + r.kernel.source_hash; };
     std::map<std::string, std::size_t> per_source;
     std::map<std::string, const KernelInfo*> kernel_of;
@@ -101,7 +131,7 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
             entries.emplace_back();
         }
         ReplaySpace& s = out[it->second];
-        s.name = fmt::format("{} {} on {}", op, r.problem.key(), device_key);
+        s.name = fmt::format("{} {} on {}", op, r.problem.key(), r.device_key);
         s.unit = "us";
         s.problem = r.problem;
         entries[it->second].resize(std::max(entries[it->second].size(), k + 1));

@@ -44,9 +44,10 @@ ReplaySpace replay_space_from_t4(const T4File& f, std::string name);
 // One space per problem of an op's stored results on a device: the variant of the kernel source that has the most
 // results there and, of each of its alternative kernels, the source that has the most (as Store::best ranks one
 // source of every alternative together). Each costs its recorded compile time plus its timing samples; `problem_key`
-// keeps only that problem.
+// keeps only that problem. Several devices are read as one (the same GPU model on several hosts, whose calibrations
+// the store keeps apart: a tuning sharded over them), each problem from the device holding the most of its results.
 std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
-                                                  const std::string& device_key,
+                                                  const std::vector<std::string>& device_keys,
                                                   const std::optional<std::string>& problem_key = std::nullopt);
 
 struct Evaluation {

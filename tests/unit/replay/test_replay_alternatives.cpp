@@ -44,7 +44,7 @@ std::vector<ReplaySpace> two_kernels(const test::TempDir& dir) {
         for (int t = 1; t <= 10; ++t)
             store.record(record("small", "hash-small", fmt::format("T={}", t), p, t == 7 ? 1.0 : 3.0 + t % 3));
     store.record(record("small", "hash-small-old", "T=7", problems[0], 0.5));
-    return replay_spaces_from_store(store, "gemm_act", "dev-A");
+    return replay_spaces_from_store(store, "gemm_act", {"dev-A"});
 }
 
 // Random search, two runs, repeatable in time: what the budget tests need.
