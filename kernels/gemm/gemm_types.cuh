@@ -13,11 +13,25 @@ enum class Act {
     silu,  // v * sigmoid(v)
 };
 
-// GELU and SiLU are glu::activate's (kernels/glu/glu_common.cuh): v * sigmoid(z) through __expf and __fdividef, a few
-// ulp in fp32, where the references keep tanhf and a division (its cost in the epilogue was not measured alone).
-template <Act A>
+// GELU for outputs rounded to bf16: 0.5 v (1 + tanh(u)) through tanh.approx, one MUFU op an output where the sigmoid
+// form below takes two (ex2, rcp); its error, 2^-11 of tanh, is under bf16's rounding (2^-9) but not fp16's. 1-2.5 %
+// faster than the sigmoid form configuration by configuration at M >= 2048 (docs/performance.md, tag s31d).
+template <typename T>
+inline constexpr bool kGeluByTanh = false;
+template <>
+inline constexpr bool kGeluByTanh<__nv_bfloat16> = true;
+
+// Otherwise GELU and SiLU are glu::activate's (kernels/glu/glu_common.cuh): v * sigmoid(z) through __expf and
+// __fdividef, a few ulp in fp32, where the references keep tanhf and a division. T: the output's type.
+template <Act A, typename T = float>
 __device__ __forceinline__ float activate(float v) {
-    if constexpr (A == Act::gelu) {
+    if constexpr (A == Act::gelu && kGeluByTanh<T>) {
+        const float u = v * fmaf(0.0356774081363001f, v * v, 0.7978845608028654f);  // sqrt(2/pi) (v + 0.044715 v^3)
+        float t;
+        asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+        const float h = 0.5f * v;
+        return fmaf(h, t, h);
+    } else if constexpr (A == Act::gelu) {
         return glu::activate<glu::Act::gelu_tanh>(v);
     } else if constexpr (A == Act::silu) {
         return glu::activate<glu::Act::silu>(v);

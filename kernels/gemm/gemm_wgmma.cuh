@@ -248,11 +248,11 @@ __device__ __forceinline__ void gemm_wgmma_body(T* __restrict__ y, const T* __re
                 if (row >= M || col >= N) continue;
                 float v0, v1;
                 if constexpr (GATED) {
-                    v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
-                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
+                    v0 = activate<ACT, T>(acc[t][4 * j + 2 * h]) * acc_up[t][4 * j + 2 * h];
+                    v1 = activate<ACT, T>(acc[t][4 * j + 2 * h + 1]) * acc_up[t][4 * j + 2 * h + 1];
                 } else {
-                    v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
-                    v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
+                    v0 = activate<ACT, T>(acc[t][4 * j + 2 * h] + bias0);
+                    v1 = activate<ACT, T>(acc[t][4 * j + 2 * h + 1] + bias1);
                 }
                 T* out = y + row * N + col;
                 if (pairs && col + 1 < N) {

@@ -453,11 +453,11 @@ __device__ __forceinline__ void gemm_ws_body(T* __restrict__ y, const T* __restr
     // the consumer's slabs, activated (gated: act(gate) * up; else act(z + bias)).
     const auto output_pair = [&](int t, int j, int h, float bias0, float bias1, float& v0, float& v1) {
         if constexpr (GATED) {
-            v0 = activate<ACT>(acc[t][4 * j + 2 * h]) * acc[t][ACC + 4 * j + 2 * h];
-            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1]) * acc[t][ACC + 4 * j + 2 * h + 1];
+            v0 = activate<ACT, T>(acc[t][4 * j + 2 * h]) * acc[t][ACC + 4 * j + 2 * h];
+            v1 = activate<ACT, T>(acc[t][4 * j + 2 * h + 1]) * acc[t][ACC + 4 * j + 2 * h + 1];
         } else {
-            v0 = activate<ACT>(acc[t][4 * j + 2 * h] + bias0);
-            v1 = activate<ACT>(acc[t][4 * j + 2 * h + 1] + bias1);
+            v0 = activate<ACT, T>(acc[t][4 * j + 2 * h] + bias0);
+            v1 = activate<ACT, T>(acc[t][4 * j + 2 * h + 1] + bias1);
         }
     };
     // A stage back to the producers that fill it: this block's, and with clusters the other block's too.
