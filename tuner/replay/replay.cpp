@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -58,8 +59,8 @@ ReplayEntry entry_of(const ResultRecord& r) {
 }
 
 // The op's results on the devices named. With several (one GPU model on several hosts, whose calibrations the store
-// keeps apart), each problem's come from the device holding the most of them (ties: the first named), all in the
-// order they were measured.
+// keeps apart), each problem's come from the device holding the most of them (ties: the first named); a problem
+// that one device holds whole reads as it would from that device alone.
 std::vector<ResultRecord> results_on(const Store& store, const std::string& op,
                                      const std::vector<std::string>& device_keys,
                                      const std::optional<std::string>& problem_key) {
@@ -80,14 +81,22 @@ std::vector<ResultRecord> results_on(const Store& store, const std::string& op,
             ++c[d];
         }
     }
-    std::vector<ResultRecord> out;
+    // Each problem's results in the order its device stored them, the problems in the order they were first measured.
+    std::map<std::string, std::vector<ResultRecord>> of_problem;
+    std::vector<std::pair<std::string, std::string>> first_measured;  // (when, problem)
     for (std::size_t d = 0; d < per_device.size(); ++d) {
         for (ResultRecord& r : per_device[d]) {
             const std::vector<std::size_t>& c = count.at(r.problem.key());
-            if (std::size_t(std::ranges::max_element(c) - c.begin()) == d) out.push_back(std::move(r));
+            if (std::size_t(std::ranges::max_element(c) - c.begin()) != d) continue;
+            std::vector<ResultRecord>& rs = of_problem[r.problem.key()];
+            if (rs.empty()) first_measured.emplace_back(r.measured_at, r.problem.key());
+            rs.push_back(std::move(r));
         }
     }
-    std::ranges::stable_sort(out, {}, &ResultRecord::measured_at);
+    std::ranges::stable_sort(first_measured, {}, &std::pair<std::string, std::string>::first);
+    std::vector<ResultRecord> out;
+    for (const auto& [when, problem] : first_measured)
+        std::ranges::move(of_problem.at(problem), std::back_inserter(out));
     return out;
 }
 
