@@ -58,30 +58,54 @@ ReplayEntry entry_of(const ResultRecord& r) {
     return e;
 }
 
-// The op's results on the devices named. With several (one GPU model on several hosts, whose calibrations the store
-// keeps apart), each problem's come from the device holding the most of them (ties: the first named); a problem
-// that one device holds whole reads as it would from that device alone.
-std::vector<ResultRecord> results_on(const Store& store, const std::string& op,
-                                     const std::vector<std::string>& device_keys,
-                                     const std::optional<std::string>& problem_key) {
-    std::vector<std::vector<ResultRecord>> per_device;
-    for (const std::string& key : device_keys) {
-        ResultFilter f;
-        f.op = op;
-        f.device_key = key;
-        f.problem_key = problem_key;
-        per_device.push_back(store.results(f));
+std::string source_key(const ResultRecord& r) { return r.kernel.variant + "|" + r.kernel.source_hash; }
+
+// What a replay reads of an op's results: the variant with the most results and, of each of its alternative kernels,
+// the source with the most (as Store::best ranks one source of every alternative together).
+struct ReplayedSources {
+    std::string variant;
+    std::map<std::string, std::string> source_of;  // alternative -> its source
+
+    bool holds(const ResultRecord& r) const {
+        const auto it = source_of.find(r.kernel.alternative);
+        return r.kernel.variant == variant && it != source_of.end() && it->second == source_key(r);
     }
+};
+
+ReplayedSources replayed_sources(const std::vector<std::vector<ResultRecord>>& per_device) {
+    std::map<std::string, std::size_t> per_source;
+    std::map<std::string, const KernelInfo*> kernel_of;
+    for (const std::vector<ResultRecord>& records : per_device) {
+        for (const ResultRecord& r : records) {
+            ++per_source[source_key(r)];
+            kernel_of.emplace(source_key(r), &r.kernel);
+        }
+    }
+    if (per_source.empty()) return {};
+    const std::string top = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
+    ReplayedSources out{kernel_of.at(top)->variant, {}};
+    for (const auto& [key, n] : per_source) {
+        if (kernel_of.at(key)->variant != out.variant) continue;
+        const auto [it, added] = out.source_of.try_emplace(kernel_of.at(key)->alternative, key);
+        if (!added && it->second != top && (key == top || n > per_source[it->second])) it->second = key;
+    }
+    return out;
+}
+
+// Each problem's results from one device. With several (one GPU model on several hosts, whose calibrations the store
+// keeps apart), the one holding the most of the problem's replayed results (ties: the first named), in that device's
+// store order; the problems in the order they were first measured.
+std::vector<ResultRecord> one_device_per_problem(std::vector<std::vector<ResultRecord>> per_device,
+                                                 const ReplayedSources& sources) {
     if (per_device.size() == 1) return std::move(per_device.front());
-    std::map<std::string, std::vector<std::size_t>> count;  // per problem, its results on each device
+    std::map<std::string, std::vector<std::size_t>> count;  // per problem, its replayed results on each device
     for (std::size_t d = 0; d < per_device.size(); ++d) {
         for (const ResultRecord& r : per_device[d]) {
             std::vector<std::size_t>& c = count[r.problem.key()];
             c.resize(per_device.size());
-            ++c[d];
+            if (sources.holds(r)) ++c[d];
         }
     }
-    // Each problem's results in the order its device stored them, the problems in the order they were first measured.
     std::map<std::string, std::vector<ResultRecord>> of_problem;
     std::vector<std::pair<std::string, std::string>> first_measured;  // (when, problem)
     for (std::size_t d = 0; d < per_device.size(); ++d) {
@@ -105,24 +129,17 @@ std::vector<ResultRecord> results_on(const Store& store, const std::string& op,
 std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std::string& op,
                                                   const std::vector<std::string>& device_keys,
                                                   const std::optional<std::string>& problem_key) {
-    const std::vector<ResultRecord> records = results_on(store, op, device_keys, problem_key);
-    const auto source_key = [](const ResultRecord& r) { return r.kernel.variant + "|" + r.kernel.source_hash; };
-    std::map<std::string, std::size_t> per_source;
-    std::map<std::string, const KernelInfo*> kernel_of;
-    for (const ResultRecord& r : records) {
-        ++per_source[source_key(r)];
-        kernel_of.emplace(source_key(r), &r.kernel);
+    std::vector<std::vector<ResultRecord>> per_device;
+    for (const std::string& key : device_keys) {
+        ResultFilter f;
+        f.op = op;
+        f.device_key = key;
+        f.problem_key = problem_key;
+        per_device.push_back(store.results(f));
     }
-    if (per_source.empty()) return {};
-    const std::string top = std::ranges::max_element(per_source, {}, [](const auto& e) { return e.second; })->first;
-    const std::string variant = kernel_of.at(top)->variant;
-    // Of each alternative kernel of that variant, the source with the most results (that one for its own kernel).
-    std::map<std::string, std::string> source_of;  // alternative -> its source
-    for (const auto& [key, n] : per_source) {
-        if (kernel_of.at(key)->variant != variant) continue;
-        const auto [it, added] = source_of.try_emplace(kernel_of.at(key)->alternative, key);
-        if (!added && it->second != top && (key == top || n > per_source[it->second])) it->second = key;
-    }
+    const ReplayedSources sources = replayed_sources(per_device);
+    if (sources.variant.empty()) return {};
+    const std::vector<ResultRecord> records = one_device_per_problem(std::move(per_device), sources);
     // The kernels in the order they were first measured (a space file's order, which `ktune tune` follows), and the
     // problems likewise: a tuning's order, which transfer between problems follows.
     std::vector<std::string> kernels;
@@ -130,8 +147,7 @@ std::vector<ReplaySpace> replay_spaces_from_store(const Store& store, const std:
     std::map<std::string, std::size_t> index_of;
     std::vector<std::vector<std::vector<ReplayEntry>>> entries;  // per problem, per kernel
     for (const ResultRecord& r : records) {
-        const auto chosen = source_of.find(r.kernel.alternative);
-        if (r.kernel.variant != variant || chosen->second != source_key(r)) continue;
+        if (!sources.holds(r)) continue;
         const auto k = std::size_t(std::ranges::find(kernels, r.kernel.alternative) - kernels.begin());
         if (k == kernels.size()) kernels.push_back(r.kernel.alternative);
         const auto [it, added] = index_of.emplace(r.problem.key(), out.size());
