@@ -14,8 +14,10 @@ enum class Act {
 };
 
 // GELU for outputs rounded to bf16: 0.5 v (1 + tanh(u)) through tanh.approx, one MUFU op an output where the sigmoid
-// form below takes two (ex2, rcp); its error, 2^-11 of tanh, is under bf16's rounding (2^-9) but not fp16's. 1-2.5 %
-// faster than the sigmoid form configuration by configuration at M >= 2048 (docs/performance.md, tag s31d).
+// form below takes two (ex2, rcp). tanh.approx errs by up to 2^-11 of tanh: about 2^-12 |v| absolute in the output
+// (large beside the output itself where 1 + tanh(u) is small, v < -1), an eighth of bf16's rounding of v but half of
+// fp16's, whose spaces hold tighter tolerances: fp16 keeps the sigmoid form. Up to 2.4 % faster per configuration at
+// M >= 2048 (docs/performance.md, "GELU through tanh.approx").
 template <typename T>
 inline constexpr bool kGeluByTanh = false;
 template <>

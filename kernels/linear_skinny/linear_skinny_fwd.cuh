@@ -109,7 +109,9 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], unsigned a0, unsigned a
             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// ACT's activation as the GEMMs' epilogue computes it (kernels/gemm/gemm_types.cuh: glu::activate's v * sigmoid(z)).
+// ACT's activation in gemm::activate's sigmoid form (kernels/gemm/gemm_types.cuh: glu::activate's v * sigmoid(z)) at
+// every type: the tensor-core GEMMs' bf16 tanh.approx form saves MUFU work that these weight-bound kernels do not wait
+// on.
 template <int ACT>
 __device__ __forceinline__ float activate(float v) {
     return gemm::activate<static_cast<gemm::Act>(ACT)>(v);
