@@ -72,9 +72,9 @@ std::vector<ReplaySpace> load_spaces(const GlobalOptions& g) {
     const Store store = Store::open(p.db, Store::Mode::read_only);
     const std::optional<std::string> problem =
         g_replay.problem.empty() ? std::nullopt : std::optional<std::string>(g_replay.problem);
-    std::vector<std::string> device_keys = g_replay.device_keys;
+    std::vector<std::string> device_keys;
+    for (const std::string& key : g_replay.device_keys) device_keys.push_back(device_key_of(store, key));
     if (device_keys.empty()) device_keys.push_back(device_key_of(store, ""));
-    for (const std::string& key : device_keys) device_key_of(store, key);  // each one the database holds
     spaces = replay_spaces_from_store(store, g_replay.op, device_keys, problem);
     if (spaces.empty())
         throw Error(ErrorCategory::bad_input, fmt::format("no results of {} in {}", g_replay.op, p.db), "--op");
